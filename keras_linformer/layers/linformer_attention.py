@@ -1,0 +1,443 @@
+"""Linformer multi-head attention: keys and values projected from n to k positions."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers.config_utils import clone_initializer
+from keras_linformer.layers.config_utils import get_optional_initializer
+from keras_linformer.layers.config_utils import serialize_optional_initializer
+from keras_linformer.layers.masking import detach_keras_masks
+
+
+@keras_linformer_export("keras_linformer.layers.LinformerAttention")
+class LinformerAttention(keras.layers.Layer):
+    """Multi-head attention with keys and values projected along the sequence.
+
+    A drop-in for `keras.layers.MultiHeadAttention` (self- or cross-attention)
+    that implements the linear attention of Linformer (Wang et al., 2020, eq. 7):
+
+    `head_i = softmax(Q_i (E_i K_i)^T / sqrt(key_dim)) (F_i V_i)`
+
+    where `E_i, F_i` map the `sequence_length` (n) key/value positions to
+    `projected_dim` (k) slots, so time and memory grow as n * k instead of
+    n * n. The projection is a learned matrix (`projection="linear"`), mean or
+    max pooling, or a depthwise convolution with kernel = stride = n / k
+    (`"mean"`, `"max"`, `"conv"`, paper section 4).
+
+    Padding: a key/value padding mask, passed as `value_mask`/`key_mask` or
+    propagated by Keras (e.g. from `Embedding(mask_zero=True)`), zeroes the
+    padded keys and values before the projection, so the outputs at every
+    position do not depend on what padded positions contain. Pooling slots
+    that hold only padding are excluded from the softmax. Inputs shorter than
+    `sequence_length` behave exactly like the same inputs padded to it with the
+    padding masked (a linear E uses its first rows). A causal mask or a
+    `(B, T, S)` attention mask cannot be honoured once keys are mixed along the
+    sequence, so both raise an error.
+
+    Cost: when the projection is shared by all heads (`sharing` other than
+    `"none"`) and linear along the sequence (`"linear"`, `"mean"`), it is
+    applied to the key/value *input* before the key/value kernels:
+    `E (m * (X W + b)) = (E (m * X)) W + (E m) b`, which costs k * d^2 instead
+    of n * d^2 for those kernels and gives the same result.
+
+    Precision: the attention logits and the softmax are computed in float32
+    under any mixed-precision policy; the output is in the compute dtype.
+
+    Initialisation: unless `projection_initializer` is given, a linear E is
+    drawn from N(0, 1/k), the distribution of the paper's proofs (its
+    Johnson-Lindenstrauss argument, Theorem 2); a conv kernel starts as a
+    window average plus N(0, 0.02^2) noise.
+
+    Args:
+        num_heads: int. Number of attention heads.
+        key_dim: int. Size of each head for query and key.
+        sequence_length: int. n, the longest key/value sequence accepted.
+        projected_dim: int. k, the number of projected key/value slots;
+            at most `sequence_length`, and a divisor of it for the pooling and
+            conv projections.
+        value_dim: int. Size of each head for value. Defaults to `key_dim`.
+        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`.
+            Defaults to `"linear"`.
+        sharing: str. How projections are shared: `"none"` (separate E_i,
+            F_i for every head), `"headwise"` (one E and one F for all heads),
+            `"key_value"` (one E = F for all heads), or `"layerwise"` (the layer
+            owns no projection and receives one shared by a whole stack through
+            `call(projection_kernel=...)`, see `LinformerEncoderStack`).
+            Pooling projections have no parameters, so sharing does not change
+            them. Defaults to `"none"`.
+        dropout: float. Dropout on the attention probabilities. Defaults to 0.
+        use_bias: bool. Whether the dense layers use biases. Defaults to True.
+        output_shape: int. Size of the output features. Defaults to the last
+            dimension of the query.
+        kernel_initializer, bias_initializer: initializers of the dense layers.
+        projection_initializer: initializer of the projection weights. Defaults
+            to None, meaning N(0, 1/k) for a linear E (see above).
+        kernel_regularizer, bias_regularizer, activity_regularizer,
+        projection_regularizer: regularizers. Default to None.
+        kernel_constraint, bias_constraint, projection_constraint: constraints.
+            Default to None.
+        seed: int. Seed for dropout and the default projection initializer.
+        **kwargs: base layer arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        query: `(B, T, dim)` query sequence.
+        value: `(B, S, dim)` value sequence, S <= `sequence_length`.
+        key: optional `(B, S, dim)` key sequence; defaults to `value`.
+        query_mask, value_mask, key_mask: optional boolean `(B, T)`/`(B, S)`
+            masks, True at real positions. Filled in from Keras masks.
+        return_attention_scores: bool. Also return the `(B, heads, T, k)`
+            attention probabilities over the projected slots.
+        training: bool. Whether dropout is active.
+        projection_kernel: the shared projection, required with
+            `sharing="layerwise"` for the linear and conv kinds.
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = LinformerAttention(
+    ...     num_heads=2, key_dim=8, sequence_length=16, projected_dim=4)
+    >>> x = np.random.rand(3, 16, 32).astype("float32")
+    >>> y, scores = layer(x, x, return_attention_scores=True)
+    >>> tuple(y.shape), tuple(scores.shape)
+    ((3, 16, 32), (3, 2, 16, 4))
+
+    References:
+     - [Wang et al., 2020](https://arxiv.org/abs/2006.04768)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        sequence_length,
+        projected_dim,
+        value_dim=None,
+        projection="linear",
+        sharing="none",
+        dropout=0.0,
+        use_bias=True,
+        output_shape=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        projection_initializer=None,
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        projection_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        projection_constraint=None,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        sp.validate_positive_int("num_heads", num_heads)
+        sp.validate_positive_int("key_dim", key_dim)
+        if value_dim is not None:
+            sp.validate_positive_int("value_dim", value_dim)
+        sp.validate_positive_int("sequence_length", sequence_length)
+        sp.validate_choice("projection", projection, sp.PROJECTIONS)
+        sp.validate_choice("sharing", sharing, sp.SHARINGS)
+        sp.validate_projected_dim(projected_dim, sequence_length, projection)
+        value_dim = key_dim if value_dim is None else value_dim
+        if projection == "conv" and sharing in ("key_value", "layerwise"):
+            if value_dim != key_dim:
+                raise ValueError(
+                    f"sharing={sharing!r} uses one conv kernel for keys and "
+                    "values, so `value_dim` must equal `key_dim`. Received: "
+                    f"key_dim={key_dim}, value_dim={value_dim}"
+                )
+        if not 0 <= dropout < 1:
+            raise ValueError(
+                f"`dropout` must be in [0, 1). Received: dropout={dropout!r}"
+            )
+        if isinstance(output_shape, (tuple, list)):
+            if len(output_shape) != 1:
+                raise ValueError(
+                    "`output_shape` must be an int (the output feature size). "
+                    f"Received: output_shape={output_shape!r}"
+                )
+            output_shape = output_shape[0]
+        if output_shape is not None:
+            sp.validate_positive_int("output_shape", output_shape)
+
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.sequence_length = sequence_length
+        self.projected_dim = projected_dim
+        self.projection = projection
+        self.sharing = sharing
+        self.dropout = dropout
+        self.use_bias = use_bias
+        self._output_shape = output_shape
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.projection_initializer = get_optional_initializer(projection_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.projection_regularizer = keras.regularizers.get(projection_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.projection_constraint = keras.constraints.get(projection_constraint)
+        self.seed = seed
+        self.supports_masking = True
+        self._projects_input = sp.projects_before_kernel(projection, sharing)
+
+    # --- Build -------------------------------------------------------------
+
+    def _dense(self, name, equation, output_shape, bias_axes):
+        return keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            kernel_regularizer=self.kernel_regularizer,
+            bias_regularizer=self.bias_regularizer,
+            kernel_constraint=self.kernel_constraint,
+            bias_constraint=self.bias_constraint,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _projection_weight(self, name, head_dim):
+        shape = sp.projection_kernel_shape(
+            self.projection,
+            self.sharing,
+            self.sequence_length,
+            self.projected_dim,
+            self.num_heads,
+            head_dim,
+        )
+        return sp.add_projection_weight(
+            self,
+            name,
+            shape,
+            self.projection,
+            self.projected_dim,
+            self.sequence_length,
+            initializer=self.projection_initializer,
+            regularizer=self.projection_regularizer,
+            constraint=self.projection_constraint,
+            seed=self.seed,
+        )
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        key_shape = value_shape if key_shape is None else key_shape
+        self._check_length(value_shape[1])
+        if key_shape[1] != value_shape[1]:
+            raise ValueError(
+                "`key` and `value` must have the same length. Received: "
+                f"key shape {tuple(key_shape)}, value shape {tuple(value_shape)}"
+            )
+        heads = self.num_heads
+        out_dim = self._output_shape or query_shape[-1]
+        # (B, T, dim) -> (B, T, N, H), as in keras.layers.MultiHeadAttention.
+        self._query_dense = self._dense(
+            "query", "abc,cde->abde", (None, heads, self.key_dim), "de"
+        )
+        self._query_dense.build(query_shape)
+        self._key_dense = self._dense(
+            "key", "abc,cde->abde", (None, heads, self.key_dim), "de"
+        )
+        self._key_dense.build(key_shape)
+        self._value_dense = self._dense(
+            "value", "abc,cde->abde", (None, heads, self.value_dim), "de"
+        )
+        self._value_dense.build(value_shape)
+        # (B, T, N, H) -> (B, T, out_dim)
+        self._output_dense = self._dense(
+            "attention_output", "abcd,cde->abe", (None, out_dim), "e"
+        )
+        self._output_dense.build(tuple(query_shape[:-1]) + (heads, self.value_dim))
+        self._dropout_layer = keras.layers.Dropout(
+            self.dropout, seed=self.seed, dtype=self.dtype_policy
+        )
+
+        self.key_projection = self.value_projection = None
+        has_weights = self.projection in ("linear", "conv")
+        if has_weights and self.sharing in ("none", "headwise"):
+            self.key_projection = self._projection_weight("key_projection", self.key_dim)
+            self.value_projection = self._projection_weight(
+                "value_projection", self.value_dim
+            )
+        elif has_weights and self.sharing == "key_value":
+            self.key_projection = self._projection_weight("projection", self.key_dim)
+            self.value_projection = self.key_projection
+        self.built = True
+
+    def _check_length(self, length):
+        if length is not None and length > self.sequence_length:
+            raise ValueError(
+                f"The key/value sequence has length {length}, longer than "
+                f"sequence_length={self.sequence_length}, the most this layer "
+                "projects. Truncate the input or build the layer with a larger "
+                "`sequence_length`."
+            )
+
+    # --- Call --------------------------------------------------------------
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+        use_causal_mask=False,
+        projection_kernel=None,
+    ):
+        if use_causal_mask:
+            raise ValueError(
+                "LinformerAttention does not support `use_causal_mask=True`: "
+                "projecting keys along the sequence mixes future positions into "
+                "every slot, so a causal mask on the (T, k) scores would still "
+                "leak the future. Use keras.layers.MultiHeadAttention for causal "
+                "attention."
+            )
+        if attention_mask is not None:
+            raise ValueError(
+                "LinformerAttention does not support `attention_mask`: a "
+                "(B, T, S) mask cannot be applied once the S keys are projected "
+                "to k slots. Pass a (B, S) key/value padding mask as "
+                "`value_mask` (or use Keras masking) instead."
+            )
+        key_is_value = key is None or key is value
+        key = value if key_is_value else key
+        # The masks arrived as query_mask/value_mask/key_mask; Keras puts the
+        # query's mask back on the output.
+        detach_keras_masks(query, value, key)
+        self._check_length(value.shape[1])
+        key_projection, value_projection = self._projection_kernels(projection_kernel)
+
+        # Real key/value positions as a float (B, S) mask.
+        mask = ops.ones(ops.shape(value)[:2], dtype=self.compute_dtype)
+        for m in (value_mask, None if key_is_value else key_mask):
+            if m is not None:
+                mask = mask * ops.cast(m, self.compute_dtype)
+
+        query = self._query_dense(query)  # (B, T, N, Hk)
+        if self._projects_input:
+            key_input = self._project_input(key, mask, key_projection)
+            if key_is_value and key_projection is value_projection:
+                value_input = key_input  # One projection serves both.
+            else:
+                value_input = self._project_input(value, mask, value_projection)
+            key, slot_mask = self._dense_projected_input(key_input, self._key_dense)
+            value, _ = self._dense_projected_input(value_input, self._value_dense)
+        else:
+            key, slot_mask = self._project_output(
+                self._key_dense(key), mask, key_projection
+            )
+            value, _ = self._project_output(self._value_dense(value), mask, value_projection)
+
+        # Logits and softmax in float32, whatever the compute dtype.
+        scale = 1.0 / math.sqrt(self.key_dim)
+        logits = ops.einsum(
+            "btnh,bknh->bntk",
+            ops.cast(query, "float32") * scale,
+            ops.cast(key, "float32"),
+        )
+        slot_mask = ops.expand_dims(ops.expand_dims(slot_mask, 1), 1)  # (B,1,1,k)
+        logits = ops.where(slot_mask, logits, ops.full_like(logits, -1e9))
+        probabilities = ops.softmax(logits, axis=-1)
+        dropped = self._dropout_layer(probabilities, training=training)
+        context = ops.einsum(
+            "bntk,bknh->btnh", ops.cast(dropped, self.compute_dtype), value
+        )
+        output = self._output_dense(context)
+        if return_attention_scores:
+            return output, ops.cast(probabilities, self.compute_dtype)
+        return output
+
+    def _projection_kernels(self, projection_kernel):
+        if self.sharing != "layerwise":
+            if projection_kernel is not None:
+                raise ValueError(
+                    "`projection_kernel` is only used with sharing='layerwise'; "
+                    f"this layer has sharing={self.sharing!r} and owns its "
+                    "projections."
+                )
+            return self.key_projection, self.value_projection
+        if self.projection in ("linear", "conv") and projection_kernel is None:
+            raise ValueError(
+                "With sharing='layerwise' the layer owns no projection: pass the "
+                "shared one as `projection_kernel` (LinformerEncoderStack does "
+                "this), or choose sharing='key_value' for a single layer."
+            )
+        return projection_kernel, projection_kernel
+
+    def _project_input(self, x, mask, kernel):
+        """Projects the (B, S, dim) key/value input to (B, k, dim)."""
+        x = x * ops.expand_dims(mask, -1)
+        return sp.project_sequence(
+            x, mask, self.projection, self.projected_dim, self.sequence_length, kernel
+        )
+
+    def _dense_projected_input(self, projected, dense):
+        """Applies the key or value kernel to a projected input: (B, k, N, H)."""
+        x_bar, weight_sums, slot_mask = projected
+        out = dense(x_bar)
+        if self.use_bias:
+            # dense() added the bias once per slot; the projected bias is (E m) b.
+            correction = ops.expand_dims(ops.expand_dims(weight_sums - 1.0, -1), -1)
+            out = out + correction * ops.cast(dense.bias, out.dtype)
+        return out, slot_mask
+
+    def _project_output(self, x, mask, kernel):
+        """Projects (B, S, N, H) keys or values to (B, k, N, H)."""
+        if self.projection != "max":
+            x = x * ops.expand_dims(ops.expand_dims(mask, -1), -1)
+        x_bar, _, slot_mask = sp.project_sequence(
+            x, mask, self.projection, self.projected_dim, self.sequence_length, kernel
+        )
+        return x_bar, slot_mask
+
+    # --- Shapes and config -------------------------------------------------
+
+    def compute_output_shape(self, query_shape, value_shape, key_shape=None):
+        out_dim = self._output_shape or query_shape[-1]
+        return tuple(query_shape[:-1]) + (out_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "sequence_length": self.sequence_length,
+                "projected_dim": self.projected_dim,
+                "value_dim": self.value_dim,
+                "projection": self.projection,
+                "sharing": self.sharing,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "output_shape": self._output_shape,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "projection_initializer": serialize_optional_initializer(
+                    self.projection_initializer
+                ),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+                "projection_regularizer": keras.regularizers.serialize(
+                    self.projection_regularizer
+                ),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+                "bias_constraint": keras.constraints.serialize(self.bias_constraint),
+                "projection_constraint": keras.constraints.serialize(
+                    self.projection_constraint
+                ),
+                "seed": self.seed,
+            }
+        )
+        return config

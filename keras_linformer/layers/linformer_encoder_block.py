@@ -1,0 +1,281 @@
+"""A Transformer encoder block whose self-attention is LinformerAttention."""
+
+import keras
+
+from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers.linformer_attention import LinformerAttention
+from keras_linformer.layers.config_utils import clone_initializer
+from keras_linformer.layers.config_utils import get_optional_initializer
+from keras_linformer.layers.config_utils import serialize_optional_initializer
+from keras_linformer.layers.masking import padding_mask_of
+
+
+def set_encoder_arguments(
+    layer,
+    intermediate_dim,
+    num_heads,
+    sequence_length,
+    projection,
+    sharing,
+    dropout,
+    activation,
+    layer_norm_epsilon,
+    kernel_initializer,
+    bias_initializer,
+    projection_initializer,
+    normalize_first,
+):
+    """Validates and stores the arguments a block and a stack of blocks share."""
+    sp.validate_positive_int("intermediate_dim", intermediate_dim)
+    sp.validate_positive_int("num_heads", num_heads)
+    sp.validate_positive_int("sequence_length", sequence_length)
+    sp.validate_choice("projection", projection, sp.PROJECTIONS)
+    sp.validate_choice("sharing", sharing, sp.SHARINGS)
+    layer.intermediate_dim = intermediate_dim
+    layer.num_heads = num_heads
+    layer.sequence_length = sequence_length
+    layer.projection = projection
+    layer.sharing = sharing
+    layer.dropout = dropout
+    layer.activation = keras.activations.get(activation)
+    layer.layer_norm_epsilon = layer_norm_epsilon
+    layer.kernel_initializer = keras.initializers.get(kernel_initializer)
+    layer.bias_initializer = keras.initializers.get(bias_initializer)
+    layer.projection_initializer = get_optional_initializer(projection_initializer)
+    layer.normalize_first = normalize_first
+    layer.supports_masking = True
+
+
+def encoder_config(layer):
+    """The config entries of the arguments `set_encoder_arguments` stores."""
+    return {
+        "intermediate_dim": layer.intermediate_dim,
+        "num_heads": layer.num_heads,
+        "sequence_length": layer.sequence_length,
+        "projected_dim": layer.projected_dim,
+        "projection": layer.projection,
+        "sharing": layer.sharing,
+        "dropout": layer.dropout,
+        "activation": keras.activations.serialize(layer.activation),
+        "layer_norm_epsilon": layer.layer_norm_epsilon,
+        "kernel_initializer": keras.initializers.serialize(layer.kernel_initializer),
+        "bias_initializer": keras.initializers.serialize(layer.bias_initializer),
+        "projection_initializer": serialize_optional_initializer(
+            layer.projection_initializer
+        ),
+        "normalize_first": layer.normalize_first,
+    }
+
+
+@keras_linformer_export("keras_linformer.layers.LinformerEncoderBlock")
+class LinformerEncoderBlock(keras.layers.Layer):
+    """Transformer encoder block with Linformer self-attention.
+
+    The same block as `keras_hub.layers.TransformerEncoder` (post- or pre-layer
+    normalisation, residual connections, a two-layer feedforward network, the
+    same sub-layer names) with `LinformerAttention` in place of
+    `keras.layers.MultiHeadAttention`, so it costs O(n * k) in the sequence
+    length n. With `projected_dim == sequence_length` and identity projections
+    it computes exactly what `TransformerEncoder` computes with the same
+    weights.
+
+    Masks: a `padding_mask` of shape `(B, S)` (True at real tokens), or a Keras
+    mask carried by `inputs` (e.g. from `Embedding(mask_zero=True)`), keeps
+    padded positions out of the projected keys and values; the mask is
+    propagated to the output. A `(B, S, S)` `attention_mask` cannot be honoured
+    by projected attention and raises an error.
+
+    Args:
+        intermediate_dim: int. Hidden size of the feedforward network.
+        num_heads: int. Number of attention heads; must divide the hidden size.
+        sequence_length: int. n, the longest input sequence.
+        projected_dim: int. k, the number of projected key/value slots.
+        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`. Defaults
+            to `"linear"`.
+        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`
+            (the projection comes from the caller; see
+            `LinformerEncoderStack`). Defaults to `"none"`.
+        dropout: float. Dropout after attention, in the attention
+            probabilities and after the feedforward network. Defaults to 0.
+        activation: string or callable. Feedforward activation. Defaults to
+            `"relu"`.
+        layer_norm_epsilon: float. Defaults to 1e-5.
+        kernel_initializer: initializer for dense kernels. Defaults to
+            `"glorot_uniform"`.
+        bias_initializer: initializer for biases. Defaults to `"zeros"`.
+        projection_initializer: initializer for the projection. Defaults to
+            None: N(0, 1/k) for a linear E (see `LinformerAttention`).
+        normalize_first: bool. Pre-layer normalisation if True. Defaults to
+            False, like BERT.
+        **kwargs: base layer arguments, such as `name` and `dtype`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> block = LinformerEncoderBlock(
+    ...     intermediate_dim=64, num_heads=2, sequence_length=32, projected_dim=8)
+    >>> x = np.random.rand(2, 32, 16).astype("float32")
+    >>> tuple(block(x).shape)
+    (2, 32, 16)
+
+    References:
+     - [Wang et al., 2020](https://arxiv.org/abs/2006.04768)
+     - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)
+    """
+
+    def __init__(
+        self,
+        intermediate_dim,
+        num_heads,
+        sequence_length,
+        projected_dim,
+        projection="linear",
+        sharing="none",
+        dropout=0,
+        activation="relu",
+        layer_norm_epsilon=1e-05,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        projection_initializer=None,
+        normalize_first=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        set_encoder_arguments(
+            self,
+            intermediate_dim,
+            num_heads,
+            sequence_length,
+            projection,
+            sharing,
+            dropout,
+            activation,
+            layer_norm_epsilon,
+            kernel_initializer,
+            bias_initializer,
+            projection_initializer,
+            normalize_first,
+        )
+        sp.validate_projected_dim(projected_dim, sequence_length, projection)
+        self.projected_dim = projected_dim
+
+    def build(self, inputs_shape):
+        hidden_dim = inputs_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"The hidden size ({hidden_dim}, the last dimension of the "
+                f"inputs) must be divisible by num_heads={self.num_heads}."
+            )
+        head_dim = hidden_dim // self.num_heads
+        self._self_attention_layer = LinformerAttention(
+            num_heads=self.num_heads,
+            key_dim=head_dim,
+            sequence_length=self.sequence_length,
+            projected_dim=self.projected_dim,
+            projection=self.projection,
+            sharing=self.sharing,
+            dropout=self.dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            projection_initializer=(
+                None
+                if self.projection_initializer is None
+                else clone_initializer(self.projection_initializer)
+            ),
+            dtype=self.dtype_policy,
+            name="self_attention_layer",
+        )
+        self._self_attention_layer.build(inputs_shape, inputs_shape)
+
+        def layer_norm(name):
+            norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+            )
+            norm.build(inputs_shape)
+            return norm
+
+        def dense(units, name, activation=None):
+            return keras.layers.Dense(
+                units,
+                activation=activation,
+                kernel_initializer=clone_initializer(self.kernel_initializer),
+                bias_initializer=clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self._self_attention_layer_norm = layer_norm("self_attention_layer_norm")
+        self._self_attention_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="self_attention_dropout"
+        )
+        self._feedforward_layer_norm = layer_norm("feedforward_layer_norm")
+        self._feedforward_intermediate_dense = dense(
+            self.intermediate_dim, "feedforward_intermediate_dense", self.activation
+        )
+        self._feedforward_intermediate_dense.build(inputs_shape)
+        self._feedforward_output_dense = dense(hidden_dim, "feedforward_output_dense")
+        self._feedforward_output_dense.build(
+            tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
+        )
+        self._feedforward_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="feedforward_dropout"
+        )
+        self.built = True
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        projection_kernel=None,
+    ):
+        """Forward pass.
+
+        Args:
+            inputs: `(B, S, hidden_dim)`, S <= `sequence_length`.
+            padding_mask: optional boolean `(B, S)`, True at real tokens.
+            attention_mask: unsupported; raises a ValueError if given.
+            training: bool, whether dropout is active.
+            return_attention_scores: bool. If True, also return the
+                `(B, heads, S, k)` attention probabilities.
+            projection_kernel: the shared projection for `sharing="layerwise"`.
+        """
+        mask = padding_mask_of(inputs, padding_mask)
+        residual = x = inputs
+        if self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+        attended = self._self_attention_layer(
+            query=x,
+            value=x,
+            value_mask=mask,
+            attention_mask=attention_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
+            projection_kernel=projection_kernel,
+        )
+        x, scores = attended if return_attention_scores else (attended, None)
+        x = self._self_attention_dropout(x, training=training) + residual
+        if not self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+
+        residual = x
+        if self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        x = self._feedforward_output_dense(self._feedforward_intermediate_dense(x))
+        x = self._feedforward_dropout(x, training=training) + residual
+        if not self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        if return_attention_scores:
+            return x, scores
+        return x
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(encoder_config(self))
+        return config

@@ -1,0 +1,203 @@
+"""A stack of LinformerEncoderBlocks with any sharing mode and per-layer k."""
+
+import keras
+
+from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
+from keras_linformer.layers.linformer_encoder_block import encoder_config
+from keras_linformer.layers.linformer_encoder_block import set_encoder_arguments
+from keras_linformer.layers.masking import padding_mask_of
+
+
+@keras_linformer_export("keras_linformer.layers.LinformerEncoderStack")
+class LinformerEncoderStack(keras.layers.Layer):
+    """`num_layers` Linformer encoder blocks, sharing projections as asked.
+
+    The paper's sharing modes (section 4) for a model of L layers and h heads,
+    with the number of distinct projection matrices each creates:
+
+    | sharing       | projections                          | count  |
+    |---------------|--------------------------------------|--------|
+    | `"none"`      | E_i and F_i for every head and layer | 2 h L  |
+    | `"headwise"`  | one E and one F per layer            | 2 L    |
+    | `"key_value"` | one E = F per layer                  | L      |
+    | `"layerwise"` | one E for every layer, key and value | 1      |
+
+    With `"layerwise"` the single projection is a weight of this stack, passed
+    to every block at call time, so it is stored once in `.keras` files and
+    stays shared after loading. `projected_dim` may be a list with one k per
+    layer (the paper's nonuniform projected dimension); `"layerwise"` sharing
+    of a learned projection needs one k for all layers.
+
+    Args:
+        num_layers: int. Number of encoder blocks.
+        intermediate_dim: int. Hidden size of each feedforward network.
+        num_heads: int. Number of attention heads.
+        sequence_length: int. n, the longest input sequence.
+        projected_dim: int, or a list of `num_layers` ints (k per layer).
+        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`. Defaults
+            to `"linear"`.
+        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
+            Defaults to `"layerwise"`, the paper's best downstream setting.
+        dropout, activation, layer_norm_epsilon, kernel_initializer,
+        bias_initializer, projection_initializer, normalize_first: as in
+            `LinformerEncoderBlock`.
+        **kwargs: base layer arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: `(B, S, hidden_dim)`, S <= `sequence_length`.
+        padding_mask: optional boolean `(B, S)`, True at real tokens; else the
+            Keras mask of `inputs` is used.
+        training: bool, whether dropout is active.
+        return_attention_scores: bool. If True, also return a list with each
+            block's `(B, heads, S, k_layer)` attention probabilities.
+
+    Example:
+
+    >>> import numpy as np
+    >>> stack = LinformerEncoderStack(
+    ...     num_layers=3, intermediate_dim=64, num_heads=2,
+    ...     sequence_length=32, projected_dim=[16, 8, 8], sharing="key_value")
+    >>> x = np.random.rand(2, 32, 16).astype("float32")
+    >>> tuple(stack(x).shape)
+    (2, 32, 16)
+    """
+
+    def __init__(
+        self,
+        num_layers,
+        intermediate_dim,
+        num_heads,
+        sequence_length,
+        projected_dim,
+        projection="linear",
+        sharing="layerwise",
+        dropout=0,
+        activation="relu",
+        layer_norm_epsilon=1e-05,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        projection_initializer=None,
+        normalize_first=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        sp.validate_positive_int("num_layers", num_layers)
+        set_encoder_arguments(
+            self,
+            intermediate_dim,
+            num_heads,
+            sequence_length,
+            projection,
+            sharing,
+            dropout,
+            activation,
+            layer_norm_epsilon,
+            kernel_initializer,
+            bias_initializer,
+            projection_initializer,
+            normalize_first,
+        )
+        if isinstance(projected_dim, (list, tuple)):
+            projected_dims = list(projected_dim)
+            if len(projected_dims) != num_layers:
+                raise ValueError(
+                    "`projected_dim` must be an int or a list with one entry per "
+                    f"layer ({num_layers}). Received: projected_dim={projected_dim!r}"
+                )
+        else:
+            projected_dims = [projected_dim] * num_layers
+        for k in projected_dims:
+            sp.validate_projected_dim(k, sequence_length, projection)
+        if (
+            sharing == "layerwise"
+            and projection in ("linear", "conv")
+            and len(set(projected_dims)) > 1
+        ):
+            raise ValueError(
+                "sharing='layerwise' uses one projection for every layer, so all "
+                "layers need the same `projected_dim`. Received: projected_dim="
+                f"{projected_dim!r}. Use sharing='key_value' for a per-layer k."
+            )
+        self.num_layers = num_layers
+        self.projected_dim = projected_dim
+        self.projected_dims = projected_dims
+        self.blocks = [
+            LinformerEncoderBlock(
+                intermediate_dim=intermediate_dim,
+                num_heads=num_heads,
+                sequence_length=sequence_length,
+                projected_dim=k,
+                projection=projection,
+                sharing=sharing,
+                dropout=dropout,
+                activation=activation,
+                layer_norm_epsilon=layer_norm_epsilon,
+                kernel_initializer=kernel_initializer,
+                bias_initializer=bias_initializer,
+                projection_initializer=projection_initializer,
+                normalize_first=normalize_first,
+                dtype=self.dtype_policy,
+                name=f"linformer_encoder_block_{i}",
+            )
+            for i, k in enumerate(projected_dims)
+        ]
+
+    def build(self, inputs_shape):
+        hidden_dim = inputs_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"The hidden size ({hidden_dim}, the last dimension of the "
+                f"inputs) must be divisible by num_heads={self.num_heads}."
+            )
+        self.shared_projection = None
+        if self.sharing == "layerwise" and self.projection in ("linear", "conv"):
+            shape = sp.projection_kernel_shape(
+                self.projection,
+                self.sharing,
+                self.sequence_length,
+                self.projected_dims[0],
+                self.num_heads,
+                hidden_dim // self.num_heads,
+            )
+            self.shared_projection = sp.add_projection_weight(
+                self,
+                "shared_projection",
+                shape,
+                self.projection,
+                self.projected_dims[0],
+                self.sequence_length,
+                initializer=self.projection_initializer,
+            )
+        for block in self.blocks:
+            block.build(inputs_shape)
+        self.built = True
+
+    def call(
+        self, inputs, padding_mask=None, training=None, return_attention_scores=False
+    ):
+        mask = padding_mask_of(inputs, padding_mask)
+        x, all_scores = inputs, []
+        for block in self.blocks:
+            x = block(
+                x,
+                padding_mask=mask,
+                training=training,
+                return_attention_scores=return_attention_scores,
+                projection_kernel=self.shared_projection,
+            )
+            if return_attention_scores:
+                x, scores = x
+                all_scores.append(scores)
+        if return_attention_scores:
+            return x, all_scores
+        return x
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_layers": self.num_layers, **encoder_config(self)})
+        return config

@@ -1,0 +1,419 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_linformer.layers import LinformerAttention
+from tests.layers import harness
+
+PROJECTIONS = ["linear", "mean", "max", "conv"]
+SHARINGS = ["none", "headwise", "key_value"]
+
+
+def make_layer(**overrides):
+    kwargs = dict(num_heads=2, key_dim=4, sequence_length=8, projected_dim=4)
+    kwargs.update(overrides)
+    return LinformerAttention(**kwargs)
+
+
+def numpy_reference(layer, query, value, mask=None):
+    """The paper's eq. (7), one head at a time, written for clarity."""
+    w = {v.path.split("/")[-2] + "/" + v.name: v.numpy() for v in layer.weights}
+    n, k = layer.sequence_length, layer.projected_dim
+    batch, length = value.shape[:2]
+    mask = np.ones((batch, length)) if mask is None else mask.astype("float64")
+
+    def dense(x, name):
+        return np.einsum("bsc,cnh->bsnh", x, w[f"{name}/kernel"]) + w[f"{name}/bias"]
+
+    def projection(name, head):
+        kernel = {"key": layer.key_projection, "value": layer.value_projection}[name]
+        kernel = kernel.numpy()
+        return kernel[head] if kernel.ndim == 3 and layer.projection == "linear" else (
+            kernel[:, head] if kernel.ndim == 3 else kernel
+        )
+
+    def project(x, m, name, head):
+        """x: (S, H) one head's keys or values with padded rows zeroed."""
+        if layer.projection == "linear":
+            return projection(name, head)[:length].T @ x, np.ones(k, bool)
+        window = n // k
+        padded = np.zeros((n, x.shape[1]))
+        padded[:length] = x
+        pmask = np.zeros(n)
+        pmask[:length] = m
+        slots, live = [], []
+        for j in range(k):
+            xs, ms = padded[j * window : (j + 1) * window], pmask[j * window : (j + 1) * window]
+            live.append(ms.sum() > 0)
+            if layer.projection == "mean":
+                slots.append(xs.sum(0) / max(ms.sum(), 1))
+            elif layer.projection == "max":
+                real = xs[ms > 0]
+                slots.append(real.max(0) if len(real) else np.zeros(x.shape[1]))
+            else:  # conv: a depthwise window sum.
+                slots.append((projection(name, head) * xs).sum(0))
+        return np.stack(slots), np.array(live)
+
+    q, kk, vv = dense(query, "query"), dense(value, "key"), dense(value, "value")
+    heads = []
+    for b in range(batch):
+        per_head = []
+        for h in range(layer.num_heads):
+            m = mask[b][:, None]
+            k_bar, live = project(kk[b, :, h] * m, mask[b], "key", h)
+            v_bar, _ = project(vv[b, :, h] * m, mask[b], "value", h)
+            logits = q[b, :, h] @ k_bar.T / np.sqrt(layer.key_dim)
+            logits = np.where(live[None], logits, -1e9)
+            p = np.exp(logits - logits.max(-1, keepdims=True))
+            p /= p.sum(-1, keepdims=True)
+            per_head.append(p @ v_bar)
+        heads.append(np.stack(per_head, 1))
+    context = np.stack(heads)  # (B, T, N, H)
+    return (
+        np.einsum("btnh,nhe->bte", context, w["attention_output/kernel"])
+        + w["attention_output/bias"]
+    )
+
+
+# --- Equation (7) and equivalences -------------------------------------------
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+@pytest.mark.parametrize("sharing", SHARINGS)
+def test_matches_numpy_reference_of_equation_7(projection, sharing, rng):
+    layer = make_layer(projection=projection, sharing=sharing)
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    layer(x, x)
+    # Non-trivial biases, so the bias correction of the input-first path counts.
+    for v in layer.weights:
+        if v.name == "bias":
+            v.assign(rng.normal(size=v.shape).astype("float32"))
+    actual = keras.ops.convert_to_numpy(layer(x, x))
+    np.testing.assert_allclose(actual, numpy_reference(layer, x, x), atol=1e-5)
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+@pytest.mark.parametrize("sharing", SHARINGS)
+def test_matches_numpy_reference_with_padding_and_short_inputs(projection, sharing, rng):
+    layer = make_layer(projection=projection, sharing=sharing)
+    x = rng.normal(size=(2, 6, 6)).astype("float32")  # 6 < sequence_length 8
+    mask = np.array([[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]], bool)
+    layer(x, x)
+    for v in layer.weights:
+        if v.name == "bias":
+            v.assign(rng.normal(size=v.shape).astype("float32"))
+    actual = keras.ops.convert_to_numpy(layer(x, x, value_mask=mask))
+    np.testing.assert_allclose(
+        actual, numpy_reference(layer, x, x, mask), atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("sharing", SHARINGS)
+def test_identity_projection_equals_multi_head_attention(sharing, rng):
+    n, dim = 8, 12
+    x = rng.normal(size=(3, n, dim)).astype("float32")
+    mha = keras.layers.MultiHeadAttention(num_heads=3, key_dim=4)
+    linformer = LinformerAttention(
+        num_heads=3,
+        key_dim=4,
+        sequence_length=n,
+        projected_dim=n,
+        sharing=sharing,
+        # Identity has no rank-3 form; per-head E_i are set below.
+        projection_initializer="identity" if sharing != "none" else "zeros",
+    )
+    expected = mha(x, x)
+    linformer(x, x)
+    for name in ("_query_dense", "_key_dense", "_value_dense", "_output_dense"):
+        getattr(linformer, name).set_weights(getattr(mha, name).get_weights())
+    if sharing == "none":  # Per-head E_i: set each head's block to I.
+        eye = np.broadcast_to(np.eye(n, dtype="float32"), (3, n, n))
+        linformer.key_projection.assign(eye)
+        linformer.value_projection.assign(eye)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(linformer(x, x)),
+        keras.ops.convert_to_numpy(expected),
+        atol=1e-5,
+    )
+
+
+def test_random_projection_error_falls_as_projected_dim_grows():
+    """Theorem 2: with E = F drawn from N(0, 1/k), the distance to full
+    attention shrinks as k grows. Averaged over draws of inputs and E."""
+    n, dim, draws = 256, 16, 6
+    rng = np.random.default_rng(7)
+    mha = keras.layers.MultiHeadAttention(num_heads=1, key_dim=dim)
+    errors = {}
+    for k in (4, 16, 64, 256):
+        layer = LinformerAttention(
+            num_heads=1, key_dim=dim, sequence_length=n, projected_dim=k,
+            sharing="key_value",
+        )
+        relative = []
+        for _ in range(draws):
+            x = rng.normal(size=(1, n, dim)).astype("float32")
+            expected = keras.ops.convert_to_numpy(mha(x, x))
+            layer(x, x)
+            layer._query_dense.set_weights(mha._query_dense.get_weights())
+            layer._key_dense.set_weights(mha._key_dense.get_weights())
+            layer._value_dense.set_weights(mha._value_dense.get_weights())
+            layer._output_dense.set_weights(mha._output_dense.get_weights())
+            layer.key_projection.assign(
+                rng.normal(scale=k**-0.5, size=(n, k)).astype("float32")
+            )
+            actual = keras.ops.convert_to_numpy(layer(x, x))
+            relative.append(np.linalg.norm(actual - expected) / np.linalg.norm(expected))
+        errors[k] = float(np.mean(relative))
+    values = [errors[k] for k in sorted(errors)]
+    assert all(a > b for a, b in zip(values, values[1:])), errors
+    # Roughly 1/k: a projection that ignored E or used the wrong axis would not
+    # fall by an order of magnitude.
+    assert errors[4] > 10 * errors[256], errors
+
+
+# --- Masks and lengths ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+@pytest.mark.parametrize("sharing", SHARINGS)
+def test_padded_content_does_not_change_real_outputs(projection, sharing, rng):
+    layer = make_layer(projection=projection, sharing=sharing)
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    mask = np.ones((2, 8), bool)
+    mask[0, 5:] = False
+    mask[1, 2:] = False
+    y = keras.ops.convert_to_numpy(layer(x, x, value_mask=mask))
+    noisy = x.copy()
+    noisy[~mask] = rng.normal(scale=100.0, size=noisy[~mask].shape)
+    y_noisy = keras.ops.convert_to_numpy(layer(x, noisy, value_mask=mask))
+    np.testing.assert_allclose(y_noisy, y, atol=1e-4)
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+def test_short_input_equals_padded_and_masked_input(projection, rng):
+    layer = make_layer(projection=projection, sharing="headwise")
+    x = rng.normal(size=(2, 5, 6)).astype("float32")
+    padded = np.concatenate([x, rng.normal(size=(2, 3, 6)).astype("float32")], 1)
+    mask = np.arange(8)[None].repeat(2, 0) < 5
+    short = keras.ops.convert_to_numpy(layer(x, x))
+    full = keras.ops.convert_to_numpy(layer(x, padded, value_mask=mask))
+    np.testing.assert_allclose(short, full, atol=1e-5)
+
+
+def test_keras_mask_propagation_matches_explicit_mask(rng):
+    tokens = np.array([[3, 4, 5, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6, 0, 0]])
+    embed = keras.layers.Embedding(10, 6, mask_zero=True)
+    layer = make_layer()
+    x = embed(tokens)
+    propagated = layer(x, x)
+    explicit = layer(
+        keras.ops.convert_to_tensor(keras.ops.convert_to_numpy(x)),
+        keras.ops.convert_to_tensor(keras.ops.convert_to_numpy(x)),
+        value_mask=tokens != 0,
+    )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(propagated), keras.ops.convert_to_numpy(explicit), atol=1e-6
+    )
+    # The query's mask travels on to the output, as with MultiHeadAttention.
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(propagated._keras_mask), tokens != 0
+    )
+
+
+def test_cross_attention_with_different_key_and_query_lengths(rng):
+    layer = make_layer(sharing="headwise", output_shape=5)
+    query = rng.normal(size=(2, 3, 6)).astype("float32")
+    value = rng.normal(size=(2, 8, 7)).astype("float32")
+    key = rng.normal(size=(2, 8, 7)).astype("float32")
+    y, scores = layer(query, value, key, return_attention_scores=True)
+    assert tuple(y.shape) == (2, 3, 5)
+    assert tuple(scores.shape) == (2, 2, 3, 4)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(scores).sum(-1), 1.0, atol=1e-5)
+    assert layer.compute_output_shape((2, 3, 6), (2, 8, 7)) == (2, 3, 5)
+    # A different key really is used for the logits.
+    assert not np.allclose(
+        keras.ops.convert_to_numpy(layer(query, value, value)), keras.ops.convert_to_numpy(y)
+    )
+
+
+def test_pooling_slots_holding_only_padding_get_no_attention(rng):
+    layer = make_layer(projection="mean")  # window 2: slots {0,1},{2,3},{4,5},{6,7}
+    x = rng.normal(size=(1, 8, 6)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0, 0, 0, 0]], bool)
+    _, scores = layer(x, x, value_mask=mask, return_attention_scores=True)
+    scores = keras.ops.convert_to_numpy(scores)
+    assert np.all(scores[..., 2:] == 0.0)
+    np.testing.assert_allclose(scores.sum(-1), 1.0, atol=1e-6)
+
+
+def test_longer_input_names_both_lengths(rng):
+    layer = make_layer()
+    x = rng.normal(size=(1, 9, 6)).astype("float32")
+    with pytest.raises(ValueError, match="length 9.*sequence_length=8"):
+        layer(x, x)
+
+
+def test_causal_mask_is_rejected(rng):
+    x = rng.normal(size=(1, 8, 6)).astype("float32")
+    with pytest.raises(ValueError, match="use_causal_mask"):
+        make_layer()(x, x, use_causal_mask=True)
+
+
+def test_attention_mask_is_rejected(rng):
+    x = rng.normal(size=(1, 8, 6)).astype("float32")
+    with pytest.raises(ValueError, match="attention_mask"):
+        make_layer()(x, x, attention_mask=np.ones((1, 8, 8), bool))
+
+
+# --- Initialisation, dtypes, XLA -----------------------------------------------
+
+
+def test_default_projection_is_normal_with_variance_one_over_k():
+    layer = LinformerAttention(
+        num_heads=4, key_dim=8, sequence_length=512, projected_dim=64, sharing="none"
+    )
+    layer.build((1, 512, 32), (1, 512, 32))
+    e = layer.key_projection.numpy()
+    assert e.shape == (4, 512, 64)
+    # 131072 draws: the std is within 1% of 1/sqrt(k), the mean near 0.
+    assert abs(e.std() - 64**-0.5) < 0.01 * 64**-0.5
+    assert abs(e.mean()) < 0.01 * 64**-0.5
+    # Not the N(0, 0.02) that fairseq's init_bert_params applies.
+    assert e.std() > 0.1
+
+
+def test_projection_initializer_argument_is_used():
+    layer = make_layer(projection_initializer="ones", sharing="key_value")
+    layer.build((1, 8, 6), (1, 8, 6))
+    np.testing.assert_array_equal(layer.key_projection.numpy(), np.ones((8, 4)))
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+@pytest.mark.parametrize("projection", PROJECTIONS)
+def test_mixed_precision_computes_softmax_in_float32(policy, projection, rng):
+    keras.config.set_dtype_policy(policy)
+    layer = make_layer(projection=projection, sharing="headwise")
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    y, scores = layer(x, x, return_attention_scores=True)
+    compute = keras.mixed_precision.dtype_policy().compute_dtype
+    assert keras.backend.standardize_dtype(y.dtype) == compute
+    assert keras.backend.standardize_dtype(scores.dtype) == compute
+    assert all(v.dtype == "float32" for v in layer.weights)
+    # Same weights in float32: the half-precision result is close.
+    keras.config.set_dtype_policy("float32")
+    reference = make_layer(projection=projection, sharing="headwise")
+    reference(x, x)
+    reference.set_weights(layer.get_weights())
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(keras.ops.cast(y, "float32")),
+        keras.ops.convert_to_numpy(reference(x, x)),
+        atol=0.05,
+    )
+
+
+def test_logits_are_float32_under_float16(monkeypatch, rng):
+    keras.config.set_dtype_policy("mixed_float16")
+    layer = make_layer()
+    seen = []
+    original = keras.ops.softmax
+
+    def spy(x, axis=-1):
+        seen.append(keras.backend.standardize_dtype(x.dtype))
+        return original(x, axis=axis)
+
+    monkeypatch.setattr(keras.ops, "softmax", spy)
+    x = rng.normal(size=(1, 8, 6)).astype("float32")
+    layer(x, x)
+    assert seen == ["float32"]
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+def test_xla_compiled_call_matches_eager(projection, rng):
+    layer = make_layer(projection=projection)
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    mask = np.arange(8)[None].repeat(2, 0) < np.array([[8], [3]])
+    harness.assert_xla_matches_eager(
+        lambda a, m: layer(a, a, value_mask=m), (x, mask)
+    )
+
+
+def test_runs_in_graph_mode_with_unknown_length(rng):
+    layer = make_layer(projection="mean")
+    fn = tf.function(
+        lambda a: layer(a, a),
+        input_signature=[tf.TensorSpec((None, None, 6), tf.float32)],
+    )
+    x = rng.normal(size=(2, 6, 6)).astype("float32")
+    np.testing.assert_allclose(
+        fn(x).numpy(), keras.ops.convert_to_numpy(layer(x, x)), atol=1e-6
+    )
+
+
+def test_dropout_is_active_only_in_training(rng):
+    layer = make_layer(dropout=0.5, seed=3)
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    inference = [keras.ops.convert_to_numpy(layer(x, x)) for _ in range(2)]
+    np.testing.assert_array_equal(*inference)
+    training = keras.ops.convert_to_numpy(layer(x, x, training=True))
+    assert not np.allclose(training, inference[0])
+
+
+# --- Config and errors -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+@pytest.mark.parametrize("sharing", SHARINGS)
+def test_config_round_trip(projection, sharing, rng):
+    layer = make_layer(
+        projection=projection,
+        sharing=sharing,
+        dropout=0.1,
+        kernel_regularizer="l2",
+        projection_constraint="non_neg" if projection == "linear" else None,
+        output_shape=7,
+    )
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    harness.assert_config_round_trip(layer, (x, x))
+
+
+def test_get_config_lists_every_constructor_argument():
+    import inspect
+
+    arguments = set(inspect.signature(LinformerAttention.__init__).parameters)
+    arguments -= {"self", "kwargs", "activity_regularizer"}
+    assert arguments <= set(make_layer().get_config())
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(projected_dim=9), "projected_dim.*sequence_length"),
+        (dict(projected_dim=0), "projected_dim"),
+        (dict(num_heads=0), "num_heads"),
+        (dict(key_dim=-1), "key_dim"),
+        (dict(sequence_length=2.5), "sequence_length"),
+        (dict(projection="lsh"), "projection.*'lsh'.*linear"),
+        (dict(sharing="all"), "sharing.*'all'.*layerwise"),
+        (dict(projection="mean", projected_dim=3), "multiple of `projected_dim`"),
+        (dict(dropout=1.5), "dropout"),
+        (dict(projection="conv", sharing="key_value", value_dim=3), "value_dim"),
+        (dict(output_shape=(2, 3)), "output_shape"),
+    ],
+)
+def test_bad_configuration_names_argument_and_value(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        make_layer(**overrides)
+
+
+def test_layerwise_without_shared_kernel_explains_itself(rng):
+    layer = make_layer(sharing="layerwise")
+    x = rng.normal(size=(1, 8, 6)).astype("float32")
+    with pytest.raises(ValueError, match="projection_kernel"):
+        layer(x, x)
+    # The layer owns no projection of its own.
+    layer2 = make_layer(sharing="layerwise")
+    kernel = keras.Variable(np.eye(8, 4, dtype="float32"))
+    layer2(x, x, projection_kernel=kernel)
+    assert layer2.key_projection is None
+    assert not any("projection" in v.path for v in layer2.weights)

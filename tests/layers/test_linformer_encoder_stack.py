@@ -1,0 +1,163 @@
+import zipfile
+
+import h5py
+import keras
+import numpy as np
+import pytest
+
+from keras_linformer.layers import LinformerEncoderStack
+from tests.layers import harness
+
+PROJECTIONS = ["linear", "mean", "max", "conv"]
+SHARINGS = ["none", "headwise", "key_value", "layerwise"]
+
+
+def make_stack(**overrides):
+    kwargs = dict(
+        num_layers=2, intermediate_dim=16, num_heads=2, sequence_length=8, projected_dim=4
+    )
+    kwargs.update(overrides)
+    return LinformerEncoderStack(**kwargs)
+
+
+def projection_matrices(layer):
+    """Distinct projection matrices: a (heads, n, k) weight holds one per head."""
+    count = 0
+    for v in layer.weights:
+        if "projection" in v.path:
+            count += v.shape[0] if len(v.shape) == 3 else 1
+    return count
+
+
+@pytest.mark.parametrize(
+    "sharing, expected", [("none", 288), ("headwise", 24), ("key_value", 12), ("layerwise", 1)]
+)
+def test_sharing_modes_give_the_papers_matrix_counts(sharing, expected):
+    """12 layers and 12 heads: the paper's 24 / 12 / 1 (and 2 h L without sharing)."""
+    stack = make_stack(num_layers=12, num_heads=12, sharing=sharing)
+    stack.build((None, 8, 24))
+    assert projection_matrices(stack) == expected
+    projection_params = sum(
+        int(np.prod(v.shape)) for v in stack.weights if "projection" in v.path
+    )
+    assert projection_params == expected * 8 * 4
+
+
+def test_layerwise_blocks_use_the_stack_projection(rng):
+    stack = make_stack(num_layers=3, projection_initializer="zeros")
+    x = rng.normal(size=(2, 8, 12)).astype("float32")
+    before = keras.ops.convert_to_numpy(stack(x))
+    # Changing the one shared weight changes every layer's attention.
+    stack.shared_projection.assign(rng.normal(size=(8, 4)).astype("float32"))
+    _, scores = stack(x, return_attention_scores=True)
+    assert len(scores) == 3
+    assert not np.allclose(keras.ops.convert_to_numpy(stack(x)), before)
+    for block in stack.blocks:
+        assert block._self_attention_layer.key_projection is None
+
+
+def test_nonuniform_projected_dim_per_layer(rng):
+    stack = make_stack(num_layers=3, projected_dim=[8, 4, 2], sharing="key_value")
+    x = rng.normal(size=(2, 8, 12)).astype("float32")
+    _, scores = stack(x, return_attention_scores=True)
+    assert [s.shape[-1] for s in scores] == [8, 4, 2]
+    shapes = [tuple(v.shape) for v in stack.weights if "projection" in v.path]
+    assert shapes == [(8, 8), (8, 4), (8, 2)]
+
+
+def test_layerwise_learned_projection_needs_one_projected_dim():
+    with pytest.raises(ValueError, match="same `projected_dim`.*\\[4, 2\\]"):
+        make_stack(projected_dim=[4, 2])
+    # Parameter-free pooling can vary k per layer even with layerwise sharing.
+    make_stack(projected_dim=[4, 2], projection="mean")
+
+
+def test_projected_dim_list_length_must_match_layers():
+    with pytest.raises(ValueError, match="one entry per layer \\(2\\)"):
+        make_stack(projected_dim=[4, 4, 4])
+
+
+def test_padding_mask_and_keras_mask_agree(rng):
+    tokens = np.array([[4, 5, 6, 0, 0, 0, 0, 0]])
+    embed = keras.layers.Embedding(10, 12, mask_zero=True)
+    stack = make_stack()
+    x = embed(tokens)
+    propagated = keras.ops.convert_to_numpy(stack(x))
+    explicit = stack(keras.ops.convert_to_numpy(x), padding_mask=tokens != 0)
+    np.testing.assert_allclose(propagated, keras.ops.convert_to_numpy(explicit), atol=1e-6)
+
+
+def test_config_round_trip(rng):
+    stack = make_stack(projected_dim=[4, 2], sharing="headwise", projection="conv")
+    harness.assert_config_round_trip(stack, (rng.normal(size=(2, 8, 12)).astype("float32"),))
+
+
+def build_classifier(projection, sharing):
+    inputs = keras.Input((8,), dtype="int32")
+    x = keras.layers.Embedding(20, 12, mask_zero=True)(inputs)
+    x = make_stack(projection=projection, sharing=sharing)(x)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    outputs = keras.layers.Dense(2)(x)
+    return keras.Model(inputs, outputs)
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+@pytest.mark.parametrize("sharing", SHARINGS)
+def test_model_trains_saves_and_reloads(projection, sharing, tmp_path):
+    """A model on the stack trains with fit, and a .keras round trip
+    (safe_mode=True) reproduces its predictions and training state."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 20, size=(64, 8))
+    tokens[::3, 5:] = 0  # Some padded rows.
+    labels = (tokens[:, 0] > 10).astype("int32")
+    model = build_classifier(projection, sharing)
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    history = model.fit(tokens, labels, epochs=6, batch_size=16, verbose=0)
+    losses = history.history["loss"]
+    assert losses[-1] < 0.8 * losses[0], losses
+    loaded = harness.assert_keras_file_round_trip(model, tokens, tmp_path)
+    # Training continues from the restored state, identically.
+    a = model.train_on_batch(tokens[:16], labels[:16])
+    b = loaded.train_on_batch(tokens[:16], labels[:16])
+    np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+def test_layerwise_projection_is_stored_once_and_stays_shared(tmp_path, rng):
+    model = build_classifier("linear", "layerwise")
+    path = tmp_path / "model.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as archive:
+        archive.extract("model.weights.h5", tmp_path)
+    stored = []
+    with h5py.File(tmp_path / "model.weights.h5") as weights:
+        weights.visititems(
+            lambda name, obj: stored.append(name)
+            if isinstance(obj, h5py.Dataset) and obj.shape == (8, 4)
+            else None
+        )
+    assert len(stored) == 1, stored
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    stack = loaded.layers[2]
+    assert projection_matrices(stack) == 1
+    # Still shared after loading: a change reaches both layers' outputs.
+    tokens = rng.integers(1, 20, size=(4, 8))
+    before = loaded.predict(tokens, verbose=0)
+    stack.shared_projection.assign(stack.shared_projection * 0.0)
+    after = loaded.predict(tokens, verbose=0)
+    assert not np.allclose(before, after)
+
+
+def test_fit_under_xla(rng):
+    model = build_classifier("linear", "layerwise")
+    model.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=True,
+    )
+    tokens = rng.integers(1, 20, size=(32, 8))
+    labels = (tokens[:, 0] > 10).astype("int32")
+    history = model.fit(tokens, labels, epochs=2, batch_size=16, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()

@@ -1,0 +1,31 @@
+"""Every public layer's docstring Example runs and prints what it shows."""
+
+import doctest
+
+import pytest
+
+import keras_linformer
+from keras_linformer import layers
+
+PUBLIC = [layers.LinformerAttention, layers.LinformerEncoderBlock, layers.LinformerEncoderStack]
+
+
+@pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
+def test_docstring_example_runs(cls):
+    assert "Example:" in cls.__doc__ and "Args:" in cls.__doc__
+    globs = {cls.__name__: cls, "keras_linformer": keras_linformer}
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = finder.find(cls, cls.__name__, globs=globs)
+    assert tests and tests[0].examples
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted > 0 and result.failed == 0, result
+
+
+@pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
+def test_registered_under_one_package_name(cls):
+    import keras
+
+    assert keras.saving.get_registered_name(cls) == f"keras_linformer>{cls.__name__}"
