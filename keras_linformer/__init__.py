@@ -3,5 +3,6 @@
 from keras_linformer.layers import LinformerAttention
 from keras_linformer.layers import LinformerEncoderBlock
 from keras_linformer.layers import LinformerEncoderStack
+from keras_linformer import models
 
 __version__ = "0.1.0"

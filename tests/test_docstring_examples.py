@@ -4,16 +4,23 @@ import doctest
 
 import pytest
 
-import keras_linformer
 from keras_linformer import layers
+from keras_linformer import models
 
-PUBLIC = [layers.LinformerAttention, layers.LinformerEncoderBlock, layers.LinformerEncoderStack]
+PUBLIC = [
+    layers.LinformerAttention,
+    layers.LinformerEncoderBlock,
+    layers.LinformerEncoderStack,
+    models.LinformerBackbone,
+    models.LinformerMaskedLM,
+    models.LinformerTextClassifier,
+]
 
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
 def test_docstring_example_runs(cls):
     assert "Example:" in cls.__doc__ and "Args:" in cls.__doc__
-    globs = {cls.__name__: cls, "keras_linformer": keras_linformer}
+    globs = {c.__name__: c for c in PUBLIC}
     finder = doctest.DocTestFinder(recurse=False)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = finder.find(cls, cls.__name__, globs=globs)

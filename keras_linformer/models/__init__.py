@@ -1,0 +1,5 @@
+"""BERT-style models on Linformer blocks (and the full-attention baseline)."""
+
+from keras_linformer.models.linformer_backbone import LinformerBackbone
+from keras_linformer.models.tasks import LinformerMaskedLM
+from keras_linformer.models.tasks import LinformerTextClassifier

@@ -1,0 +1,225 @@
+"""A BERT-style encoder backbone on Linformer blocks, or on full attention."""
+
+import keras
+import keras_hub
+from keras.layers import ReversibleEmbedding
+from keras_hub.src.utils.keras_utils import gelu_approximate
+
+from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import LinformerEncoderStack
+from keras_linformer.layers import sequence_projection as sp
+
+ATTENTIONS = ("linformer", "transformer")
+
+
+def bert_kernel_initializer(stddev=0.02):
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras_linformer_export("keras_linformer.models.LinformerBackbone")
+class LinformerBackbone(keras_hub.models.Backbone):
+    """BERT-style bidirectional encoder with Linformer self-attention.
+
+    The layout of `keras_hub.models.BertBackbone` (token, position and segment
+    embeddings, `num_layers` encoder blocks, a tanh-pooled `[CLS]` output)
+    with the blocks of a `keras_linformer.layers.LinformerEncoderStack`.
+    `attention="transformer"` builds the standard-Transformer baseline from
+    `keras_hub.layers.TransformerEncoder` blocks instead; every other layer,
+    initializer and argument is the same, so the two differ only in attention
+    (the Linformer arguments are then stored but unused).
+
+    Inputs are `token_ids`, `segment_ids` and `padding_mask` (all int,
+    `(B, S)`, S <= `max_sequence_length`); outputs are `sequence_output`
+    `(B, S, hidden_dim)` and `pooled_output` `(B, hidden_dim)`.
+
+    Args:
+        vocabulary_size: int. Size of the token vocabulary.
+        num_layers: int. Number of encoder blocks.
+        num_heads: int. Attention heads per block.
+        hidden_dim: int. Size of the hidden states.
+        intermediate_dim: int. Hidden size of each feedforward network.
+        projected_dim: int or list of ints. k, the projected key/value length
+            (one per layer for a nonuniform k).
+        max_sequence_length: int. n, the longest input. Defaults to 512.
+        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`.
+            Defaults to `"linear"`.
+        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
+            Defaults to `"layerwise"`.
+        attention: str. `"linformer"` or `"transformer"` (full attention, the
+            baseline). Defaults to `"linformer"`.
+        dropout: float. Dropout everywhere. Defaults to 0.1.
+        num_segments: int. Number of segment ids. Defaults to 2.
+        dtype: dtype policy for the model's computations and weights.
+
+    Example:
+
+    >>> import numpy as np
+    >>> backbone = LinformerBackbone(
+    ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+    ...     intermediate_dim=32, projected_dim=8, max_sequence_length=32)
+    >>> outputs = backbone({
+    ...     "token_ids": np.ones((2, 32), "int32"),
+    ...     "segment_ids": np.zeros((2, 32), "int32"),
+    ...     "padding_mask": np.ones((2, 32), "int32")})
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((2, 32, 16), (2, 16))
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        projected_dim,
+        max_sequence_length=512,
+        projection="linear",
+        sharing="layerwise",
+        attention="linformer",
+        dropout=0.1,
+        num_segments=2,
+        dtype=None,
+        **kwargs,
+    ):
+        sp.validate_choice("attention", attention, ATTENTIONS)
+        for name, value in (
+            ("vocabulary_size", vocabulary_size),
+            ("hidden_dim", hidden_dim),
+            ("max_sequence_length", max_sequence_length),
+            ("num_segments", num_segments),
+        ):
+            sp.validate_positive_int(name, value)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"`hidden_dim` must be divisible by `num_heads`. Received: "
+                f"hidden_dim={hidden_dim}, num_heads={num_heads}"
+            )
+
+        # === Layers ===
+        self.token_embedding = ReversibleEmbedding(
+            input_dim=vocabulary_size,
+            output_dim=hidden_dim,
+            embeddings_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+            name="token_embedding",
+        )
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
+            initializer=bert_kernel_initializer(),
+            sequence_length=max_sequence_length,
+            dtype=dtype,
+            name="position_embedding",
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            input_dim=num_segments,
+            output_dim=hidden_dim,
+            embeddings_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+            name="segment_embedding",
+        )
+        self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
+        self.embeddings_layer_norm = keras.layers.LayerNormalization(
+            epsilon=1e-12, dtype=dtype, name="embeddings_layer_norm"
+        )
+        self.embeddings_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="embeddings_dropout"
+        )
+        block_arguments = dict(
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            activation=gelu_approximate,
+            dropout=dropout,
+            layer_norm_epsilon=1e-12,
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+        )
+        if attention == "linformer":
+            self.encoder = LinformerEncoderStack(
+                num_layers=num_layers,
+                sequence_length=max_sequence_length,
+                projected_dim=projected_dim,
+                projection=projection,
+                sharing=sharing,
+                name="linformer_encoder",
+                **block_arguments,
+            )
+            self.transformer_layers = self.encoder.blocks
+        else:
+            self.encoder = None
+            self.transformer_layers = [
+                keras_hub.layers.TransformerEncoder(
+                    name=f"transformer_layer_{i}", **block_arguments
+                )
+                for i in range(num_layers)
+            ]
+        self.pooled_dense = keras.layers.Dense(
+            hidden_dim,
+            kernel_initializer=bert_kernel_initializer(),
+            activation="tanh",
+            dtype=dtype,
+            name="pooled_dense",
+        )
+
+        # === Functional Model ===
+        token_id_input = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_id_input = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+        padding_mask_input = keras.Input(
+            shape=(None,), dtype="int32", name="padding_mask"
+        )
+        tokens = self.token_embedding(token_id_input)
+        positions = self.position_embedding(tokens)
+        segments = self.segment_embedding(segment_id_input)
+        x = self.embeddings_add((tokens, positions, segments))
+        x = self.embeddings_layer_norm(x)
+        x = self.embeddings_dropout(x)
+        if self.encoder is not None:
+            x = self.encoder(x, padding_mask=padding_mask_input)
+        else:
+            for layer in self.transformer_layers:
+                x = layer(x, padding_mask=padding_mask_input)
+        pooled_output = self.pooled_dense(x[:, 0, :])  # The [CLS] token.
+        super().__init__(
+            inputs={
+                "token_ids": token_id_input,
+                "segment_ids": segment_id_input,
+                "padding_mask": padding_mask_input,
+            },
+            outputs={"sequence_output": x, "pooled_output": pooled_output},
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.projected_dim = projected_dim
+        self.max_sequence_length = max_sequence_length
+        self.projection = projection
+        self.sharing = sharing
+        self.attention = attention
+        self.dropout = dropout
+        self.num_segments = num_segments
+        self.cls_token_index = 0
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "projected_dim": self.projected_dim,
+                "max_sequence_length": self.max_sequence_length,
+                "projection": self.projection,
+                "sharing": self.sharing,
+                "attention": self.attention,
+                "dropout": self.dropout,
+                "num_segments": self.num_segments,
+            }
+        )
+        return config

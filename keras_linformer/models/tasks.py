@@ -1,0 +1,76 @@
+"""Masked-LM and text-classification tasks on `LinformerBackbone`.
+
+keras_hub's BERT tasks only need a backbone with BERT's inputs and a
+`token_embedding`, so these subclass them and change only the backbone class;
+keras_hub's BERT preprocessors work unchanged with our WordPiece vocabularies.
+"""
+
+import keras_hub
+
+from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.models.linformer_backbone import LinformerBackbone
+
+
+@keras_linformer_export("keras_linformer.models.LinformerMaskedLM")
+class LinformerMaskedLM(keras_hub.models.BertMaskedLM):
+    """Masked-language-model pretraining head on a `LinformerBackbone`.
+
+    `keras_hub.models.BertMaskedLM` with a Linformer (or baseline) backbone:
+    a `MaskedLMHead` whose output projection is tied to the backbone's token
+    embedding. Inputs add `mask_positions` `(B, P)` to the backbone's; the
+    output is `(B, P, vocabulary_size)` logits.
+
+    Args:
+        backbone: a `LinformerBackbone`.
+        preprocessor: optional `keras_hub.models.BertMaskedLMPreprocessor`, or
+            None when the data pipeline already produces masked features.
+
+    Example:
+
+    >>> import numpy as np
+    >>> backbone = LinformerBackbone(
+    ...     vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, projected_dim=4, max_sequence_length=16)
+    >>> model = LinformerMaskedLM(backbone)
+    >>> logits = model.predict({
+    ...     "token_ids": np.ones((2, 16), "int32"),
+    ...     "segment_ids": np.zeros((2, 16), "int32"),
+    ...     "padding_mask": np.ones((2, 16), "int32"),
+    ...     "mask_positions": np.array([[1, 2], [3, 4]], "int32")}, verbose=0)
+    >>> logits.shape
+    (2, 2, 50)
+    """
+
+    backbone_cls = LinformerBackbone
+
+
+@keras_linformer_export("keras_linformer.models.LinformerTextClassifier")
+class LinformerTextClassifier(keras_hub.models.BertTextClassifier):
+    """Text classifier on the pooled `[CLS]` output of a `LinformerBackbone`.
+
+    `keras_hub.models.BertTextClassifier` with a Linformer (or baseline)
+    backbone: dropout and a dense layer of `num_classes` logits (or
+    probabilities with `activation="softmax"`).
+
+    Args:
+        backbone: a `LinformerBackbone`.
+        num_classes: int. Number of classes.
+        preprocessor: optional `keras_hub.models.BertTextClassifierPreprocessor`.
+        activation: optional output activation. Defaults to None (logits).
+        dropout: float. Dropout before the output layer. Defaults to 0.1.
+
+    Example:
+
+    >>> import numpy as np
+    >>> backbone = LinformerBackbone(
+    ...     vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, projected_dim=4, max_sequence_length=16)
+    >>> model = LinformerTextClassifier(backbone, num_classes=3)
+    >>> model.predict({
+    ...     "token_ids": np.ones((2, 16), "int32"),
+    ...     "segment_ids": np.zeros((2, 16), "int32"),
+    ...     "padding_mask": np.ones((2, 16), "int32")}, verbose=0).shape
+    (2, 3)
+    """
+
+    backbone_cls = LinformerBackbone
