@@ -9,6 +9,7 @@ only from padding.
 import math
 
 import keras
+import ml_dtypes
 from keras import ops
 
 from keras_linformer.layers.config_utils import clone_initializer
@@ -127,10 +128,14 @@ def projects_before_kernel(projection, sharing):
     return projection == "linear" and sharing != "none"
 
 
-def _pad_to_length(x, length, fill=0.0):
+def _pad_to_length(x, length):
     pad = length - ops.shape(x)[1]
-    widths = [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2)
-    return ops.pad(x, widths, constant_values=fill)
+    return ops.pad(x, [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2))
+
+
+def _broadcastable(slots, x):
+    """(B, k) -> (B, k, 1, ...) with as many trailing axes as `x` has features."""
+    return ops.reshape(slots, ops.shape(slots) + (1,) * (len(x.shape) - 2))
 
 
 def _windows(x, projected_dim, sequence_length):
@@ -156,8 +161,8 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
     Returns:
         `(projected, weight_sums, slot_mask)`: the `(B, k, ...)` projection,
         the projection of the mask itself `(B, k)` (what a per-position bias
-        becomes after projecting; None for per-head E), and a boolean `(B, k)` mask of the slots
-        that hold at least one real position.
+        becomes after projecting; None for per-head E), and a boolean
+        `(B, k)` mask of the slots that hold at least one real position.
     """
     length = ops.shape(x)[1]
     if projection == "linear":
@@ -178,12 +183,13 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
         slot_mask = ops.ones((ops.shape(x)[0], projected_dim), dtype="bool")
         return projected, weight_sums, slot_mask
 
-    counts = ops.sum(_windows(ops.cast(mask, "float32"), projected_dim, sequence_length), axis=2)
+    counts = ops.sum(
+        _windows(ops.cast(mask, "float32"), projected_dim, sequence_length), axis=2
+    )
     slot_mask = counts > 0
     if projection == "mean":
         sums = ops.sum(_windows(x, projected_dim, sequence_length), axis=2)
-        denominator = ops.maximum(counts, 1.0)
-        denominator = ops.reshape(denominator, ops.shape(denominator) + (1,) * (len(x.shape) - 2))
+        denominator = _broadcastable(ops.maximum(counts, 1.0), x)
         projected = sums / ops.cast(denominator, x.dtype)
         weight_sums = ops.cast(slot_mask, x.dtype)
         return projected, weight_sums, slot_mask
@@ -191,10 +197,10 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
         windows = _windows(x, projected_dim, sequence_length)
         window_mask = _windows(ops.cast(mask, "bool"), projected_dim, sequence_length)
         window_mask = ops.reshape(window_mask, ops.shape(window_mask) + (1,) * (len(x.shape) - 2))
-        lowest = ops.full_like(windows, float(_lowest(x.dtype)))
+        lowest = ops.full_like(windows, _lowest(x.dtype))
         projected = ops.max(ops.where(window_mask, windows, lowest), axis=2)
-        expanded = ops.reshape(slot_mask, ops.shape(slot_mask) + (1,) * (len(x.shape) - 2))
-        projected = ops.where(expanded, projected, ops.zeros_like(projected))
+        live = _broadcastable(slot_mask, x)
+        projected = ops.where(live, projected, ops.zeros_like(projected))
         return projected, ops.cast(slot_mask, x.dtype), slot_mask
     if projection == "conv":
         windows = _windows(x, projected_dim, sequence_length)  # (B, k, w, H, D)
@@ -206,4 +212,5 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
 
 
 def _lowest(dtype):
-    return {"float16": -65504.0, "bfloat16": -3.38e38}.get(str(dtype).split(".")[-1], -3.4e38)
+    """The most negative finite value of a float dtype (bfloat16 included)."""
+    return float(ml_dtypes.finfo(keras.backend.standardize_dtype(dtype)).min)
