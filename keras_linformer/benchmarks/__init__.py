@@ -1,0 +1,1 @@
+"""Benchmarks of the Linformer encoder against the standard Transformer (paper Table 3)."""

@@ -1,0 +1,74 @@
+"""Analytic matmul FLOPs of one forward pass of the benchmarked backbones.
+
+The count follows the order of operations the layers really use (see
+`LinformerAttention`): a head-shared linear E is applied to the n x d input
+before the key/value kernels, so those kernels run on k rows, not n. Only
+matrix products are counted, at 2 FLOPs per multiply-add; softmax, layer
+norm, GELU and embedding lookups are left out (they are O(n d) or O(n k h)).
+"""
+
+from keras_linformer.layers import sequence_projection as sp
+
+ATTENTIONS = ("linformer", "transformer")
+
+
+def matmul(rows, inner, cols, batch=1):
+    """FLOPs of `batch` products of (rows, inner) x (inner, cols)."""
+    return 2 * batch * rows * inner * cols
+
+
+def attention_flops(
+    attention, batch_size, sequence_length, hidden_dim, projected_dim=None, sharing="layerwise"
+):
+    """Matmul FLOPs of one self-attention layer (heads x head_dim = hidden_dim).
+
+    Only the `"linear"` projection is counted for Linformer, the kind the
+    paper's Table 3 measures.
+    """
+    b, n, d = batch_size, sequence_length, hidden_dim
+    if attention == "transformer":
+        qkv_and_output = 4 * matmul(n, d, d, b)
+        scores_and_context = 2 * matmul(n, d, n, b)  # Q K^T and P V, all heads.
+        return qkv_and_output + scores_and_context
+    sp.validate_choice("attention", attention, ATTENTIONS)
+    sp.validate_choice("sharing", sharing, sp.SHARINGS)
+    if projected_dim is None:
+        raise ValueError("`projected_dim` is required for attention='linformer'.")
+    k = projected_dim
+    query_and_output = 2 * matmul(n, d, d, b)
+    scores_and_context = 2 * matmul(n, d, k, b)
+    if sharing == "none":
+        # Per-head E_i, F_i act on the kernels' outputs: full-length K and V.
+        key_value = 2 * matmul(n, d, d, b) + 2 * matmul(k, n, d, b)
+    else:
+        # E X (and E m, the bias carried through E) before the kernels;
+        # one product serves keys and values when E = F.
+        projections = 1 if sharing in ("key_value", "layerwise") else 2
+        key_value = projections * (matmul(k, n, d, b) + matmul(1, n, k, b))
+        key_value += 2 * matmul(k, d, d, b)
+    return query_and_output + scores_and_context + key_value
+
+
+def forward_flops(
+    attention,
+    num_layers,
+    hidden_dim,
+    intermediate_dim,
+    sequence_length,
+    projected_dim=None,
+    batch_size=1,
+    sharing="layerwise",
+):
+    """Matmul FLOPs of a `LinformerBackbone` forward pass (either attention).
+
+    Per layer: self-attention, then the feedforward network (d -> f -> d);
+    once per sequence: the tanh pooler on the [CLS] token (d -> d).
+
+    >>> forward_flops("transformer", 1, 4, 8, sequence_length=8)
+    3104
+    """
+    n, d, f, b = sequence_length, hidden_dim, intermediate_dim, batch_size
+    attention_part = attention_flops(attention, b, n, d, projected_dim, sharing)
+    feedforward = matmul(n, d, f, b) + matmul(n, f, d, b)
+    pooler = matmul(1, d, d, b)
+    return num_layers * (attention_part + feedforward) + pooler

@@ -1,0 +1,380 @@
+"""Tables and plots of inference benchmark results, next to the paper's Table 3.
+
+Every function here takes the rows that `inference.py` writes to its CSV
+(dicts of strings or numbers), so a report can be rebuilt from a CSV alone.
+"""
+
+import csv
+import math
+
+FIELDS = (
+    "preset",
+    "num_layers",
+    "hidden_dim",
+    "num_heads",
+    "intermediate_dim",
+    "model",
+    "sequence_length",
+    "projected_dim",
+    "batch_size",
+    "dtype",
+    "status",
+    "note",
+    "median_s",
+    "min_s",
+    "repeats",
+    "tokens_per_s",
+    "peak_rss_mb",
+    "peak_allocated_mb",
+    "baseline_rss_mb",
+    "flops",
+    "gflops_per_s",
+    "fraction_of_peak",
+    "cell_wall_s",
+    "load_average",
+)
+
+# Wang et al. (2020), Table 3: Transformer / Linformer (layerwise sharing) on
+# a 16 GB V100, RoBERTa-base shape. Time saved, and memory saved (the latter
+# from the largest batch that fits), by n then k.
+PAPER_PROJECTED_DIMS = (128, 256, 512, 1024, 2048)
+PAPER_TIME_RATIO = {
+    512: (1.5, 1.3),
+    1024: (1.7, 1.6, 1.3),
+    2048: (2.6, 2.4, 2.1, 1.3),
+    4096: (3.4, 3.2, 2.8, 2.2, 1.3),
+    8192: (5.5, 5.0, 4.4, 3.5, 2.1),
+    16384: (8.6, 7.8, 7.0, 5.6, 3.3),
+    32768: (13, 12, 11, 8.8, 5.0),
+    65536: (20, 18, 16, 14, 7.9),
+}
+PAPER_MEMORY_RATIO = {
+    512: (1.7, 1.5),
+    1024: (3.0, 2.9, 1.8),
+    2048: (6.1, 5.6, 3.6, 2.0),
+    4096: (14, 13, 8.3, 4.3, 2.3),
+    8192: (28, 26, 17, 8.5, 4.5),
+    16384: (56, 48, 32, 16, 8),
+    32768: (56, 48, 36, 18, 16),
+    65536: (60, 52, 40, 20, 18),
+}
+
+
+def paper_figure(table, sequence_length, projected_dim):
+    """The paper's ratio for (n, k), or None where Table 3 has no entry."""
+    if projected_dim not in PAPER_PROJECTED_DIMS:
+        return None
+    row = table.get(sequence_length, ())
+    index = PAPER_PROJECTED_DIMS.index(projected_dim)
+    return row[index] if index < len(row) else None
+
+
+# --- CSV -------------------------------------------------------------------
+
+
+def write_csv(rows, path, command):
+    """Writes `rows` under a first line `# <command>` that produced them."""
+    with open(path, "w", newline="") as file:
+        file.write(f"# {command}\n")
+        writer = csv.DictWriter(file, FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: _csv_value(row.get(key)) for key in FIELDS})
+
+
+def _csv_value(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+def read_csv(path):
+    """Returns `(rows, command)`, numbers parsed, blanks as None."""
+    with open(path, newline="") as file:
+        first = file.readline()
+        command = first[2:].strip() if first.startswith("# ") else ""
+        if not command:
+            file.seek(0)
+        rows = [
+            {key: _parse(value) for key, value in row.items()}
+            for row in csv.DictReader(file)
+        ]
+    return rows, command
+
+
+def _parse(value):
+    if value in ("", None):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+# --- Derived figures -------------------------------------------------------
+
+
+def _ok(row):
+    return row is not None and row["status"] == "ok"
+
+
+def _index(rows):
+    """{(model, n, k)} -> row for the encoder rows (k is None for the Transformer)."""
+    return {
+        (row["model"], row["sequence_length"], row["projected_dim"]): row
+        for row in rows
+        if row["model"] in ("linformer", "transformer")
+    }
+
+
+def grid_axes(rows):
+    lengths = sorted({r["sequence_length"] for r in rows if r["model"] != "matmul"})
+    dims = sorted({r["projected_dim"] for r in rows if r["model"] == "linformer"})
+    return lengths, dims
+
+
+def ratio_cell(rows_by_key, sequence_length, projected_dim, field):
+    """Transformer / Linformer for one (n, k): a float, or a string saying why not."""
+    transformer = rows_by_key.get(("transformer", sequence_length, None))
+    linformer = rows_by_key.get(("linformer", sequence_length, projected_dim))
+    if linformer is None:
+        return None
+    failed = [
+        f"{label} {row['status']}"
+        for label, row in (("T", transformer), ("L", linformer))
+        if row is not None and not _ok(row)
+    ]
+    if transformer is None:
+        failed.append("T not run")
+    if failed:
+        return ", ".join(failed)
+    denominator = linformer[field]
+    if not denominator:
+        return "L 0"
+    return transformer[field] / denominator
+
+
+def flop_ratio(rows_by_key, sequence_length, projected_dim):
+    transformer = rows_by_key.get(("transformer", sequence_length, None))
+    linformer = rows_by_key.get(("linformer", sequence_length, projected_dim))
+    if transformer is None or linformer is None:
+        return None
+    return transformer["flops"] / linformer["flops"]
+
+
+def matmul_peaks(rows):
+    """{dtype: highest measured GFLOP/s} of the reference matmul rows."""
+    peaks = {}
+    for row in rows:
+        if row["model"] == "matmul" and _ok(row):
+            peaks[row["dtype"]] = max(peaks.get(row["dtype"], 0.0), row["gflops_per_s"])
+    return peaks
+
+
+def longest_sequences(rows):
+    """[(label, longest n that ran, whether the grid ended there)] per model and k."""
+    lengths, dims = grid_axes(rows)
+    by_key = _index(rows)
+    result = []
+    for model, k in [("transformer", None)] + [("linformer", k) for k in dims]:
+        ran = [n for n in lengths if _ok(by_key.get((model, n, k)))]
+        tried = [n for n in lengths if (model, n, k) in by_key]
+        label = "Transformer" if model == "transformer" else f"Linformer k={k}"
+        if ran:
+            result.append((label, max(ran), max(ran) == max(tried)))
+        elif tried:
+            result.append((label, None, False))
+    return result
+
+
+# --- Markdown --------------------------------------------------------------
+
+
+def _format_ratio(value, paper):
+    if value is None:
+        return "-"
+    text = f"{value:.1f}x" if isinstance(value, float) else value
+    return f"{text} ({paper:g}x)" if paper is not None else text
+
+
+def ratio_table(rows, field, paper_table=None):
+    """Rows n, columns k, cells 'measured (paper)'; failed cells say which model failed."""
+    lengths, dims = grid_axes(rows)
+    by_key = _index(rows)
+    lines = [
+        "| n \\ k | " + " | ".join(str(k) for k in dims) + " |",
+        "|---" * (len(dims) + 1) + "|",
+    ]
+    for n in lengths:
+        cells = []
+        for k in dims:
+            if field == "flops":
+                value = flop_ratio(by_key, n, k)
+            else:
+                value = ratio_cell(by_key, n, k, field)
+            paper = paper_figure(paper_table, n, k) if paper_table else None
+            cells.append(_format_ratio(value, paper if value is not None else None))
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _number(value, digits=3):
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{value:,.{decimals}f}"
+
+
+def absolute_table(rows):
+    lines = [
+        "| model | n | k | status | median s | tokens/s | peak RSS MB | peak alloc. MB "
+        "| GFLOP | GFLOP/s | of fp32 peak | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        if row["model"] == "matmul":
+            continue
+        fraction = row.get("fraction_of_peak")
+        lines.append(
+            "| {model} | {n} | {k} | {status} | {median} | {tokens} | {rss} | {alloc} "
+            "| {gflop} | {rate} | {fraction} | {note} |".format(
+                model=row["model"],
+                n=row["sequence_length"],
+                k=row["projected_dim"] if row["projected_dim"] is not None else "",
+                status=row["status"],
+                median=_number(row.get("median_s")),
+                tokens=_number(row.get("tokens_per_s")),
+                rss=_number(row.get("peak_rss_mb")),
+                alloc=_number(row.get("peak_allocated_mb")),
+                gflop=_number(row["flops"] / 1e9 if row.get("flops") else None),
+                rate=_number(row.get("gflops_per_s")),
+                fraction=f"{fraction:.0%}" if fraction is not None else "",
+                note=(row.get("note") or "").replace("|", "/"),
+            )
+        )
+    return "\n".join(lines)
+
+
+def markdown_report(rows, command, machine="", images=()):
+    """The whole results document for one run, as markdown."""
+    preset = next((r["preset"] for r in rows if r.get("preset")), "")
+    encoder_rows = [r for r in rows if r["model"] != "matmul"]
+    batch = encoder_rows[0]["batch_size"] if encoder_rows else 1
+    dtype = encoder_rows[0]["dtype"] if encoder_rows else ""
+    peaks = matmul_peaks(rows)
+    matmuls = [r for r in rows if r["model"] == "matmul"]
+    shape = ""
+    if encoder_rows:
+        first = encoder_rows[0]
+        shape = (
+            f" ({first['num_layers']} layers, hidden {first['hidden_dim']}, "
+            f"{first['num_heads']} heads, FFN {first['intermediate_dim']})"
+        )
+    parts = [
+        f"# Inference benchmark: {preset}{shape}, batch {batch}, {dtype}",
+        "",
+        "Produced by:",
+        "",
+        f"```sh\n{command}\n```",
+        "",
+    ]
+    if machine:
+        parts += [f"Machine: {machine}", ""]
+    parts += [
+        "Ratios are Transformer / Linformer (layerwise sharing), both measured in "
+        "this run; the paper's Table 3 figure for the same cell is in parentheses "
+        "(V100 GPU, RoBERTa-base shape, largest batch that fits). "
+        "`T`/`L` mark a cell where the Transformer/Linformer did not finish "
+        "(OOM: over the memory limit; timeout: over the time budget; skipped: "
+        "not run, see notes).",
+        "",
+        "## Time ratio (median forward time)",
+        "",
+        ratio_table(rows, "median_s", PAPER_TIME_RATIO),
+        "",
+        "## Analytic matmul FLOP ratio",
+        "",
+        ratio_table(rows, "flops"),
+        "",
+        "## Memory ratio (peak RSS above the pre-forward baseline)",
+        "",
+        ratio_table(rows, "peak_rss_mb", PAPER_MEMORY_RATIO),
+        "",
+        "## Memory ratio (peak of TensorFlow's allocator: tensors only)",
+        "",
+        ratio_table(rows, "peak_allocated_mb", PAPER_MEMORY_RATIO),
+        "",
+        f"## Longest n at batch {batch} within the memory limit",
+        "",
+        "| model | longest n that ran |",
+        "|---|---|",
+    ]
+    for label, longest, grid_end in longest_sequences(rows):
+        if longest is None:
+            text = "none"
+        else:
+            text = f"{longest}" + (" (the longest tried)" if grid_end else "")
+        parts.append(f"| {label} | {text} |")
+    parts += ["", "## Reference: XLA-compiled square matmul", ""]
+    parts += ["| dtype | size | status | median s | GFLOP/s |", "|---|---|---|---|---|"]
+    for row in matmuls:
+        parts.append(
+            f"| {row['dtype']} | {row['sequence_length']} | {row['status']} "
+            f"| {_number(row.get('median_s'))} | {_number(row.get('gflops_per_s'))} |"
+        )
+    if "float32" in peaks:
+        parts += ["", f"fp32 matmul peak used below: {peaks['float32']:.0f} GFLOP/s "
+                  "(the best of the reference runs)."]
+    parts += ["", "## Every cell", "", absolute_table(rows), ""]
+    for image in images:
+        parts += [f"![{image}]({image})", ""]
+    return "\n".join(parts)
+
+
+# --- Plots -----------------------------------------------------------------
+
+
+def plot(rows, field, ylabel, path, title=""):
+    """Log-log plot of `field` against n: one line for the Transformer, one per k."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lengths, dims = grid_axes(rows)
+    by_key = _index(rows)
+    figure, axes = plt.subplots(figsize=(6, 4), dpi=100)
+    series = [("Transformer", "transformer", None)] + [
+        (f"Linformer k={k}", "linformer", k) for k in dims
+    ]
+    for label, model, k in series:
+        points = [
+            (n, by_key[(model, n, k)][field])
+            for n in lengths
+            if _ok(by_key.get((model, n, k))) and by_key[(model, n, k)][field]
+        ]
+        if points:
+            style = dict(color="black", linewidth=2) if model == "transformer" else {}
+            axes.plot(*zip(*points), marker="o", markersize=3, label=label, **style)
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("sequence length n")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title, fontsize=10)
+    axes.grid(True, which="major", alpha=0.3)
+    if axes.lines:
+        axes.legend(fontsize=8)
+    else:
+        axes.text(0.5, 0.5, "no cell finished", ha="center", transform=axes.transAxes)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)

@@ -1,0 +1,91 @@
+"""Runs one benchmark cell in a fresh subprocess, under a time and memory limit.
+
+A fresh process per cell keeps one cell's compiled programs, allocator caches
+and peak memory out of the next. The parent watches the child's resident set
+size and wall time and kills it past either limit, so a cell that does not
+fit is recorded as `"OOM"` or `"timeout"` instead of taking the machine down.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from keras_linformer.benchmarks.cell import RESULT_MARKER
+
+POLL_SECONDS = 0.02
+
+
+def _rss_bytes(pid):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def _tail(path, limit=300):
+    with open(path, errors="replace") as file:
+        text = file.read().strip()
+    return text[-limit:]
+
+
+def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
+    """Runs `cell.run_cell(spec)` in a new Python process; returns its result.
+
+    The result always has a `status`: `"ok"`, `"OOM"` (the process passed
+    `memory_limit_bytes` of resident memory, was killed by the kernel, or
+    TensorFlow ran out of memory), `"timeout"` (still running after
+    `time_budget_s` seconds, start-up and compilation included) or `"error"`,
+    plus `cell_wall_s` and `max_rss_bytes` as seen from outside.
+    """
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow")
+    command = [sys.executable, "-m", "keras_linformer.benchmarks.cell", json.dumps(spec)]
+    with tempfile.TemporaryDirectory() as scratch:
+        stdout_path = os.path.join(scratch, "stdout")
+        stderr_path = os.path.join(scratch, "stderr")
+        with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
+            start = time.monotonic()
+            child = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
+            killed_for, max_rss = None, 0
+            while child.poll() is None:
+                rss = _rss_bytes(child.pid)
+                max_rss = max(max_rss, rss)
+                if rss > memory_limit_bytes:
+                    killed_for = "OOM"
+                elif time.monotonic() - start > time_budget_s:
+                    killed_for = "timeout"
+                if killed_for:
+                    child.send_signal(signal.SIGKILL)
+                    child.wait()
+                    break
+                time.sleep(POLL_SECONDS)
+            wall = time.monotonic() - start
+        result = None
+        with open(stdout_path) as stdout:
+            for line in stdout:
+                if line.startswith(RESULT_MARKER):
+                    result = json.loads(line[len(RESULT_MARKER):])
+        if killed_for == "OOM":
+            result = {
+                "status": "OOM",
+                "note": f"resident memory passed the {memory_limit_bytes / 2**30:.1f} GiB limit",
+            }
+        elif killed_for == "timeout":
+            result = {"status": "timeout", "note": f"over the {time_budget_s:g} s budget"}
+        elif result is None and child.returncode == -signal.SIGKILL:
+            result = {"status": "OOM", "note": "killed by SIGKILL (the kernel's OOM killer?)"}
+        elif result is None:
+            result = {
+                "status": "error",
+                "note": f"exit code {child.returncode}: {_tail(stderr_path)}",
+            }
+    result["cell_wall_s"] = wall
+    result["max_rss_bytes"] = max_rss
+    return result
