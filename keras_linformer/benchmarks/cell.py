@@ -111,17 +111,20 @@ def _time_calls(function, inputs, warmup, repeats):
     # Unlike RSS, the allocator's count drops when XLA's pool is idle.
     baseline_allocated = tf.config.experimental.get_memory_info("CPU:0")["current"]
     tf.config.experimental.reset_memory_stats("CPU:0")
-    times = []
+    times, cpu_times = [], []
     with PeakResidentMemory() as memory:
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             run()
             times.append(time.perf_counter() - start)
+            # CPU seconds of all threads: the work done, whatever else runs.
+            cpu_times.append(time.process_time() - cpu_start)
     peak_allocated = tf.config.experimental.get_memory_info("CPU:0")["peak"]
     return {
         "median_s": statistics.median(times),
         "min_s": min(times),
         "times_s": times,
+        "median_cpu_s": statistics.median(cpu_times),
         "peak_rss_bytes": max(0, memory.peak_kb - baseline_kb) * 1024,
         "peak_allocated_bytes": max(0, peak_allocated - baseline_allocated),
         "baseline_rss_bytes": baseline_kb * 1024,

@@ -203,6 +203,7 @@ def _result_row(result, spec, shape, args):
     if result["status"] == "ok":
         row["median_s"] = result["median_s"]
         row["min_s"] = result["min_s"]
+        row["median_cpu_s"] = result["median_cpu_s"]
         row["peak_rss_mb"] = result["peak_rss_bytes"] / 2**20
         row["peak_allocated_mb"] = result["peak_allocated_bytes"] / 2**20
         row["baseline_rss_mb"] = result["baseline_rss_bytes"] / 2**20
@@ -235,7 +236,7 @@ def _describe(row):
     if row["status"] != "ok":
         return f"{label:32s} {row['status']:8s} {row['note']}"
     return (
-        f"{label:32s} ok       {row['median_s']:9.4f} s  "
+        f"{label:32s} ok       {row['median_s']:9.4f} s (CPU {row['median_cpu_s']:8.3f} s)  "
         f"{row['tokens_per_s']:10.0f} tok/s  peak RSS +{row['peak_rss_mb']:7.1f} MB  "
         f"alloc {row['peak_allocated_mb']:7.1f} MB  (cell {row['cell_wall_s']:.0f} s, "
         f"load {row['load_average']:.1f})"
@@ -273,12 +274,12 @@ def run(args, command):
     for index, (model, n, k) in enumerate(cells, 1):
         spec = dict(base, model=model, sequence_length=n, projected_dim=k, **shape)
         elapsed = time.monotonic() - start
-        if args.total_time_budget is not None and elapsed > args.total_time_budget:
-            result = {"status": "skipped",
-                      "note": f"not run: the {args.total_time_budget:g} s total budget was spent"}
-        elif (model, k) in failed_at and not args.keep_going:
+        if (model, k) in failed_at and not args.keep_going:
             status, at = failed_at[(model, k)]
             result = {"status": status, "note": f"not run: {status} at n={at} already"}
+        elif args.total_time_budget is not None and elapsed > args.total_time_budget:
+            result = {"status": "skipped",
+                      "note": f"not run: the {args.total_time_budget:g} s total budget was spent"}
         else:
             result = measure(spec, args)
             if result["status"] in FAILED:
@@ -311,12 +312,14 @@ def write_outputs(rows, command, args, machine):
         report.write_csv(rows, csv_path, command)
     title = f"{first['preset']}, batch {first['batch_size']}, {first['dtype']}"
     images = []
-    for field, ylabel, suffix in (
-        ("median_s", "median forward time (s)", "time"),
-        ("peak_rss_mb", "peak RSS above baseline (MB)", "memory"),
+    for suffix, panels in (
+        ("time", [("median_s", "median forward time (s)"),
+                  ("median_cpu_s", "CPU seconds per forward (all threads)")]),
+        ("memory", [("peak_rss_mb", "peak RSS above baseline (MB)"),
+                    ("peak_allocated_mb", "peak of TensorFlow's allocator (MB)")]),
     ):
         path = f"{base}-{suffix}.png"
-        report.plot(rows, field, ylabel, path, title)
+        report.plot(rows, panels, path, title)
         images.append(os.path.basename(path))
     markdown = report.markdown_report(rows, command, machine, images)
     with open(base + ".md", "w") as file:

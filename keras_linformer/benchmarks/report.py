@@ -22,6 +22,7 @@ FIELDS = (
     "note",
     "median_s",
     "min_s",
+    "median_cpu_s",
     "repeats",
     "tokens_per_s",
     "peak_rss_mb",
@@ -152,10 +153,12 @@ def ratio_cell(rows_by_key, sequence_length, projected_dim, field):
         failed.append("T not run")
     if failed:
         return ", ".join(failed)
-    denominator = linformer[field]
+    numerator, denominator = transformer.get(field), linformer.get(field)
+    if numerator is None or denominator is None:
+        return "n/a"  # A CSV from before this figure was recorded.
     if not denominator:
         return "L 0"
-    return transformer[field] / denominator
+    return numerator / denominator
 
 
 def flop_ratio(rows_by_key, sequence_length, projected_dim):
@@ -176,18 +179,25 @@ def matmul_peaks(rows):
 
 
 def longest_sequences(rows):
-    """[(label, longest n that ran, whether the grid ended there)] per model and k."""
+    """[(label, longest n that ran, what happened next)] per model and k.
+
+    "What happened next" is the status of the first cell past the longest
+    that ran (`"OOM"`, `"timeout"`, `"skipped"`, ...) with its n, or None when
+    the longest n tried ran.
+    """
     lengths, dims = grid_axes(rows)
     by_key = _index(rows)
     result = []
     for model, k in [("transformer", None)] + [("linformer", k) for k in dims]:
-        ran = [n for n in lengths if _ok(by_key.get((model, n, k)))]
         tried = [n for n in lengths if (model, n, k) in by_key]
+        if not tried:
+            continue
+        ran = [n for n in tried if _ok(by_key[(model, n, k)])]
+        longest = max(ran) if ran else None
+        after = [n for n in tried if longest is None or n > longest]
+        stopped = (by_key[(model, after[0], k)]["status"], after[0]) if after else None
         label = "Transformer" if model == "transformer" else f"Linformer k={k}"
-        if ran:
-            result.append((label, max(ran), max(ran) == max(tried)))
-        elif tried:
-            result.append((label, None, False))
+        result.append((label, longest, stopped))
     return result
 
 
@@ -236,22 +246,25 @@ def _number(value, digits=3):
 
 def absolute_table(rows):
     lines = [
-        "| model | n | k | status | median s | tokens/s | peak RSS MB | peak alloc. MB "
-        "| GFLOP | GFLOP/s | of fp32 peak | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | n | k | status | median s | min s | CPU s | tokens/s | peak RSS MB "
+        "| peak alloc. MB | GFLOP | GFLOP/s | of fp32 peak | load | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if row["model"] == "matmul":
             continue
         fraction = row.get("fraction_of_peak")
         lines.append(
-            "| {model} | {n} | {k} | {status} | {median} | {tokens} | {rss} | {alloc} "
-            "| {gflop} | {rate} | {fraction} | {note} |".format(
+            "| {model} | {n} | {k} | {status} | {median} | {fastest} | {cpu} | {tokens} "
+            "| {rss} | {alloc} | {gflop} | {rate} | {fraction} | {load} | {note} |".format(
                 model=row["model"],
                 n=row["sequence_length"],
                 k=row["projected_dim"] if row["projected_dim"] is not None else "",
                 status=row["status"],
                 median=_number(row.get("median_s")),
+                fastest=_number(row.get("min_s")),
+                cpu=_number(row.get("median_cpu_s")),
+                load=_number(row.get("load_average"), 2),
                 tokens=_number(row.get("tokens_per_s")),
                 rss=_number(row.get("peak_rss_mb")),
                 alloc=_number(row.get("peak_allocated_mb")),
@@ -301,6 +314,17 @@ def markdown_report(rows, command, machine="", images=()):
         "",
         ratio_table(rows, "median_s", PAPER_TIME_RATIO),
         "",
+        "## Time ratio (fastest forward: least disturbed by other load)",
+        "",
+        ratio_table(rows, "min_s", PAPER_TIME_RATIO),
+        "",
+        "## CPU-time ratio (CPU seconds of all threads per forward)",
+        "",
+        "Less sensitive to other processes on the machine than wall time: a "
+        "forward pass that waits for a core is not charged for the wait.",
+        "",
+        ratio_table(rows, "median_cpu_s", PAPER_TIME_RATIO),
+        "",
         "## Analytic matmul FLOP ratio",
         "",
         ratio_table(rows, "flops"),
@@ -315,15 +339,15 @@ def markdown_report(rows, command, machine="", images=()):
         "",
         f"## Longest n at batch {batch} within the memory limit",
         "",
-        "| model | longest n that ran |",
-        "|---|---|",
+        "| model | longest n that ran | next n |",
+        "|---|---|---|",
     ]
-    for label, longest, grid_end in longest_sequences(rows):
-        if longest is None:
-            text = "none"
+    for label, longest, stopped in longest_sequences(rows):
+        if stopped is None:
+            after = "none: the longest n tried"
         else:
-            text = f"{longest}" + (" (the longest tried)" if grid_end else "")
-        parts.append(f"| {label} | {text} |")
+            after = f"{stopped[0]} at n={stopped[1]}"
+        parts.append(f"| {label} | {longest or 'none'} | {after} |")
     parts += ["", "## Reference: XLA-compiled square matmul", ""]
     parts += ["| dtype | size | status | median s | GFLOP/s |", "|---|---|---|---|---|"]
     for row in matmuls:
@@ -343,8 +367,12 @@ def markdown_report(rows, command, machine="", images=()):
 # --- Plots -----------------------------------------------------------------
 
 
-def plot(rows, field, ylabel, path, title=""):
-    """Log-log plot of `field` against n: one line for the Transformer, one per k."""
+def plot(rows, panels, path, title=""):
+    """Log-log plots against n, one panel per `(field, ylabel)` in `panels`.
+
+    Each panel has one line for the Transformer and one per k; a legend entry
+    names the first n at which that model stopped running (OOM, timeout, ...).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -352,29 +380,39 @@ def plot(rows, field, ylabel, path, title=""):
 
     lengths, dims = grid_axes(rows)
     by_key = _index(rows)
-    figure, axes = plt.subplots(figsize=(6, 4), dpi=100)
+    figure, all_axes = plt.subplots(
+        1, len(panels), figsize=(5 * len(panels), 4), dpi=90, squeeze=False
+    )
     series = [("Transformer", "transformer", None)] + [
         (f"Linformer k={k}", "linformer", k) for k in dims
     ]
-    for label, model, k in series:
-        points = [
-            (n, by_key[(model, n, k)][field])
-            for n in lengths
-            if _ok(by_key.get((model, n, k))) and by_key[(model, n, k)][field]
-        ]
-        if points:
-            style = dict(color="black", linewidth=2) if model == "transformer" else {}
-            axes.plot(*zip(*points), marker="o", markersize=3, label=label, **style)
-    axes.set_xscale("log", base=2)
-    axes.set_yscale("log")
-    axes.set_xlabel("sequence length n")
-    axes.set_ylabel(ylabel)
-    axes.set_title(title, fontsize=10)
-    axes.grid(True, which="major", alpha=0.3)
-    if axes.lines:
-        axes.legend(fontsize=8)
-    else:
-        axes.text(0.5, 0.5, "no cell finished", ha="center", transform=axes.transAxes)
+    for axes, (field, ylabel) in zip(all_axes[0], panels):
+        for label, model, k in series:
+            points = [
+                (n, by_key[(model, n, k)].get(field))
+                for n in lengths
+                if _ok(by_key.get((model, n, k))) and by_key[(model, n, k)].get(field)
+            ]
+            failed = [
+                (n, by_key[(model, n, k)]["status"])
+                for n in lengths
+                if (model, n, k) in by_key and not _ok(by_key[(model, n, k)])
+            ]
+            if failed:
+                label += f" ({failed[0][1]} from n={failed[0][0]})"
+            if points:
+                style = dict(color="black", linewidth=2) if model == "transformer" else {}
+                axes.plot(*zip(*points), marker="o", markersize=3, label=label, **style)
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log")
+        axes.set_xlabel("sequence length n")
+        axes.set_ylabel(ylabel)
+        axes.grid(True, which="major", alpha=0.3)
+        if axes.lines:
+            axes.legend(fontsize=7)
+        else:
+            axes.text(0.5, 0.5, "no cell finished", ha="center", transform=axes.transAxes)
+    figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

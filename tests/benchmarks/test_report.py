@@ -58,11 +58,11 @@ def test_markdown_report_lists_failed_cells_and_the_command(rows):
     assert every_cell.count("\n| transformer |") + every_cell.count("\n| linformer |") == 6
 
 
-def test_longest_sequence_per_model(rows):
+def test_longest_sequence_per_model_says_what_stopped_it(rows):
     assert report.longest_sequences(rows) == [
-        ("Transformer", 512, False),
-        ("Linformer k=128", 1024, True),
-        ("Linformer k=256", None, False),
+        ("Transformer", 512, ("OOM", 1024)),
+        ("Linformer k=128", 1024, None),
+        ("Linformer k=256", None, ("timeout", 512)),
     ]
 
 
@@ -84,5 +84,5 @@ def test_csv_round_trip_keeps_rows_and_command(rows, tmp_path):
 
 def test_plot_writes_a_png(rows, tmp_path):
     path = tmp_path / "time.png"
-    report.plot(rows, "median_s", "seconds", path)
+    report.plot(rows, [("median_s", "seconds"), ("peak_rss_mb", "MB")], path)
     assert path.read_bytes()[:4] == b"\x89PNG"
