@@ -5,6 +5,7 @@ Every function here takes the rows that `inference.py` writes to its CSV
 """
 
 import csv
+import io
 import math
 
 FIELDS = (
@@ -414,5 +415,13 @@ def plot(rows, panels, path, title=""):
             axes.text(0.5, 0.5, "no cell finished", ha="center", transform=axes.transAxes)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    figure.savefig(path)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
     plt.close(figure)
+    # The plots have few colours and are committed: a 64-colour palette
+    # makes the file about three times smaller.
+    from PIL import Image
+
+    buffer.seek(0)
+    image = Image.open(buffer).convert("RGB")
+    image.quantize(colors=64).save(path, format="png", optimize=True)
