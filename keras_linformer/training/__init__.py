@@ -1,0 +1,61 @@
+"""Training: masked-LM pretraining and classifier fine-tuning with `model.fit` and tf.distribute.
+
+The pieces are separate functions so that a custom training loop (e.g. for
+`tf.distribute.MultiWorkerMirroredStrategy`, which Keras 3's `fit` cannot
+drive: keras-team/keras#20585) can reuse them: `devices` (replicas,
+strategy, precision, XLA checks), `inputs` (distributed tf.data input and
+the step plan), `optimizers`, `callbacks`, `checkpoints` (pretrained
+models on disk), and the model builders.
+
+Typical use:
+
+```python
+from keras_linformer import data, training
+
+training.configure_cpu_replicas(2)  # Before any TensorFlow op.
+strategy = training.make_strategy()
+training.pretrain(data.load_news_articles(), "runs/pretrain", strategy=strategy)
+training.finetune(
+    data.load_rotten_tomatoes(), "runs/finetune", pretrained="runs/pretrain",
+    strategy=strategy,
+)
+```
+"""
+
+from keras_linformer.training.callbacks import completed_rounds
+from keras_linformer.training.callbacks import training_callbacks
+from keras_linformer.training.checkpoints import load_pretrained
+from keras_linformer.training.checkpoints import save_pretrained
+from keras_linformer.training.devices import check_jit_compile
+from keras_linformer.training.devices import configure_cpu_replicas
+from keras_linformer.training.devices import make_strategy
+from keras_linformer.training.devices import set_mixed_precision
+from keras_linformer.training.finetuning import build_classifier
+from keras_linformer.training.finetuning import finetune
+from keras_linformer.training.inputs import StepPlan
+from keras_linformer.training.inputs import distribute
+from keras_linformer.training.inputs import plan_steps
+from keras_linformer.training.optimizers import make_optimizer
+from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
+from keras_linformer.training.pretraining import build_masked_lm
+from keras_linformer.training.pretraining import pretrain
+
+__all__ = [
+    "DEFAULT_ARCHITECTURE",
+    "StepPlan",
+    "build_classifier",
+    "build_masked_lm",
+    "check_jit_compile",
+    "completed_rounds",
+    "configure_cpu_replicas",
+    "distribute",
+    "finetune",
+    "load_pretrained",
+    "make_optimizer",
+    "make_strategy",
+    "plan_steps",
+    "pretrain",
+    "save_pretrained",
+    "set_mixed_precision",
+    "training_callbacks",
+]

@@ -1,0 +1,178 @@
+"""A pretrained model on disk: its vocabulary, backbone config and weights, checked on load.
+
+Layout of a pretraining output directory (keras-hub's preset files plus
+the vocabulary):
+
+    vocab.txt            one token per line; a token's id is its line number
+    config.json          the LinformerBackbone config (keras-hub preset)
+    model.weights.h5     the backbone weights (keras-hub preset)
+    metadata.json        keras / keras-hub versions (keras-hub preset)
+"""
+
+import json
+import os
+
+import keras
+
+from keras_linformer import data
+from keras_linformer.models import LinformerBackbone
+
+VOCABULARY_FILE = "vocab.txt"
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.h5"
+# The backbone arguments that decide which weights exist and what they mean.
+# Dropout and the dtype policy can change between pretraining and
+# fine-tuning; these cannot.
+ARCHITECTURE_KEYS = (
+    "vocabulary_size",
+    "num_layers",
+    "num_heads",
+    "hidden_dim",
+    "intermediate_dim",
+    "projected_dim",
+    "max_sequence_length",
+    "projection",
+    "sharing",
+    "attention",
+    "num_segments",
+)
+
+
+def architecture_of(config):
+    """The `ARCHITECTURE_KEYS` of a backbone config, with lists for tuples (JSON's view)."""
+    return {
+        key: list(config[key]) if isinstance(config[key], tuple) else config[key]
+        for key in ARCHITECTURE_KEYS
+        if key in config
+    }
+
+
+def architecture_differences(expected, found):
+    """Lists `key: expected vs found` for every architecture key on which they differ.
+
+    Keys absent from `expected` are not compared.
+    """
+    expected, found = architecture_of(expected), architecture_of(found)
+    return [
+        f"{key}: {expected[key]!r} requested, {found.get(key)!r} in the checkpoint"
+        for key in expected
+        if expected[key] != found.get(key)
+    ]
+
+
+def save_pretrained(backbone, vocabulary, directory):
+    """Writes the backbone (keras-hub preset files) and `vocab.txt` to `directory`."""
+    os.makedirs(directory, exist_ok=True)
+    backbone.save_to_preset(directory)
+    data.save_vocabulary(vocabulary, os.path.join(directory, VOCABULARY_FILE))
+
+
+def read_pretrained_config(directory, architecture=None):
+    """Returns the LinformerBackbone config saved in `directory`, after checking it.
+
+    The config must agree with the vocabulary file and with `architecture`
+    (the arguments the caller asked for), so that a checkpoint of another
+    configuration fails with a message naming every difference before any
+    weight is read.
+
+    Args:
+        directory: str, a pretraining output directory (see module doc).
+        architecture: dict or `None`, LinformerBackbone arguments that the
+            checkpoint must have (keys from `ARCHITECTURE_KEYS`).
+
+    Raises:
+        FileNotFoundError: `directory` lacks `config.json`, `vocab.txt` or
+            `model.weights.h5` (e.g. a pretraining run that has not
+            finished).
+        ValueError: `config.json` does not describe a LinformerBackbone, its
+            vocabulary size differs from `vocab.txt`'s, or it differs from
+            `architecture`.
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(
+            f"pretrained: {directory!r} is not a directory. Pass the "
+            "--output-dir of a finished pretraining run."
+        )
+    missing = [
+        name
+        for name in (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE)
+        if not os.path.isfile(os.path.join(directory, name))
+    ]
+    if missing:
+        raise FileNotFoundError(
+            f"pretrained: {directory!r} lacks {', '.join(missing)}. Pass the "
+            "--output-dir of a finished pretraining run (the files are "
+            "written when it ends)."
+        )
+    path = os.path.join(directory, CONFIG_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            saved = json.load(file)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"pretrained: {path!r} is not valid JSON ({error}).") from None
+    if not isinstance(saved, dict) or saved.get("class_name") != LinformerBackbone.__name__:
+        found = saved.get("class_name") if isinstance(saved, dict) else type(saved).__name__
+        raise ValueError(
+            f"pretrained: {path!r} describes {found!r}, not a "
+            f"{LinformerBackbone.__name__}."
+        )
+    config = saved["config"]
+    vocabulary = data.load_vocabulary(os.path.join(directory, VOCABULARY_FILE))
+    if len(vocabulary) != config["vocabulary_size"]:
+        raise ValueError(
+            f"pretrained: {directory!r} holds a vocabulary of {len(vocabulary)} "
+            f"tokens but a backbone for {config['vocabulary_size']}; the "
+            "files come from different runs."
+        )
+    differences = architecture_differences(architecture or {}, config)
+    if differences:
+        raise ValueError(
+            f"pretrained: the checkpoint in {directory!r} has a different "
+            "configuration than requested ("
+            + "; ".join(differences)
+            + "). Drop those options to use the checkpoint's values, or "
+            "pretrain a model with them."
+        )
+    return config
+
+
+def load_pretrained(directory, architecture=None, dropout=None):
+    """Loads a pretrained backbone and its vocabulary, refusing mismatches.
+
+    The config is checked first (see `read_pretrained_config`), then the
+    weights must fit it: a checkpoint of another configuration is refused
+    instead of loading weights into the wrong places. Call it inside the
+    strategy's scope; the backbone takes the current global dtype policy.
+
+    Args:
+        directory: str, a pretraining output directory (see module doc).
+        architecture: dict or `None`, LinformerBackbone arguments that the
+            checkpoint must have (keys from `ARCHITECTURE_KEYS`).
+        dropout: float or `None`, a new dropout rate; `None` keeps the
+            pretraining one.
+
+    Returns:
+        `(backbone, vocabulary)`.
+
+    Raises:
+        FileNotFoundError: missing files (see `read_pretrained_config`).
+        ValueError: the checkpoint differs from `architecture`, its
+            vocabulary does not match its config, or its weights do not
+            fit its config.
+    """
+    directory = os.fspath(directory)
+    config = read_pretrained_config(directory, architecture)
+    vocabulary = data.load_vocabulary(os.path.join(directory, VOCABULARY_FILE))
+    config = dict(config, dtype=keras.config.dtype_policy().name)
+    if dropout is not None:
+        config["dropout"] = dropout
+    backbone = LinformerBackbone.from_config(config)
+    try:
+        backbone.load_weights(os.path.join(directory, WEIGHTS_FILE))
+    except ValueError as error:
+        raise ValueError(
+            f"pretrained: the weights in {directory!r} do not fit its "
+            f"config.json ({str(error).splitlines()[0]})."
+        ) from None
+    return backbone, vocabulary

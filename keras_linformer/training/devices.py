@@ -1,0 +1,121 @@
+"""Devices, distribution strategy, mixed precision and XLA for a training run.
+
+`configure_cpu_replicas` must run before TensorFlow initialises its devices
+(before the first op); `make_strategy` then mirrors over what is visible.
+"""
+
+import keras
+import tensorflow as tf
+
+
+def configure_cpu_replicas(cpu_replicas):
+    """Splits the CPU into `cpu_replicas` logical devices, for MirroredStrategy without GPUs.
+
+    Multi-replica training (gradients all-reduced across replicas, the
+    global batch split among them) then runs, and can be tested, on a
+    machine without GPUs. The replicas share the same cores, so this is for
+    checking distributed code, not for speed.
+
+    Must be called before TensorFlow initialises its devices, i.e. before
+    the first TensorFlow op or device query of the process.
+
+    Args:
+        cpu_replicas: int, the number of logical CPU devices; `1` leaves the
+            CPU as it is.
+
+    Raises:
+        ValueError: `cpu_replicas` is not a positive int, or GPUs are
+            visible (MirroredStrategy then uses them).
+        RuntimeError: TensorFlow has already initialised its devices with a
+            different split.
+    """
+    if isinstance(cpu_replicas, bool) or not isinstance(cpu_replicas, int) or cpu_replicas < 1:
+        raise ValueError(
+            f"`cpu_replicas` must be a positive integer. Received: "
+            f"cpu_replicas={cpu_replicas!r}"
+        )
+    if cpu_replicas == 1:
+        return
+    if tf.config.list_physical_devices("GPU"):
+        raise ValueError(
+            f"`cpu_replicas={cpu_replicas}` splits the CPU for machines without "
+            "GPUs, but GPUs are visible and MirroredStrategy trains on them. "
+            "Leave cpu_replicas at 1 (or hide the GPUs with "
+            "CUDA_VISIBLE_DEVICES=)."
+        )
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas
+        )
+    except RuntimeError as error:
+        if len(tf.config.list_logical_devices("CPU")) == cpu_replicas:
+            return  # Already split this way (e.g. a second call).
+        raise RuntimeError(
+            f"Cannot split the CPU into {cpu_replicas} logical devices: "
+            "TensorFlow has already initialised its devices. Call "
+            "configure_cpu_replicas before any TensorFlow op runs."
+        ) from error
+
+
+def make_strategy():
+    """Returns the strategy for the visible devices.
+
+    `tf.distribute.MirroredStrategy` over every visible GPU; without GPUs,
+    over the logical CPU devices if `configure_cpu_replicas` made more than
+    one; otherwise TensorFlow's default (single-device) strategy, so that
+    the same code (`strategy.scope()`,
+    `strategy.distribute_datasets_from_function`) runs in every case.
+    """
+    gpus = tf.config.list_logical_devices("GPU")
+    if gpus:
+        return tf.distribute.MirroredStrategy([device.name for device in gpus])
+    cpus = tf.config.list_logical_devices("CPU")
+    if len(cpus) > 1:
+        return tf.distribute.MirroredStrategy([device.name for device in cpus])
+    return tf.distribute.get_strategy()
+
+
+def strategy_devices(strategy):
+    """The device names the strategy's replicas run on."""
+    return tuple(strategy.extended.worker_devices)
+
+
+def check_jit_compile(strategy, jit_compile):
+    """Raises ValueError for XLA with several replicas on logical CPU devices.
+
+    In TensorFlow 2.21, `jit_compile=True` under MirroredStrategy over
+    logical CPU devices fails at the first step ("resource ... located in
+    device CPU:1 from device CPU:0"). XLA on one device (CPU or GPU) works.
+    """
+    if not jit_compile or strategy.num_replicas_in_sync == 1:
+        return
+    devices = strategy_devices(strategy)
+    if all("GPU" not in device.upper() for device in devices):
+        raise ValueError(
+            f"jit_compile=True does not work with MirroredStrategy over "
+            f"{len(devices)} logical CPU devices in TensorFlow 2.21 (XLA "
+            "cannot read a variable held by CPU:1 from CPU:0). Use "
+            "jit_compile with a single CPU replica (--cpu-replicas 1), or "
+            "train the replicas without jit_compile."
+        )
+
+
+def set_mixed_precision(enabled):
+    """Sets Keras's global dtype policy and returns its name.
+
+    `"mixed_float16"` when GPUs are visible (`Model.compile` then wraps the
+    optimizer in a `LossScaleOptimizer`, so small float16 gradients do not
+    underflow), `"mixed_bfloat16"` on CPU (bfloat16 has float32's exponent
+    range and needs no loss scaling), `"float32"` when not `enabled`.
+    Variables stay float32 under every policy. Call it before building
+    models.
+    """
+    if not enabled:
+        name = "float32"
+    elif tf.config.list_logical_devices("GPU"):
+        name = "mixed_float16"
+    else:
+        name = "mixed_bfloat16"
+    keras.config.set_dtype_policy(name)
+    return name

@@ -1,0 +1,274 @@
+"""Fine-tuning a LinformerTextClassifier with `model.fit`, from a pretrained backbone or from scratch."""
+
+import collections
+import math
+import os
+import shutil
+import time
+
+import keras
+
+from keras_linformer import data
+from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import LinformerTextClassifier
+from keras_linformer.training import callbacks
+from keras_linformer.training import checkpoints
+from keras_linformer.training import devices
+from keras_linformer.training import inputs
+from keras_linformer.training import optimizers
+from keras_linformer.training import runs
+from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
+
+CLASSIFIER_FILE = "classifier.keras"
+LABELS_FILE = "labels.txt"
+
+
+def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=False):
+    """A compiled `LinformerTextClassifier` on `backbone`. Call it inside the strategy's scope.
+
+    Args:
+        backbone: a `LinformerBackbone`, new or pretrained.
+        num_classes: int.
+        optimizer: a `keras.optimizers.Optimizer`.
+        dropout: float, dropout before the output layer. Defaults to `0.1`.
+        jit_compile: bool, whether to compile the train step with XLA.
+    """
+    model = LinformerTextClassifier(backbone, num_classes=num_classes, dropout=dropout)
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def finetune(
+    corpus,
+    output_dir,
+    pretrained=None,
+    architecture=None,
+    sequence_length=None,
+    vocabulary_size=4096,
+    vocabulary_characters=1_000_000,
+    batch_size=32,
+    epochs=2.0,
+    max_steps=None,
+    learning_rate=3e-4,
+    warmup_fraction=0.1,
+    weight_decay=0.01,
+    dropout=0.1,
+    checkpoint_every=None,
+    profile_batches=None,
+    strategy=None,
+    jit_compile=False,
+    seed=0,
+    log=print,
+):
+    """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
+
+    With `pretrained` (a pretraining output directory), the classifier
+    starts from that backbone and reads texts with its vocabulary; a
+    checkpoint whose configuration differs from `architecture` is refused
+    (`checkpoints.load_pretrained`). Without it, a WordPiece vocabulary is
+    trained on the training texts and the backbone starts from random
+    weights. Texts become `[CLS] tokens [SEP]` of `sequence_length` tokens
+    (longer ones keep their head). Training, checkpoints, backups and logs
+    work as in `pretraining.pretrain`, with a validation pass over the
+    whole validation split every round; the test split is evaluated once
+    at the end. Writes `vocab.txt`, `classifier.keras`, `labels.txt` (the
+    class names, one per line in class-index order) and `summary.json`.
+
+    Args:
+        corpus: `data.Corpus` with labels.
+        output_dir: str, where everything is written.
+        pretrained: str or `None`, a pretraining output directory.
+        architecture: dict or `None`, `LinformerBackbone` arguments. From
+            scratch, missing ones take `DEFAULT_ARCHITECTURE`'s values;
+            with `pretrained`, they must equal the checkpoint's.
+        sequence_length: int or `None`, tokens per text. From scratch it is
+            also the backbone's `max_sequence_length` (default 64); with
+            `pretrained` it defaults to, and may not exceed, the
+            checkpoint's.
+        vocabulary_size: int, from scratch only. Defaults to `4096`.
+        vocabulary_characters: int, from scratch only. Defaults to
+            `1_000_000`.
+        batch_size: int, the global batch size. Defaults to `32`.
+        epochs: float, passes over the training texts. Defaults to `2.0`.
+        max_steps: int or `None`, a cap on the optimizer steps.
+        learning_rate: float, the peak AdamW learning rate. Defaults to
+            `3e-4`.
+        warmup_fraction: float. Defaults to `0.1`.
+        weight_decay: float. Defaults to `0.01`.
+        dropout: float, in the backbone and before the output layer.
+            Defaults to `0.1`.
+        checkpoint_every: int or `None`, the most steps between checkpoints;
+            `None` means one pass over the training texts.
+        profile_batches: `(first, last)` or `None`, batches to profile.
+        strategy: a `tf.distribute.Strategy`, or `None` for
+            `devices.make_strategy()`.
+        jit_compile: bool. Defaults to `False`.
+        seed: int. Defaults to `0`.
+        log: callable for progress messages. Defaults to `print`.
+
+    Returns:
+        The summary dict (also in `summary.json`): `test_accuracy`,
+        `test_loss`, `majority_accuracy`, `steps`, `tokens_per_second`,
+        `seconds`, ...
+    """
+    start = time.perf_counter()
+    if corpus.label_names is None:
+        raise ValueError(
+            f"corpus: {corpus.name!r} has no labels; fine-tuning needs a "
+            "labelled corpus (e.g. a table with a label column)."
+        )
+    if sequence_length is not None and (
+        isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3
+    ):
+        raise ValueError(
+            "`sequence_length` must be an integer of at least 3 ([CLS], a token, "
+            f"[SEP]). Received: sequence_length={sequence_length!r}"
+        )
+    if not epochs > 0:
+        raise ValueError(f"`epochs` must be positive. Received: epochs={epochs!r}")
+    strategy = strategy or devices.make_strategy()
+    devices.check_jit_compile(strategy, jit_compile)
+    keras.utils.set_random_seed(seed)
+    os.makedirs(output_dir, exist_ok=True)
+    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
+
+    if pretrained is not None:
+        config = checkpoints.read_pretrained_config(pretrained, architecture)
+        if sequence_length is None:
+            sequence_length = config["max_sequence_length"]
+        elif sequence_length > config["max_sequence_length"]:
+            raise ValueError(
+                f"sequence_length: {sequence_length} is longer than the "
+                f"pretrained backbone's max_sequence_length "
+                f"{config['max_sequence_length']} (in {pretrained!r})."
+            )
+        # Loaded (and checked) below, inside the strategy's scope.
+        vocabulary = None
+    else:
+        sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
+        if callbacks.completed_rounds(output_dir) and os.path.isfile(vocabulary_path):
+            vocabulary = data.load_vocabulary(vocabulary_path)
+        else:
+            vocabulary = data.train_vocabulary(
+                corpus.train.texts,
+                vocabulary_size=vocabulary_size,
+                max_characters=vocabulary_characters,
+                seed=seed,
+            )
+        config = {
+            **DEFAULT_ARCHITECTURE,
+            **(architecture or {}),
+            "max_sequence_length": sequence_length,
+            "vocabulary_size": len(vocabulary),
+            "dropout": dropout,
+        }
+
+    steps_per_pass = math.ceil(len(corpus.train) / batch_size)
+    total_steps = math.ceil(epochs * steps_per_pass)
+    if max_steps is not None:
+        total_steps = min(total_steps, max_steps)
+    plan = inputs.plan_steps(total_steps, checkpoint_every or steps_per_pass)
+    rounds_done = runs.start_run(
+        output_dir,
+        {
+            "task": "classification",
+            "corpus": corpus.name,
+            "pretrained": None if pretrained is None else os.path.abspath(pretrained),
+            "backbone": checkpoints.architecture_of(config),
+            "sequence_length": sequence_length,
+            "rounds": plan.rounds,
+            "steps_per_round": plan.steps_per_round,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "seed": seed,
+        },
+        log=log,
+    )
+
+    with strategy.scope():
+        if pretrained is not None:
+            backbone, vocabulary = checkpoints.load_pretrained(
+                pretrained, architecture=architecture, dropout=dropout
+            )
+        else:
+            backbone = LinformerBackbone(**config)
+        model = build_classifier(
+            backbone,
+            len(corpus.label_names),
+            optimizers.make_optimizer(
+                learning_rate, plan.total_steps, warmup_fraction, weight_decay
+            ),
+            dropout=dropout,
+            jit_compile=jit_compile,
+        )
+    data.save_vocabulary(vocabulary, vocabulary_path)
+    tokenizer = data.make_tokenizer(vocabulary)
+
+    def make_dataset(split, shuffle):
+        return lambda context: data.classification_dataset(
+            split.texts,
+            split.labels,
+            tokenizer,
+            sequence_length=sequence_length,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            input_context=context,
+        )
+
+    train = inputs.distribute(
+        strategy,
+        make_dataset(corpus.train, True),
+        repeat=True,
+        skip_steps=rounds_done * plan.steps_per_round,
+    )
+    validation = inputs.distribute(strategy, make_dataset(corpus.validation, False))
+    test = inputs.distribute(strategy, make_dataset(corpus.test, False))
+    source = f"pretrained {pretrained}" if pretrained is not None else "from scratch"
+    log(
+        f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
+        f" / {len(corpus.test)} test texts, labels {list(corpus.label_names)}. "
+        f"{backbone.attention} classifier {source}: {backbone.count_params():,} "
+        f"backbone parameters, n={sequence_length}; {plan.total_steps} steps of "
+        f"{batch_size} on {strategy.num_replicas_in_sync} replica(s), {plan.rounds} "
+        f"rounds of {plan.steps_per_round}; dtype policy "
+        f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''} "
+        f"({time.perf_counter() - start:.0f} s)."
+    )
+
+    history, steps, fit_seconds = runs.fit(
+        model, train, validation, plan, output_dir, profile_batches
+    )
+    results = runs.evaluate(model, test)
+    model.save(os.path.join(output_dir, CLASSIFIER_FILE))
+    with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as file:
+        file.writelines(f"{name}\n" for name in corpus.label_names)
+    majority = max(collections.Counter(corpus.test.labels).values()) / len(corpus.test)
+    summary = {
+        "test_accuracy": float(results["accuracy"]),
+        "test_loss": float(results["loss"]),
+        "test_examples": len(corpus.test),
+        "majority_accuracy": majority,
+        "pretrained": pretrained,
+        "attention": backbone.attention,
+        "steps": steps,
+        "total_steps": plan.total_steps,
+        "tokens_per_second": steps * batch_size * sequence_length / fit_seconds,
+        "fit_seconds": fit_seconds,
+        "seconds": time.perf_counter() - start,
+        "final_train_loss": float(history.history["loss"][-1]) if history.epoch else None,
+    }
+    runs.write_summary(output_dir, summary)
+    log(
+        f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
+        f"majority class {majority:.4f}) on {len(corpus.test)} held-out examples | "
+        f"{backbone.attention} {source} | {steps} steps, "
+        f"{summary['tokens_per_second']:,.0f} tokens/s | wall time "
+        f"{summary['seconds']:.0f} s"
+    )
+    return summary

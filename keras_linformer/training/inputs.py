@@ -1,0 +1,107 @@
+"""Distributed input and the step plan of a run.
+
+A run is a number of optimizer steps cut into equal rounds; a round is what
+`model.fit` calls an epoch. Every round ends with a validation pass, a
+checkpoint, a backup, a log line and TensorBoard scalars. Keras 3.15's
+`BackupAndRestore` restores the epoch it was in and drops the batch, so
+rounds make "resume from the last backup" exact.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class StepPlan:
+    """How many optimizer steps a run takes, in rounds of equal length.
+
+    Args:
+        rounds: int, the number of rounds (`epochs` for `model.fit`).
+        steps_per_round: int, optimizer steps per round (`steps_per_epoch`).
+    """
+
+    rounds: int
+    steps_per_round: int
+
+    @property
+    def total_steps(self):
+        return self.rounds * self.steps_per_round
+
+
+def plan_steps(total_steps, checkpoint_every):
+    """Cuts `total_steps` into the fewest rounds of at most `checkpoint_every` steps.
+
+    Rounds are equal, so the run may take up to `rounds - 1` steps more
+    than `total_steps` (e.g. 642 steps every 200 become 4 rounds of 161).
+
+    Returns:
+        A `StepPlan`.
+    """
+    for name, value in (("total_steps", total_steps), ("checkpoint_every", checkpoint_every)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"`{name}` must be a positive integer. Received: {name}={value!r}"
+            )
+    rounds = math.ceil(total_steps / checkpoint_every)
+    return StepPlan(rounds, math.ceil(total_steps / rounds))
+
+
+def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=None):
+    """`strategy.distribute_datasets_from_function` over a data-layer pipeline.
+
+    `make_dataset(input_context)` must return batches of the per-replica
+    size for that input pipeline, as `keras_linformer.data`'s
+    `pretraining_dataset` and `classification_dataset` do when given the
+    `input_context`. Each step of the distributed dataset then feeds the
+    global batch, one per-replica batch to every replica.
+
+    Args:
+        strategy: a `tf.distribute.Strategy` (the default strategy works too).
+        make_dataset: callable taking a `tf.distribute.InputContext`.
+        repeat: bool, whether to repeat the data forever (training with a
+            step count). Defaults to `False`.
+        skip_steps: int, global steps to skip first, to resume a run where
+            it stopped. Defaults to `0`.
+        max_steps: int or `None`, the most global steps to yield (a fixed
+            validation subset). Defaults to `None`.
+
+    Returns:
+        A `tf.distribute.DistributedDataset`, which `keras.Model.fit` and
+        `evaluate` accept.
+    """
+
+    def dataset_fn(input_context):
+        dataset = make_dataset(input_context)
+        if repeat:
+            dataset = dataset.repeat()
+        # Each pipeline yields one batch per replica it feeds, per step.
+        batches_per_step = (
+            input_context.num_replicas_in_sync // input_context.num_input_pipelines
+        )
+        if skip_steps:
+            dataset = dataset.skip(skip_steps * batches_per_step)
+        if max_steps is not None:
+            dataset = dataset.take(max_steps * batches_per_step)
+        return dataset
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def count_sequences(texts, tokenizer, sequence_length):
+    """The number of sequences `data.pretraining_dataset` cuts `texts` into.
+
+    Each document gives `ceil(tokens / (sequence_length - 2))` sequences
+    (a document without tokens gives none); this tokenizes every text once.
+    """
+    lengths = (
+        tf.data.Dataset.from_tensor_slices(list(texts))
+        .batch(256)
+        .map(lambda batch: tokenizer(batch).row_lengths(), num_parallel_calls=tf.data.AUTOTUNE)
+    )
+    chunk = sequence_length - 2
+    return int(
+        sum(np.sum((np.asarray(batch) + chunk - 1) // chunk) for batch in lengths)
+    )

@@ -1,0 +1,59 @@
+"""AdamW with a linear warmup to the peak learning rate, then cosine decay."""
+
+import math
+
+import keras
+
+
+def make_optimizer(
+    learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01, end_fraction=0.0
+):
+    """Returns `keras.optimizers.AdamW` on a warmup-then-cosine schedule.
+
+    The learning rate rises linearly from 0 to `learning_rate` over the first
+    `warmup_fraction` of `total_steps`, then follows a cosine down to
+    `end_fraction * learning_rate` at `total_steps` (BERT's recipe with a
+    cosine instead of a linear decay), all from
+    `keras.optimizers.schedules.CosineDecay`. With warmup the first step
+    has a learning rate of 0. As in BERT, weight decay spares biases and
+    LayerNorm scales and offsets.
+
+    Args:
+        learning_rate: float, the peak learning rate.
+        total_steps: int, the number of optimizer steps of the whole run.
+        warmup_fraction: float in [0, 1), the share of steps spent warming up.
+            Defaults to `0.1`.
+        weight_decay: float, AdamW's decoupled weight decay. Defaults to
+            `0.01`.
+        end_fraction: float, the final learning rate as a fraction of the
+            peak. Defaults to `0.0`.
+    """
+    if not learning_rate > 0:
+        raise ValueError(
+            f"`learning_rate` must be positive. Received: learning_rate={learning_rate!r}"
+        )
+    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
+        raise ValueError(
+            f"`total_steps` must be a positive integer. Received: total_steps={total_steps!r}"
+        )
+    if not 0.0 <= warmup_fraction < 1.0:
+        raise ValueError(
+            "`warmup_fraction` must be in [0, 1). Received: "
+            f"warmup_fraction={warmup_fraction!r}"
+        )
+    warmup_steps = math.ceil(warmup_fraction * total_steps)
+    if warmup_steps:
+        schedule = keras.optimizers.schedules.CosineDecay(
+            initial_learning_rate=0.0,
+            decay_steps=max(1, total_steps - warmup_steps),
+            alpha=end_fraction,
+            warmup_target=learning_rate,
+            warmup_steps=warmup_steps,
+        )
+    else:
+        schedule = keras.optimizers.schedules.CosineDecay(
+            learning_rate, decay_steps=total_steps, alpha=end_fraction
+        )
+    optimizer = keras.optimizers.AdamW(schedule, weight_decay=weight_decay)
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    return optimizer

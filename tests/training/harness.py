@@ -1,0 +1,73 @@
+"""Shared by the training tests: tiny corpora, a runner for the programs, TensorBoard readers.
+
+The programs run as subprocesses: `--cpu-replicas` must configure devices
+before TensorFlow initialises, which a pytest process has already done.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# A model small enough that a step takes milliseconds.
+TINY_MODEL = [
+    "--num-layers", "1", "--num-heads", "2", "--hidden-dim", "16",
+    "--intermediate-dim", "32", "--projected-dim", "4", "--projection", "linear",
+]
+POSITIVE = "good great fine fun lovely".split()
+NEGATIVE = "bad awful dull slow boring".split()
+NEUTRAL = "the film plot cast story a it is was and of".split()
+
+
+def run_program(module, *arguments, timeout=300):
+    """Runs `python -m module arguments` in the repository; returns the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *map(str, arguments)],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+
+
+def write_reviews(path, count=120, seed=0):
+    """A labelled CSV of short synthetic reviews: the label follows the sentiment words."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(["text", "label"])
+        for index in range(count):
+            label = index % 2
+            words = list(rng.choice(NEUTRAL, size=rng.integers(4, 10)))
+            words += list(rng.choice(POSITIVE if label else NEGATIVE, size=2))
+            rng.shuffle(words)
+            writer.writerow([" ".join(words), "positive" if label else "negative"])
+    return path
+
+
+def read_summary(output_dir):
+    with open(os.path.join(output_dir, "summary.json"), encoding="utf-8") as file:
+        return json.load(file)
+
+
+def scalars(log_dir):
+    """`{tag: [values in step order]}` from the TensorBoard event files in `log_dir`."""
+    import tensorflow as tf
+
+    values = {}
+    for name in sorted(os.listdir(log_dir)):
+        if not name.startswith("events.out.tfevents"):
+            continue
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(log_dir, name)):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "scalars":
+                    continue  # E.g. the graph traced with the profile.
+                number = float(tf.make_ndarray(value.tensor))
+                values.setdefault(value.tag, []).append((event.step, number))
+    return {tag: [v for _, v in sorted(points)] for tag, points in values.items()}

@@ -1,0 +1,45 @@
+"""Two replicas of MirroredStrategy train and evaluate like one device on the same global batch."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.training.harness import run_program
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """(one device, two replicas): one training step, then an evaluation (see replica_equivalence.py)."""
+    # Two logical CPUs must be configured before TensorFlow starts: a fresh process.
+    result = run_program("tests.training.replica_equivalence")
+    assert result.returncode == 0, result.stderr[-3000:]
+    one_device, two_replicas = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (one_device["replicas"], two_replicas["replicas"]) == (1, 2)
+    return one_device, two_replicas
+
+
+def test_one_step_on_two_replicas_gives_the_weights_of_one_device(runs):
+    one_device, two_replicas = runs
+    assert two_replicas["loss"] == pytest.approx(one_device["loss"], rel=1e-6)
+    largest_update = max(
+        np.abs(np.subtract(after, before)).max()
+        for after, before in zip(one_device["weights"], one_device["initial_weights"])
+    )
+    assert largest_update > 1e-3  # The step changed the weights...
+    for one, two in zip(one_device["weights"], two_replicas["weights"]):
+        np.testing.assert_allclose(two, one, atol=1e-6)  # ...and the same way.
+
+
+def test_evaluation_on_two_replicas_counts_every_example_once(runs):
+    # 37 test examples in batches of 8: the last step feeds one replica a
+    # partial batch and the other nothing.
+    one_device, two_replicas = runs
+    assert two_replicas["test"]["accuracy"] == one_device["test"]["accuracy"]
+    assert two_replicas["test"]["loss"] == pytest.approx(one_device["test"]["loss"], rel=1e-6)
+
+
+def test_jit_compile_is_refused_for_replicas_on_logical_cpus(runs):
+    # It would fail at the first step in TensorFlow 2.21; see devices.check_jit_compile.
+    message = runs[1]["jit_compile_error"]
+    assert message and "does not work with MirroredStrategy over 2 logical CPU devices" in message

@@ -1,0 +1,139 @@
+"""Bad input ends a program with a message that names the problem, and exit status 2."""
+
+import json
+
+import pytest
+
+from keras_linformer import data
+from keras_linformer import training
+from keras_linformer.models import LinformerBackbone
+from tests.training.harness import run_program
+
+
+def run_in_process(program, arguments, capsys):
+    """Runs a program's main() here; returns (exit status, stderr)."""
+    with pytest.raises(SystemExit) as exit_info:
+        program.main([str(a) for a in arguments])
+    return exit_info.value.code, capsys.readouterr().err
+
+
+@pytest.fixture
+def pretrained_dir(reviews_file, tmp_path):
+    """A pretraining output directory of a tiny model (hidden_dim 16, linear projection)."""
+    corpus = data.load_table(reviews_file, label_column=None)
+    vocabulary = data.train_vocabulary(corpus.train.texts, vocabulary_size=100)
+    backbone = LinformerBackbone(
+        vocabulary_size=len(vocabulary), num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, projected_dim=4, max_sequence_length=16,
+    )
+    training.save_pretrained(backbone, vocabulary, tmp_path / "pretrained")
+    return tmp_path / "pretrained"
+
+
+def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path):
+    missing = tmp_path / "missing.csv"
+    result = run_program("training.finetune", "--table", missing, "--output-dir", tmp_path / "out")
+    assert result.returncode == 2
+    assert f"error: path: '{missing}' does not exist or is not a file." in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_empty_table_is_refused(tmp_path, capsys):
+    from training import pretrain
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    status, stderr = run_in_process(pretrain, ["--table", empty], capsys)
+    assert status == 2 and f"path: '{empty}' is empty." in stderr
+
+
+def test_missing_text_file_is_refused(tmp_path, capsys):
+    from training import pretrain
+
+    status, stderr = run_in_process(pretrain, ["--text-files", tmp_path / "none.txt"], capsys)
+    assert status == 2 and "none.txt' does not exist or is not a file." in stderr
+
+
+@pytest.mark.parametrize("program_name", ["pretrain", "finetune", "main"])
+def test_sequence_length_below_3_is_refused(program_name, capsys):
+    import importlib
+
+    program = importlib.import_module(f"training.{program_name}")
+    status, stderr = run_in_process(program, ["--sequence-length", 1], capsys)
+    assert status == 2
+    assert "--sequence-length: must be at least 3 ([CLS], one token and [SEP]), got 1" in stderr
+
+
+def test_checkpoint_of_another_configuration_is_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+    from training import finetune
+
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--hidden-dim", 32,
+        "--attention", "transformer", "--projection", "linear", "--output-dir", tmp_path / "out",
+    ], capsys)
+    assert status == 2
+    assert "has a different configuration than requested" in stderr
+    assert "hidden_dim: 32 requested, 16 in the checkpoint" in stderr
+    assert "attention: 'transformer' requested, 'linformer' in the checkpoint" in stderr
+    assert "projection" not in stderr.split("requested (")[1]  # It matches.
+
+
+def test_checkpoint_with_another_vocabulary_is_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+    from training import finetune
+
+    with open(pretrained_dir / "vocab.txt", "a", encoding="utf-8") as file:
+        file.write("extra\n")
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
+    ], capsys)
+    assert status == 2
+    assert "tokens but a backbone for" in stderr and "come from different runs" in stderr
+
+
+def test_weights_that_do_not_fit_the_config_are_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+    from training import finetune
+
+    config_file = pretrained_dir / "config.json"
+    saved = json.loads(config_file.read_text())
+    saved["config"]["num_layers"] = 2
+    config_file.write_text(json.dumps(saved))
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
+    ], capsys)
+    assert status == 2 and "do not fit its config.json" in stderr
+
+
+def test_unfinished_pretraining_directory_is_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+    from training import finetune
+
+    (pretrained_dir / "model.weights.h5").unlink()
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
+    ], capsys)
+    assert status == 2 and "lacks model.weights.h5" in stderr
+
+
+def test_inputs_longer_than_the_pretrained_model_are_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+    from training import finetune
+
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--sequence-length", 32,
+        "--output-dir", tmp_path / "out",
+    ], capsys)
+    assert status == 2
+    assert "32 is longer than the pretrained backbone's max_sequence_length 16" in stderr
+
+
+def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
+    from training import pretrain
+
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    (backup / "training_metadata.json").write_text('{"epoch": 3, "batch": 0}')
+    (tmp_path / "run.json").write_text('{"task": "masked_lm", "batch_size": 16}')
+    status, stderr = run_in_process(pretrain, [
+        "--table", reviews_file, "--batch-size", 8, "--output-dir", tmp_path,
+    ], capsys)
+    assert status == 2
+    assert "holds the backup of an unfinished run with another configuration" in stderr
+    assert "batch_size: 16 then, 8 now" in stderr

@@ -1,0 +1,96 @@
+"""The training library's small pieces, and the programs' --help."""
+
+import argparse
+import importlib
+
+import keras
+import numpy as np
+import pytest
+
+from keras_linformer import training
+from keras_linformer.training import checkpoints
+from training import cli
+
+
+@pytest.mark.parametrize(
+    "total_steps, every, rounds, steps_per_round",
+    [(642, 200, 4, 161), (600, 200, 3, 200), (10, 200, 1, 10), (7, 1, 7, 1)],
+)
+def test_plan_cuts_steps_into_equal_rounds_of_at_most_checkpoint_every(
+    total_steps, every, rounds, steps_per_round
+):
+    plan = training.plan_steps(total_steps, every)
+    assert (plan.rounds, plan.steps_per_round) == (rounds, steps_per_round)
+    assert total_steps <= plan.total_steps < total_steps + rounds
+
+
+def test_plan_rejects_zero_steps():
+    with pytest.raises(ValueError, match="`total_steps` must be a positive integer. Received: total_steps=0"):
+        training.plan_steps(0, 10)
+
+
+def learning_rate_at(optimizer, step):
+    optimizer.iterations.assign(step)
+    return float(optimizer.learning_rate)
+
+
+def test_learning_rate_warms_up_linearly_then_decays_to_zero():
+    optimizer = training.make_optimizer(1e-3, total_steps=100, warmup_fraction=0.1)
+    values = [learning_rate_at(optimizer, step) for step in (0, 5, 10, 55, 100)]
+    np.testing.assert_allclose(values, [0.0, 5e-4, 1e-3, 5e-4, 0.0], atol=1e-9)
+
+
+def test_without_warmup_the_first_step_has_the_peak_learning_rate():
+    optimizer = training.make_optimizer(1e-3, total_steps=10, warmup_fraction=0.0)
+    assert learning_rate_at(optimizer, 0) == pytest.approx(1e-3)
+
+
+def test_weight_decay_spares_biases_and_layer_norm():
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3), keras.layers.LayerNormalization()]
+    )
+    for variable in model.trainable_variables:
+        variable.assign(np.ones(variable.shape))
+    optimizer = training.make_optimizer(1e-1, total_steps=10, warmup_fraction=0.0)
+    # Zero gradients: Adam moves nothing, so only decoupled weight decay acts.
+    optimizer.apply_gradients(
+        [(np.zeros(v.shape, "float32"), v) for v in model.trainable_variables]
+    )
+    decayed = {v.path for v in model.trainable_variables if np.all(v.numpy() < 1)}
+    assert decayed == {"sequential/dense/kernel"}, decayed
+
+
+def test_architecture_differences_name_each_differing_key():
+    saved = dict(hidden_dim=16, num_layers=2, attention="linformer", dropout=0.1)
+    assert checkpoints.architecture_differences(dict(hidden_dim=16, dropout=0.3), saved) == []
+    assert checkpoints.architecture_differences(dict(hidden_dim=32, attention="transformer"), saved) == [
+        "hidden_dim: 32 requested, 16 in the checkpoint",
+        "attention: 'transformer' requested, 'linformer' in the checkpoint",
+    ]
+
+
+def test_configuring_replicas_after_tensorflow_started_is_an_error():
+    import tensorflow as tf
+
+    tf.constant(0)  # Initialises the devices, if no other test has.
+    with pytest.raises(RuntimeError, match="TensorFlow has already initialised its devices"):
+        training.configure_cpu_replicas(3)
+
+
+@pytest.mark.parametrize("text", ["0,2", "3,2", "a,b", "1,2,3"])
+def test_profile_batches_must_be_an_ordered_pair_from_1(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="FIRST,LAST"):
+        cli.batch_range(text)
+
+
+@pytest.mark.parametrize("name", ["pretrain", "finetune", "main"])
+def test_help_explains_every_flag(name, capsys):
+    program = importlib.import_module(f"training.{name}")
+    with pytest.raises(SystemExit) as exit_info:
+        program.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    parser = program.parse_args([])[0]
+    for action in parser._actions:
+        assert action.help and len(action.help) > 10, action.option_strings
+    if name != "main":
+        assert "refused with --cpu-replicas > 1" in capsys.readouterr().out

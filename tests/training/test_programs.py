@@ -1,0 +1,154 @@
+"""Pretraining and fine-tuning, a few steps each on 2 replicas (MirroredStrategy on 2 logical CPUs).
+
+The pretraining run is killed with SIGKILL after its second checkpoint and
+started again with the same command, as a preempted job would be; the
+checks on what it writes apply to the resumed run.
+"""
+
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.training.harness import REPOSITORY, TINY_MODEL, read_summary, run_program, scalars
+
+ROUNDS, EVERY = 3, 4
+
+
+@pytest.fixture(scope="module")
+def pretraining(reviews_file, tmp_path_factory):
+    """(output_dir, stdout of the killed run, stdout of the resumed run)."""
+    output_dir = tmp_path_factory.mktemp("pretrain")
+    arguments = [str(a) for a in [
+        "--table", reviews_file, "--cpu-replicas", 2, *TINY_MODEL,
+        "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
+        "--epochs", 100, "--max-steps", ROUNDS * EVERY, "--checkpoint-every", EVERY,
+        "--learning-rate", 1e-2, "--validation-batches", 2, "--profile-batches", "2,3",
+        "--output-dir", output_dir,
+    ]]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "training.pretrain", *arguments],
+        cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    # A round's backup is written before its checkpoint: once the second
+    # checkpoint exists, so does a backup of at least two rounds.
+    second_checkpoint = output_dir / "checkpoints" / "round-0002.weights.h5"
+    deadline = time.monotonic() + 240
+    while not second_checkpoint.exists():
+        assert process.poll() is None, process.stdout.read()[-3000:]
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    killed_stdout = process.communicate(timeout=60)[0]
+    assert process.returncode == -signal.SIGKILL
+    assert (output_dir / "backup").is_dir() and not (output_dir / "summary.json").exists()
+
+    result = run_program("training.pretrain", *arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir, killed_stdout, result.stdout
+
+
+def test_killed_pretraining_resumes_from_the_last_backup(pretraining):
+    output_dir, _, stdout = pretraining
+    done = int(re.search(r"Resuming from the backup in .*: (\d+) rounds done", stdout).group(1))
+    assert 2 <= done < ROUNDS, stdout
+    epochs = re.findall(r"^Epoch (\d+)/(\d+)$", stdout, flags=re.MULTILINE)
+    assert epochs == [(str(n), str(ROUNDS)) for n in range(done + 1, ROUNDS + 1)], stdout
+    # Only the remaining steps ran, and the optimizer went on from the
+    # backup's step count: the learning rate reached the schedule's end, 0.
+    assert read_summary(output_dir)["steps"] == (ROUNDS - done) * EVERY
+    learning_rates = scalars(output_dir / "logs" / "train")["epoch_learning_rate"]
+    assert learning_rates[-1] < 1e-9  # From a fresh optimizer it would be at step 4 of 12.
+
+
+@pytest.fixture(scope="module")
+def finetuning(pretraining, reviews_file, tmp_path_factory):
+    output_dir = tmp_path_factory.mktemp("finetune")
+    result = run_program(
+        "training.finetune", "--table", reviews_file, "--pretrained", pretraining[0],
+        "--cpu-replicas", 2, "--batch-size", 8, "--epochs", 10, "--max-steps", 72,
+        "--checkpoint-every", 36, "--learning-rate", 5e-3, "--output-dir", output_dir,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir, result.stdout
+
+
+def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
+    output_dir, killed_stdout, stdout = pretraining
+    assert "12 steps of 8 on 2 replica(s), 3 rounds of 4" in killed_stdout
+    assert re.search(r"Pretraining done: test perplexity [0-9.]+ .* \d+ steps, [0-9,]+ tokens/s", stdout)
+    assert read_summary(output_dir)["test_perplexity"] > 1
+
+
+def round_losses(stdout):
+    """The training loss of each round in fit's one-line-per-round log."""
+    return [float(loss) for loss in re.findall(r"^\d+/\d+ .* - loss: ([0-9.]+)", stdout, re.MULTILINE)]
+
+
+def test_pretraining_loss_decreases(pretraining):
+    _, killed_stdout, stdout = pretraining
+    first, last = round_losses(killed_stdout)[0], round_losses(stdout)[-1]
+    assert last < first, (killed_stdout, stdout)
+
+
+def test_pretraining_writes_checkpoints_and_the_pretrained_model(pretraining):
+    output_dir = pretraining[0]
+    assert sorted(os.listdir(output_dir / "checkpoints")) == [
+        f"round-{n:04d}.weights.h5" for n in range(1, ROUNDS + 1)
+    ]
+    for name in ("vocab.txt", "config.json", "model.weights.h5", "masked_lm.keras", "run.json"):
+        assert (output_dir / name).is_file(), name
+    assert not (output_dir / "backup").exists()  # Removed once training completes.
+
+
+def test_pretraining_logs_loss_perplexity_accuracy_and_learning_rate(pretraining):
+    # Events the killed run had not flushed are lost; the resumed run's are all there.
+    train = scalars(pretraining[0] / "logs" / "train")
+    validation = scalars(pretraining[0] / "logs" / "validation")
+    for tag in ("epoch_loss", "epoch_perplexity", "epoch_accuracy", "epoch_learning_rate"):
+        assert len(train[tag]) >= 1, tag
+    for tag in ("epoch_loss", "epoch_perplexity", "epoch_accuracy"):
+        assert len(validation[tag]) >= 1, tag
+    # exp(mean cross-entropy of the masked tokens): per batch, exp(loss).
+    # Over a round the loss averages batch means, the perplexity all tokens.
+    assert train["epoch_perplexity"][0] == pytest.approx(math.exp(train["epoch_loss"][0]), rel=0.02)
+
+
+def test_profiling_writes_a_trace(pretraining):
+    # Batches 2-3 of the resumed run (counted from each start).
+    profile_dir = pretraining[0] / "logs" / "train" / "plugins" / "profile"
+    traces = list(profile_dir.glob("*/*.xplane.pb"))
+    assert traces and traces[0].stat().st_size > 0
+
+
+def test_finetuning_starts_from_the_pretrained_model_on_two_replicas(finetuning, pretraining):
+    output_dir, stdout = finetuning
+    assert f"classifier pretrained {pretraining[0]}" in stdout
+    assert "72 steps of 8 on 2 replica(s), 2 rounds of 36" in stdout
+    assert (output_dir / "vocab.txt").read_text() == (pretraining[0] / "vocab.txt").read_text()
+    match = re.search(r"Test accuracy: ([0-9.]+) .* on (\d+) held-out examples", stdout)
+    assert match and 0 <= float(match.group(1)) <= 1
+    assert read_summary(output_dir)["test_examples"] == int(match.group(2))
+
+
+def test_finetuning_loss_decreases_and_logs_accuracy(finetuning):
+    losses = round_losses(finetuning[1])
+    assert len(losses) == 2 and losses[-1] < losses[0], losses
+    train = scalars(finetuning[0] / "logs" / "train")
+    assert train["epoch_loss"] == pytest.approx(losses, abs=1e-4)
+    assert len(train["epoch_accuracy"]) == len(train["epoch_learning_rate"]) == 2
+
+
+def test_finetuning_writes_checkpoints_and_the_classifier(finetuning):
+    output_dir = finetuning[0]
+    assert sorted(os.listdir(output_dir / "checkpoints")) == [
+        "round-0001.weights.h5", "round-0002.weights.h5"
+    ]
+    assert (output_dir / "classifier.keras").is_file()
+    assert (output_dir / "labels.txt").read_text().split() == ["negative", "positive"]

@@ -1,0 +1,279 @@
+"""Flags and error handling shared by the training programs.
+
+Nothing here imports TensorFlow: flags are parsed, and bad values refused,
+before TensorFlow starts (and before `--cpu-replicas` must take effect).
+"""
+
+import argparse
+import dataclasses
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+COMBINATIONS = """\
+Hardware options that combine (TensorFlow 2.21):
+  default                      one device: the CPU, or MirroredStrategy over all visible GPUs
+  --cpu-replicas N             MirroredStrategy over N logical CPU devices (no GPUs);
+                               the replicas share the cores: for testing distribution
+  --mixed-precision            mixed_float16 with loss scaling on GPUs, mixed_bfloat16
+                               on CPU; works with every option here
+  --jit-compile                XLA on one CPU or on GPUs; refused with --cpu-replicas > 1
+                               (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
+
+Outputs under --output-dir: checkpoints/ (every --checkpoint-every steps), backup/
+(restart the same command to resume a killed run), logs/ (TensorBoard), summary.json.
+Watch with `tensorboard --logdir OUTPUT_DIR/logs`; the --profile-batches trace needs
+`pip install tensorboard-plugin-profile` to be shown (Profile tab).
+"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows defaults, except the unhelpful `None` and `False`."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "%(default)" not in text and action.default not in (None, False, argparse.SUPPRESS):
+            text += " (default: %(default)s)"
+        return text
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def sequence_length(text):
+    value = positive_int(text)
+    if value < 3:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 3 ([CLS], one token and [SEP]), got {value}"
+        )
+    return value
+
+
+def positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
+    return value
+
+
+def fraction(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {value}")
+    return value
+
+
+def batch_range(text):
+    parts = text.split(",")
+    try:
+        first, last = (int(parts[0]), int(parts[-1])) if len(parts) <= 2 else (None, None)
+    except ValueError:
+        first = last = None
+    if first is None or not 1 <= first <= last:
+        raise argparse.ArgumentTypeError(
+            f"must be FIRST,LAST batch numbers with 1 <= FIRST <= LAST, got {text!r}"
+        )
+    return first, last
+
+
+def add_model_flags(parser, from_checkpoint):
+    """The LinformerBackbone's options. With `from_checkpoint`, they default to the checkpoint's."""
+    from_scratch_default = {
+        "attention": "linformer", "projection": "mean", "projected_dim": 16,
+        "sharing": "layerwise", "num_layers": 2, "num_heads": 4, "hidden_dim": 128,
+        "intermediate_dim": 256,
+    }
+    if from_checkpoint:
+        defaults = dict.fromkeys(from_scratch_default)
+        note = " Default: {} from scratch; with --pretrained, the checkpoint's (another value is refused)."
+    else:
+        defaults = from_scratch_default
+        note = ""
+
+    def described(text, key):
+        return text + (note.format(from_scratch_default[key]) if note else "")
+
+    group = parser.add_argument_group("model")
+    group.add_argument("--attention", choices=["linformer", "transformer"],
+                       default=defaults["attention"],
+                       help=described("Linformer attention, or the full-attention Transformer "
+                                      "baseline (same model otherwise).", "attention"))
+    group.add_argument("--projection", choices=["linear", "mean", "max", "conv"],
+                       default=defaults["projection"],
+                       help=described("How keys and values are projected from n to k positions: "
+                                      "learned matrices E, F (the paper's), mean or max pooling, "
+                                      "or a strided convolution.", "projection"))
+    group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
+                       metavar="K", help=described("k, the projected length of keys and values "
+                                                  "(mean/max/conv need n %% k == 0).", "projected_dim"))
+    group.add_argument("--sharing", choices=["none", "headwise", "key_value", "layerwise"],
+                       default=defaults["sharing"],
+                       help=described("Which projections share weights: none, across heads, "
+                                      "keys with values per layer, or one for all layers.", "sharing"))
+    group.add_argument("--num-layers", type=positive_int, default=defaults["num_layers"],
+                       help=described("Encoder blocks.", "num_layers"))
+    group.add_argument("--num-heads", type=positive_int, default=defaults["num_heads"],
+                       help=described("Attention heads per block.", "num_heads"))
+    group.add_argument("--hidden-dim", type=positive_int, default=defaults["hidden_dim"],
+                       help=described("Hidden size.", "hidden_dim"))
+    group.add_argument("--intermediate-dim", type=positive_int,
+                       default=defaults["intermediate_dim"],
+                       help=described("Feedforward hidden size.", "intermediate_dim"))
+    group.add_argument("--dropout", type=fraction, default=0.1,
+                       help="Dropout rate everywhere in the model.")
+
+
+ARCHITECTURE_FLAGS = (
+    "attention", "projection", "projected_dim", "sharing", "num_layers", "num_heads",
+    "hidden_dim", "intermediate_dim",
+)
+
+
+def architecture_from(args):
+    """The LinformerBackbone arguments the user set (all of them when they have defaults)."""
+    return {
+        name: getattr(args, name) for name in ARCHITECTURE_FLAGS if getattr(args, name) is not None
+    }
+
+
+def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_every):
+    group = parser.add_argument_group("training")
+    group.add_argument("--batch-size", type=positive_int, default=batch_size,
+                       help="Global batch size, split evenly among the replicas.")
+    group.add_argument("--epochs", type=positive_float, default=epochs,
+                       help="Passes over the training data (fractions allowed).")
+    group.add_argument("--max-steps", type=positive_int, default=None,
+                       help="Stop after at most this many optimizer steps (for trial runs).")
+    group.add_argument("--learning-rate", type=positive_float, default=learning_rate,
+                       help="Peak AdamW learning rate, reached by linear warmup, then cosine "
+                            "decay to 0 at the last step.")
+    group.add_argument("--warmup-fraction", type=fraction, default=0.1,
+                       help="Share of the steps spent in linear warmup.")
+    group.add_argument("--weight-decay", type=float, default=0.01,
+                       help="AdamW weight decay (not on biases and LayerNorm).")
+    group.add_argument("--max-train-examples", type=positive_int, default=None,
+                       help="Use only the first N training documents (for trial runs).")
+    group.add_argument("--max-eval-examples", type=positive_int, default=None,
+                       help="Validate and test on the first N held-out documents only (for "
+                            "trial runs; the reported numbers are then not comparable).")
+    group.add_argument("--seed", type=int, default=0,
+                       help="Seed of weights, shuffling, masking and vocabulary sample.")
+
+    group = parser.add_argument_group("hardware (see the combinations below)")
+    group.add_argument("--cpu-replicas", type=positive_int, default=1,
+                       help="Without GPUs: split the CPU into N logical devices and train "
+                            "N replicas with MirroredStrategy.")
+    group.add_argument("--mixed-precision", action="store_true",
+                       help="Compute in float16 (GPU, with loss scaling) or bfloat16 (CPU); "
+                            "weights stay float32.")
+    group.add_argument("--jit-compile", action="store_true",
+                       help="Compile the training step with XLA.")
+
+    group = parser.add_argument_group("checkpoints and logs")
+    group.add_argument("--checkpoint-every", type=positive_int, default=checkpoint_every,
+                       metavar="STEPS",
+                       help="At most this many steps between validation passes, checkpoints, "
+                            "backups, log lines and TensorBoard points"
+                            + ("" if checkpoint_every else " (default: one pass over the data)")
+                            + ".")
+    group.add_argument("--profile-batches", type=batch_range, default=None, metavar="FIRST,LAST",
+                       help="Trace these batches (counted from 1) with the TensorFlow profiler "
+                            "into logs/train/plugins/profile/.")
+
+
+def training_options(args):
+    """The keyword arguments `add_training_flags`'s flags give `training.pretrain` and `finetune`."""
+    return dict(
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        learning_rate=args.learning_rate,
+        warmup_fraction=args.warmup_fraction,
+        weight_decay=args.weight_decay,
+        checkpoint_every=args.checkpoint_every,
+        profile_batches=args.profile_batches,
+        jit_compile=args.jit_compile,
+        seed=args.seed,
+        log=log,
+    )
+
+
+def limit_examples(corpus, train=None, evaluation=None):
+    """`corpus` with only the first `train` training and `evaluation` validation/test documents."""
+
+    def head(split, count):
+        if count is None:
+            return split
+        labels = None if split.labels is None else split.labels[:count]
+        return dataclasses.replace(
+            split, texts=split.texts[:count], ids=split.ids[:count], labels=labels
+        )
+
+    return dataclasses.replace(
+        corpus,
+        train=head(corpus.train, train),
+        validation=head(corpus.validation, evaluation),
+        test=head(corpus.test, evaluation),
+    )
+
+
+def concatenate(corpora):
+    """One unlabelled corpus of several, split by split (labels are dropped)."""
+    if len(corpora) == 1:
+        return corpora[0]
+
+    def joined(name):
+        splits = [getattr(corpus, name) for corpus in corpora]
+        return type(splits[0])(
+            texts=[text for split in splits for text in split.texts],
+            ids=[f"{corpus.name}/{id_}" for corpus, split in zip(corpora, splits) for id_ in split.ids],
+        )
+
+    return dataclasses.replace(
+        corpora[0],
+        name="+".join(corpus.name for corpus in corpora),
+        train=joined("train"),
+        validation=joined("validation"),
+        test=joined("test"),
+    )
+
+
+def set_up_hardware(args):
+    """Configures replicas, strategy, precision; returns the strategy.
+
+    Imports TensorFlow, so call it after parsing flags.
+    """
+    from keras_linformer import training
+
+    training.configure_cpu_replicas(args.cpu_replicas)
+    strategy = training.make_strategy()
+    training.check_jit_compile(strategy, args.jit_compile)
+    training.set_mixed_precision(args.mixed_precision)
+    return strategy
+
+
+def run(parser, function, args):
+    """Runs `function(args)`; a bad input ends the program with its message and status 2."""
+    try:
+        return function(args)
+    except (ValueError, OSError, ModuleNotFoundError) as error:
+        message = str(error).strip() or type(error).__name__
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+
+def log(message):
+    """Prints a progress line at once, also when stdout is a pipe or a file."""
+    print(message, flush=True)

