@@ -14,6 +14,7 @@ train = data.pretraining_dataset(corpus.train.texts, tokenizer)
 from keras_linformer.data.corpora import load_bbc_news
 from keras_linformer.data.corpora import load_news_articles
 from keras_linformer.data.corpora import load_rotten_tomatoes
+from keras_linformer.data.encoding import TextEncoder
 from keras_linformer.data.pipelines import classification_dataset
 from keras_linformer.data.pipelines import pretraining_dataset
 from keras_linformer.data.splits import SPLIT_FRACTIONS
@@ -33,6 +34,7 @@ __all__ = [
     "SPLIT_FRACTIONS",
     "Corpus",
     "Split",
+    "TextEncoder",
     "classification_dataset",
     "load_bbc_news",
     "load_news_articles",

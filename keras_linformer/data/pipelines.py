@@ -12,6 +12,8 @@ import keras_hub
 import tensorflow as tf
 
 from keras_linformer.data.checks import check_positive_int
+from keras_linformer.data.encoding import TextEncoder
+from keras_linformer.data.encoding import special_token_ids
 from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -27,24 +29,6 @@ def check_texts(texts):
         )
     if len(texts) == 0:
         raise ValueError("`texts` is empty: a dataset needs at least one text.")
-
-
-def special_token_ids(tokenizer):
-    """Returns `({token: id} for [PAD], [CLS], [SEP], [MASK], vocabulary size)`."""
-    vocabulary = tokenizer.get_vocabulary()
-    ids = {token: index for index, token in enumerate(vocabulary)}
-    missing = [t for t in (PAD, CLS, SEP, MASK) if t not in ids]
-    if missing:
-        raise ValueError(
-            f"`tokenizer` lacks the special tokens {missing}; build it with "
-            "`make_tokenizer` from a vocabulary made by `train_vocabulary`."
-        )
-    if ids[PAD] != 0:
-        raise ValueError(
-            f"`tokenizer` has {PAD} at id {ids[PAD]}; it must be 0, the id "
-            "keras-hub's packers and mask generator treat as padding."
-        )
-    return {token: ids[token] for token in (PAD, CLS, SEP, MASK)}, len(vocabulary)
 
 
 def per_replica_setup(dataset, num_examples, batch_size, input_context):
@@ -119,7 +103,10 @@ def pretraining_dataset(
 
     Documents are shuffled (seeded, reshuffled each epoch), then chunks
     again through a buffer of `shuffle_buffer_size` so a batch mixes
-    documents. Masks use TensorFlow's global seed (`tf.random.set_seed`).
+    documents. Masks use TensorFlow's global seed (`tf.random.set_seed`);
+    they come from stateful random ops, so they are not guaranteed to be
+    the same from run to run (observed to differ at epoch ends when the
+    machine is loaded).
 
     Under a distribution strategy, pass the `tf.distribute.InputContext`
     (see Example): each input pipeline reads a disjoint `1 /
@@ -277,8 +264,9 @@ def classification_dataset(
     Each text becomes `[CLS] tokens [SEP]`, padded with `[PAD]` to
     `sequence_length`. A longer text keeps its head: only the first
     `sequence_length - 2` tokens are used (for news articles the lead
-    paragraph carries the topic). Sharding under a strategy works as in
-    `pretraining_dataset`.
+    paragraph carries the topic). The encoding is `TextEncoder`'s, the
+    same that a model exported with `keras_linformer.export` runs on raw
+    text. Sharding under a strategy works as in `pretraining_dataset`.
 
     Args:
         texts: list of str (e.g. `corpus.train.texts`).
@@ -327,22 +315,7 @@ def classification_dataset(
                 "`labels` must be non-negative int class indices (see "
                 "`Corpus.label_names`)."
             )
-    special, _ = special_token_ids(tokenizer)
-    packer = keras_hub.layers.StartEndPacker(
-        sequence_length=sequence_length,
-        start_value=special[CLS],
-        end_value=special[SEP],
-        pad_value=special[PAD],
-        return_padding_mask=True,
-    )
-
-    def encode(batch_of_texts):
-        token_ids, padding_mask = packer(tokenizer(batch_of_texts))
-        return {
-            "token_ids": tf.cast(token_ids, "int32"),
-            "segment_ids": tf.zeros_like(token_ids, "int32"),
-            "padding_mask": tf.cast(padding_mask, "int32"),
-        }
+    encode = TextEncoder(tokenizer, sequence_length)
 
     if labels is None:
         dataset = tf.data.Dataset.from_tensor_slices(list(texts))

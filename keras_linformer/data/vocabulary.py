@@ -142,7 +142,7 @@ def check_vocabulary(vocabulary, argument):
         )
 
 
-def make_tokenizer(vocabulary):
+def make_tokenizer(vocabulary, mask_token_in_text=False):
     """Builds the `keras_hub.tokenizers.WordPieceTokenizer` matching `train_vocabulary`.
 
     Lowercases and strips accents like the trainer did; unknown words become
@@ -151,6 +151,10 @@ def make_tokenizer(vocabulary):
 
     Args:
         vocabulary: list of str, or the path of a `vocab.txt`.
+        mask_token_in_text: bool. If `True`, the literal `[MASK]` in a text
+            becomes the mask token (fill-mask queries) instead of the
+            pieces of `[`, `mask`, `]`; every other text tokenizes the
+            same. Defaults to `False` (training text holds no mask token).
 
     Returns:
         A `keras_hub.tokenizers.WordPieceTokenizer` returning int32 ids.
@@ -162,15 +166,25 @@ def make_tokenizer(vocabulary):
     ... )
     >>> tokenizer(["The cat, THE dog"])
     [[5, 6, 1, 5, 1]]
+    >>> make_tokenizer(tokenizer.get_vocabulary(), mask_token_in_text=True)(
+    ...     ["the [MASK] sat"])
+    [[5, 4, 1]]
     """
     if isinstance(vocabulary, (str, os.PathLike)):
         vocabulary = load_vocabulary(vocabulary)
     else:
         vocabulary = list(vocabulary)
         check_vocabulary(vocabulary, "vocabulary")
+    if not isinstance(mask_token_in_text, bool):
+        raise TypeError(
+            "`mask_token_in_text` must be a bool. "
+            f"Received: mask_token_in_text={mask_token_in_text!r}"
+        )
     return keras_hub.tokenizers.WordPieceTokenizer(
         vocabulary=vocabulary,
         lowercase=True,
         strip_accents=True,
         oov_token=UNK,
+        special_tokens=[MASK] if mask_token_in_text else None,
+        special_tokens_in_strings=mask_token_in_text,
     )

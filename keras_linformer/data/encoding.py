@@ -1,0 +1,130 @@
+"""Raw text to model inputs: the one encoding that fine-tuning and serving share.
+
+`classification_dataset` maps it over its batches and the SavedModel export
+(`keras_linformer.export`) runs it inside the serving graph, so a served
+model sees exactly the token ids it was trained on.
+"""
+
+import keras_hub
+import tensorflow as tf
+
+from keras_linformer.data.checks import check_positive_int
+from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
+
+
+def special_token_ids(tokenizer):
+    """Returns `({token: id} for [PAD], [CLS], [SEP], [MASK], vocabulary size)`."""
+    vocabulary = tokenizer.get_vocabulary()
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    missing = [t for t in (PAD, CLS, SEP, MASK) if t not in ids]
+    if missing:
+        raise ValueError(
+            f"`tokenizer` lacks the special tokens {missing}; build it with "
+            "`make_tokenizer` from a vocabulary made by `train_vocabulary`."
+        )
+    if ids[PAD] != 0:
+        raise ValueError(
+            f"`tokenizer` has {PAD} at id {ids[PAD]}; it must be 0, the id "
+            "keras-hub's packers and mask generator treat as padding."
+        )
+    return {token: ids[token] for token in (PAD, CLS, SEP, MASK)}, len(vocabulary)
+
+
+def replace_invalid_utf8(texts):
+    """Replaces every invalid UTF-8 byte sequence by U+FFFD (a no-op on valid text).
+
+    The tokenizer's TensorFlow ops do not promise anything for malformed
+    UTF-8, and a served model takes raw bytes from any client.
+    """
+    return tf.strings.unicode_transcode(
+        texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+
+
+class TextEncoder:
+    """Encodes a batch of raw texts as `[CLS] tokens [SEP]` padded to `sequence_length`.
+
+    The inputs of `LinformerTextClassifier` (and, with a tokenizer that
+    keeps `[MASK]`, of `LinformerMaskedLM`'s fill-mask queries): the text
+    is tokenized with `tokenizer`, wrapped in `[CLS]` ... `[SEP]` and padded
+    with `[PAD]` by `keras_hub.layers.StartEndPacker`. A text of more than
+    `sequence_length - 2` tokens keeps its head (its first tokens); an
+    empty text becomes `[CLS] [SEP]`. Invalid UTF-8 bytes are first
+    replaced by U+FFFD (which the vocabulary maps to `[UNK]`), so any byte
+    string encodes.
+
+    Calls always run TensorFlow's ops (traced once into a `tf.function`,
+    also when called eagerly): keras-hub's tokenizer has a pure-Python
+    eager path that need not agree with the graph on unusual input, and
+    training and serving both use the graph.
+
+    Args:
+        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from
+            `make_tokenizer`, with `[PAD]` at id 0 and `[CLS]`, `[SEP]`,
+            `[MASK]`.
+        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]`
+            included. Defaults to `128`.
+
+    Call arguments:
+        texts: a batch of texts: a list of str or bytes, or a `tf.string`
+            tensor of shape `(B,)`.
+
+    Returns:
+        A dict of int32 tensors of shape `(B, sequence_length)`:
+        `"token_ids"`, `"segment_ids"` (zeros) and `"padding_mask"` (1 for
+        `[CLS]`, the tokens and `[SEP]`, 0 for padding).
+
+    Example:
+
+    >>> tokenizer = make_tokenizer(
+    ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
+    ... )
+    >>> encoder = TextEncoder(tokenizer, sequence_length=6)
+    >>> x = encoder(["The cat", "", b"cat \\xff"])
+    >>> x["token_ids"].numpy().tolist()
+    [[2, 5, 6, 3, 0, 0], [2, 3, 0, 0, 0, 0], [2, 6, 1, 3, 0, 0]]
+    >>> x["padding_mask"].numpy().tolist()[0]
+    [1, 1, 1, 1, 0, 0]
+    """
+
+    def __init__(self, tokenizer, sequence_length=128):
+        check_positive_int("sequence_length", sequence_length, minimum=3)
+        special, _ = special_token_ids(tokenizer)
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.packer = keras_hub.layers.StartEndPacker(
+            sequence_length=sequence_length,
+            start_value=special[CLS],
+            end_value=special[SEP],
+            pad_value=special[PAD],
+            return_padding_mask=True,
+        )
+        self._encode = tf.function(
+            self._encode_graph,
+            input_signature=[tf.TensorSpec([None], tf.string, name="texts")],
+            autograph=False,
+        )
+
+    def _encode_graph(self, texts):
+        token_ids, padding_mask = self.packer(self.tokenizer(replace_invalid_utf8(texts)))
+        return {
+            "token_ids": tf.cast(token_ids, "int32"),
+            "segment_ids": tf.zeros_like(token_ids, "int32"),
+            "padding_mask": tf.cast(padding_mask, "int32"),
+        }
+
+    def __call__(self, texts):
+        if isinstance(texts, (str, bytes)):
+            raise TypeError(
+                "`texts` must be a batch (a list of str or a tf.string tensor "
+                f"of shape (B,)), not a single text. Received: {texts!r:.80}"
+            )
+        if not tf.is_tensor(texts):
+            try:
+                texts = tf.convert_to_tensor(texts, tf.string)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    "`texts` must be a batch of str or bytes (a list, or a "
+                    f"tf.string tensor of shape (B,)). Received: {texts!r:.80}"
+                ) from None
+        return self._encode(texts)

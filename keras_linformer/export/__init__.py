@@ -1,0 +1,31 @@
+"""SavedModel export for TF Serving: raw text in, predictions out.
+
+```python
+from keras_linformer import export
+
+path = export.export_classifier("artifacts/finetune")  # saved_models/linformer_classifier/1
+report = export.verify(path)  # loads it the way TF Serving does
+```
+"""
+
+from keras_linformer.export.layout import list_versions
+from keras_linformer.export.layout import next_version
+from keras_linformer.export.serving import SIGNATURES
+from keras_linformer.export.serving import export_classifier
+from keras_linformer.export.serving import export_masked_lm
+from keras_linformer.export.serving import read_export_info
+from keras_linformer.export.verify import VerificationReport
+from keras_linformer.export.verify import verify
+from keras_linformer.export.warmup import read_warmup_requests
+
+__all__ = [
+    "SIGNATURES",
+    "VerificationReport",
+    "export_classifier",
+    "export_masked_lm",
+    "list_versions",
+    "next_version",
+    "read_export_info",
+    "read_warmup_requests",
+    "verify",
+]

@@ -1,0 +1,97 @@
+"""TF Serving warmup requests: `assets.extra/tf_serving_warmup_requests`.
+
+TF Serving replays these `PredictionLog` records when it loads a version,
+before it reports the version available, so the first real request does
+not pay for graph initialisation. The file is a TFRecord of serialized
+`tensorflow_serving.apis.prediction_log_pb2.PredictionLog` protos, each with
+a `PredictRequest` naming the signature and holding its inputs.
+"""
+
+import collections
+import os
+
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2
+from tensorflow_serving.apis import prediction_log_pb2
+
+EXTRA_DIR = "assets.extra"
+WARMUP_FILE = "tf_serving_warmup_requests"
+
+
+WarmupRequest = collections.namedtuple(
+    "WarmupRequest", ["model_name", "signature_name", "inputs", "dtypes"]
+)
+
+
+def warmup_path(export_dir):
+    return os.path.join(os.fspath(export_dir), EXTRA_DIR, WARMUP_FILE)
+
+
+def write_warmup_requests(export_dir, model_name, requests):
+    """Writes `requests` as TF Serving's warmup file of `export_dir`.
+
+    Args:
+        export_dir: str, the SavedModel (version) directory.
+        model_name: str, the `model_spec.name` of every request.
+        requests: list of `(signature_name, {input_name: array})`; string
+            inputs are arrays of bytes (dtype object).
+
+    Returns:
+        The path of the warmup file.
+    """
+    path = warmup_path(export_dir)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as writer:
+        for signature_name, inputs in requests:
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = model_name
+            request.model_spec.signature_name = signature_name
+            for name, value in inputs.items():
+                request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+            log = prediction_log_pb2.PredictionLog(
+                predict_log=prediction_log_pb2.PredictLog(request=request)
+            )
+            writer.write(log.SerializeToString())
+    return path
+
+
+def read_warmup_requests(export_dir):
+    """Parses the warmup file of `export_dir`.
+
+    Returns:
+        A list of `WarmupRequest(model_name, signature_name, inputs,
+        dtypes)`: `inputs` maps input names to NumPy arrays (bytes objects
+        for strings), `dtypes` to their TensorFlow dtype names (`"string"`,
+        `"int32"`, ...).
+
+    Raises:
+        FileNotFoundError: the export has no warmup file.
+        ValueError: a record is not a `PredictionLog` with a predict request.
+    """
+    path = warmup_path(export_dir)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"export_dir: no warmup file {path!r}.")
+    requests = []
+    for index, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+        log = prediction_log_pb2.PredictionLog()
+        try:
+            log.ParseFromString(record)
+        except Exception as error:  # protobuf's DecodeError has no stable home.
+            raise ValueError(
+                f"{path}: record {index} is not a PredictionLog ({error})."
+            ) from None
+        if log.WhichOneof("log_type") != "predict_log":
+            raise ValueError(
+                f"{path}: record {index} holds a {log.WhichOneof('log_type')!r}, "
+                "not a predict_log."
+            )
+        request = log.predict_log.request
+        requests.append(
+            WarmupRequest(
+                request.model_spec.name,
+                request.model_spec.signature_name,
+                {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()},
+                {name: tf.as_dtype(proto.dtype).name for name, proto in request.inputs.items()},
+            )
+        )
+    return requests

@@ -1,0 +1,124 @@
+"""Bad inputs to the export API get errors that name the argument, the value and what is valid."""
+
+import os
+
+import numpy as np
+import pytest
+
+from keras_linformer import export
+from keras_linformer.export import sources
+from keras_linformer.export.verify import KerasReference
+from tests.export.conftest import LABEL_NAMES
+from tests.export.conftest import VOCABULARY
+
+
+def test_a_missing_model_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"model: '.*nowhere' does not exist.*training.finetune"):
+        export.export_classifier(str(tmp_path / "nowhere"), base_dir=tmp_path)
+
+
+def test_a_directory_that_is_no_training_output(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(
+        ValueError,
+        match=r"model: '.*' is not a fine-tuning or pretraining output directory.*notes\.txt",
+    ):
+        export.export_masked_lm(str(tmp_path), base_dir=tmp_path / "out")
+
+
+def test_the_other_task_s_directory_names_the_right_function(finetune_dir, pretrain_dir, tmp_path):
+    with pytest.raises(ValueError, match=r"model: .*pretraining output.*export_masked_lm"):
+        export.export_classifier(pretrain_dir, base_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"model: .*fine-tuning output.*export_classifier"):
+        export.export_masked_lm(finetune_dir, base_dir=tmp_path)
+
+
+def test_a_model_object_needs_its_vocabulary_and_label_names(classifier, tmp_path):
+    with pytest.raises(ValueError, match=r"vocabulary: required when `model` is not an output directory"):
+        export.export_classifier(classifier, base_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"label_names: required .* the 3 class names"):
+        export.export_classifier(classifier, VOCABULARY, base_dir=tmp_path)
+
+
+def test_vocabulary_must_fit_the_model(classifier, tmp_path):
+    with pytest.raises(ValueError, match=rf"vocabulary: {len(VOCABULARY) - 1} tokens, .*vocabulary_size={len(VOCABULARY)}"):
+        export.export_classifier(classifier, VOCABULARY[:-1], LABEL_NAMES, base_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"vocabulary: a vocabulary needs the special tokens"):
+        export.export_classifier(classifier, ["a"] * len(VOCABULARY), LABEL_NAMES, base_dir=tmp_path)
+
+
+def test_label_names_must_fit_the_classes(classifier, tmp_path):
+    with pytest.raises(ValueError, match=r"label_names: 2 names for a classifier of num_classes=3"):
+        export.export_classifier(classifier, VOCABULARY, ["a", "b"], base_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"label_names: class names must be non-empty single-line str"):
+        export.export_classifier(classifier, VOCABULARY, ["a", "", "c"], base_dir=tmp_path)
+
+
+def test_model_must_be_of_the_task_s_class(masked_lm, tmp_path):
+    with pytest.raises(TypeError, match=r"model: expected a LinformerTextClassifier.*Received: LinformerMaskedLM"):
+        export.export_classifier(masked_lm, VOCABULARY, LABEL_NAMES, base_dir=tmp_path)
+
+
+def test_sequence_length_must_fit_the_backbone(classifier, tmp_path):
+    with pytest.raises(ValueError, match=r"sequence_length: .*from 3 .* to the backbone's max_sequence_length 16. Received: sequence_length=17"):
+        export.export_classifier(classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path, sequence_length=17)
+
+
+def test_top_k_and_max_masks_must_fit(masked_lm, tmp_path):
+    with pytest.raises(ValueError, match=rf"top_k: .*from 1 to the vocabulary size {len(VOCABULARY)}. Received: top_k=0"):
+        export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, top_k=0)
+    with pytest.raises(ValueError, match=r"max_masks: .*from 1 to sequence_length - 2 = 14. Received: max_masks=15"):
+        export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, max_masks=15)
+
+
+def test_base_dir_that_is_a_file(classifier, tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match=r"base_dir: '.*file' exists and is not a directory"):
+        export.export_classifier(classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path / "file")
+
+
+def test_nothing_is_written_when_the_arguments_are_bad(classifier, tmp_path):
+    with pytest.raises(ValueError):
+        export.export_classifier(classifier, VOCABULARY, ["a"], base_dir=tmp_path / "out")
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_verify_a_missing_or_foreign_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"export_dir: directory '.*missing' does not exist"):
+        export.verify(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"export_dir: '.*empty' is neither a SavedModel"):
+        export.verify(tmp_path / "empty")
+
+
+def test_verify_needs_a_model_when_the_export_records_none(masked_lm_export):
+    with pytest.raises(ValueError, match=r"model: the export records no readable source model"):
+        export.verify(masked_lm_export)
+
+
+def test_verify_bad_tolerance_or_texts(classifier_export):
+    with pytest.raises(ValueError, match=r"atol: must be a positive number. Received: atol=0"):
+        export.verify(classifier_export, atol=0)
+    with pytest.raises(ValueError, match=r"texts: must be a list of str or bytes"):
+        export.verify(classifier_export, texts="one text")
+
+
+def test_verify_comparison_catches_wrong_outputs(classifier_export, classifier):
+    """The comparison that fails a report: a served probability off by 1e-4."""
+    info = export.read_export_info(classifier_export)
+    source = sources.load_source(
+        "classifier", classifier, VOCABULARY, LABEL_NAMES, info["sequence_length"]
+    )
+    reference = KerasReference(source, info)
+    reference.cases([b"the cat", b""])
+    probabilities = reference.classifier_probabilities().astype("float32")
+    label_ids = probabilities.argmax(-1).astype("int32")
+    labels = np.array([LABEL_NAMES[i].encode() for i in label_ids], dtype=object)
+    good = {"probabilities": probabilities, "label_ids": label_ids, "labels": labels}
+    assert reference.compare(good, 1e-5)[0]
+    off = {**good, "probabilities": probabilities + np.float32(1e-4)}
+    passed, detail = reference.compare(off, 1e-5)
+    assert not passed and "max |probabilities - Keras| = 1.0e-04" in detail
+    renamed = {**good, "labels": np.array([b"other"] * len(labels), dtype=object)}
+    passed, detail = reference.compare(renamed, 1e-5)
+    assert not passed and "labels do NOT match label_ids" in detail

@@ -1,0 +1,112 @@
+"""`python -m training.export` and `python -m training.verify`: help, exports, clear errors, exit codes."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from training import export as export_program
+from training import verify as verify_program
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize(
+    "program, flags",
+    [
+        ("training.export", ["--base-dir", "--model-name", "--version", "--top-k", "--max-masks", "--verify"]),
+        ("training.verify", ["EXPORT_DIR", "--model", "--text", "--atol"]),
+    ],
+)
+def test_help_explains_every_flag(program, flags):
+    result = subprocess.run(
+        [sys.executable, "-m", program, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    for flag in flags:
+        assert flag in result.stdout, flag
+    assert "TF Serving" in result.stdout
+
+
+def run_main(main, argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out + captured.err
+
+
+def test_export_of_a_missing_directory_exits_2_naming_it(tmp_path, capsys):
+    code, output = run_main(export_program.main, [str(tmp_path / "nowhere")], capsys)
+    assert code == 2
+    assert "python -m training.export: error: model: directory" in output
+    assert "nowhere' does not exist" in output
+
+
+def test_export_of_a_directory_that_is_no_training_output_exits_2(tmp_path, capsys):
+    (tmp_path / "something.txt").write_text("")
+    code, output = run_main(export_program.main, [str(tmp_path)], capsys)
+    assert code == 2
+    assert "is not a fine-tuning or pretraining output directory" in output
+
+
+def test_export_into_an_existing_version_exits_2(finetune_dir, classifier_export, capsys):
+    base_dir = os.path.dirname(os.path.dirname(classifier_export))
+    code, output = run_main(
+        export_program.main,
+        [str(finetune_dir), "--base-dir", base_dir, "--model-name", "sentiment", "--version", "1"],
+        capsys,
+    )
+    assert code == 2
+    assert "version: " in output and "sentiment/1' already exists" in output
+
+
+def test_masked_lm_flags_on_a_classifier_exit_2(finetune_dir, tmp_path, capsys):
+    code, output = run_main(
+        export_program.main, [str(finetune_dir), "--base-dir", str(tmp_path), "--top-k", "3"], capsys
+    )
+    assert code == 2
+    assert "--top-k: only for a masked LM" in output
+
+
+def test_bad_flag_values_exit_2(capsys):
+    code, output = run_main(export_program.main, ["--version", "0"], capsys)
+    assert code == 2 and "must be a positive integer, got 0" in output
+    code, output = run_main(verify_program.main, ["--atol", "-1"], capsys)
+    assert code == 2 and "must be a positive number" in output
+
+
+def test_export_a_pretraining_output_prints_where_and_how_to_serve(pretrain_dir, tmp_path, capsys):
+    export_program.main([str(pretrain_dir), "--base-dir", str(tmp_path), "--top-k", "2"])
+    output = capsys.readouterr().out
+    path = tmp_path / "linformer_masked_lm" / "1"
+    assert (path / "saved_model.pb").is_file()
+    assert f"Exported the masked lm in {pretrain_dir} to {path}" in output
+    assert "-e MODEL_NAME=linformer_masked_lm tensorflow/serving" in output
+
+
+def test_verify_of_a_missing_directory_exits_2(tmp_path, capsys):
+    code, output = run_main(verify_program.main, [str(tmp_path / "missing")], capsys)
+    assert code == 2
+    assert "python -m training.verify: error: export_dir: directory" in output
+
+
+def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, monkeypatch, capsys):
+    """The exit status follows the report. (What fails a check is tested in
+    test_errors.py; a whole failing verification would cost four more
+    TensorFlow processes.)"""
+    from keras_linformer import export
+    from keras_linformer.export.verify import Check
+    from keras_linformer.export.verify import VerificationReport
+
+    def failing_verify(export_dir, log, **kwargs):
+        report = VerificationReport(export_dir, {}, f"Verifying {export_dir}")
+        report.checks += [Check("layout", True, "fine"), Check("warmup requests", False, "no record")]
+        log(str(report))
+        return report
+
+    monkeypatch.setattr(export, "verify", failing_verify)
+    code, output = run_main(verify_program.main, [classifier_export], capsys)
+    assert code == 1
+    assert "  FAIL  warmup requests: no record" in output
+    assert "FAILED: 1 of 2 checks failed" in output
