@@ -19,6 +19,9 @@ Hardware options that combine (TensorFlow 2.21):
                                on CPU; works with every option here
   --jit-compile                XLA on one CPU or on GPUs; refused with --cpu-replicas > 1
                                (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
+  TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts, trained
+                               with --trainer loop; `python -m training.launch` starts local
+                               workers; --mixed-precision works, --cpu-replicas does not
 
 Outputs under --output-dir: checkpoints/ (every --checkpoint-every steps), backup/
 (restart the same command to resume a killed run), logs/ (TensorBoard), summary.json.
@@ -181,6 +184,18 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
                             "weights stay float32.")
     group.add_argument("--jit-compile", action="store_true",
                        help="Compile the training step with XLA.")
+    group.add_argument("--deterministic", action="store_true",
+                       help="Make every TensorFlow op deterministic "
+                            "(tf.config.experimental.enable_op_determinism), so that a run, "
+                            "interrupted and resumed or not, gives the same weights bit for bit; "
+                            "slower. Without it, multi-threaded CPU reductions vary in the last "
+                            "bits from run to run.")
+    group.add_argument("--trainer", choices=["fit", "loop"], default=None,
+                       help="fit: keras.Model.fit with BackupAndRestore (resumes at the last "
+                            "round). loop: the tf.distribute loop of keras_linformer.training.loop "
+                            "(resumes at the last checkpoint, also mid-round after SIGTERM). "
+                            "Default: fit on one host, loop under TF_CONFIG (multi-worker), "
+                            "where fit cannot run.")
 
     group = parser.add_argument_group("checkpoints and logs")
     group.add_argument("--checkpoint-every", type=positive_int, default=checkpoint_every,
@@ -206,6 +221,7 @@ def training_options(args):
         checkpoint_every=args.checkpoint_every,
         profile_batches=args.profile_batches,
         jit_compile=args.jit_compile,
+        loop=args.trainer == "loop",
         seed=args.seed,
         log=log,
     )
@@ -257,7 +273,28 @@ def set_up_hardware(args):
     Imports TensorFlow, so call it after parsing flags.
     """
     from keras_linformer import training
+    from keras_linformer.training import devices
 
+    if args.deterministic:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+    if devices.read_tf_config() is not None:
+        if args.cpu_replicas > 1:
+            raise ValueError(
+                f"--cpu-replicas {args.cpu_replicas} cannot be combined with TF_CONFIG "
+                "(multi-worker training): run one worker per host or device."
+            )
+        if args.trainer == "fit":
+            raise ValueError(
+                "--trainer fit cannot run under TF_CONFIG: Keras 3's fit does not "
+                "support MultiWorkerMirroredStrategy (keras-team/keras#20585). Use "
+                "--trainer loop (the default there)."
+            )
+        strategy = devices.make_multi_worker_strategy()
+        training.check_jit_compile(strategy, args.jit_compile)
+        training.set_mixed_precision(args.mixed_precision)
+        return strategy
     training.configure_cpu_replicas(args.cpu_replicas)
     strategy = training.make_strategy()
     training.check_jit_compile(strategy, args.jit_compile)
@@ -266,12 +303,22 @@ def set_up_hardware(args):
 
 
 def run(parser, function, args):
-    """Runs `function(args)`; a bad input ends the program with its message and status 2."""
+    """Runs `function(args)`; a bad input ends the program with its message and status 2.
+
+    A diverged run (NaN loss) exits with status 3, a preempted one (SIGTERM,
+    after saving a checkpoint) with 143, as a process killed by SIGTERM.
+    """
+    from keras_linformer.training import loop
+
     try:
         return function(args)
     except (ValueError, OSError, ModuleNotFoundError) as error:
         message = str(error).strip() or type(error).__name__
         parser.exit(2, f"{parser.prog}: error: {message}\n")
+    except FloatingPointError as error:
+        parser.exit(3, f"{parser.prog}: error: {error}\n")
+    except loop.Preempted as error:
+        parser.exit(143, f"{parser.prog}: {error} Run the same command again to resume.\n")
 
 
 def log(message):

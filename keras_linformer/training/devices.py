@@ -4,6 +4,9 @@
 (before the first op); `make_strategy` then mirrors over what is visible.
 """
 
+import json
+import os
+
 import keras
 import tensorflow as tf
 
@@ -119,3 +122,86 @@ def set_mixed_precision(enabled):
         name = "mixed_bfloat16"
     keras.config.set_dtype_policy(name)
     return name
+
+
+def read_tf_config(environ=None):
+    """Parses and checks `TF_CONFIG`; returns it as a dict, or `None` when unset.
+
+    Checked: valid JSON; a `cluster` of `worker` (and optionally one
+    `chief`) lists of `host:port` addresses, each with a port in 1-65535
+    and no address twice; a `task` whose `type` is in the cluster and whose
+    `index` is in range. TensorFlow itself fails on most of these much
+    later, or hangs waiting for a worker that cannot exist.
+
+    Raises:
+        ValueError: naming `TF_CONFIG`, the offending field and its value.
+    """
+    environ = os.environ if environ is None else environ
+    text = environ.get("TF_CONFIG", "").strip()
+    if not text:
+        return None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({error}): {text[:200]!r}") from None
+    if not isinstance(config, dict) or not isinstance(config.get("cluster"), dict):
+        raise ValueError(
+            'TF_CONFIG must be a JSON object with "cluster" (e.g. {"worker": '
+            '["host1:port", "host2:port"]}) and "task" (e.g. {"type": "worker", '
+            f'"index": 0}}). Received: {text[:200]!r}'
+        )
+    cluster, task = config["cluster"], config.get("task")
+    unknown = sorted(set(cluster) - {"chief", "worker"})
+    if unknown or not cluster.get("worker") and not cluster.get("chief"):
+        raise ValueError(
+            'TF_CONFIG["cluster"] must have "worker" (and optionally one "chief") '
+            f"lists of addresses for MultiWorkerMirroredStrategy. Received: {cluster!r}"
+        )
+    addresses = []
+    for job, jobs_addresses in cluster.items():
+        if not isinstance(jobs_addresses, list) or not jobs_addresses:
+            raise ValueError(
+                f'TF_CONFIG["cluster"]["{job}"] must be a non-empty list of "host:port" '
+                f"strings. Received: {jobs_addresses!r}"
+            )
+        for address in jobs_addresses:
+            host, _, port = str(address).rpartition(":")
+            if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+                raise ValueError(
+                    f'TF_CONFIG["cluster"]["{job}"] has the address {address!r}; '
+                    'each must be "host:port" with a port in 1-65535.'
+                )
+            addresses.append(address)
+    repeated = sorted({a for a in addresses if addresses.count(a) > 1})
+    if repeated:
+        raise ValueError(f"TF_CONFIG lists the same address twice: {repeated}.")
+    if len(cluster.get("chief", [])) > 1:
+        raise ValueError(f'TF_CONFIG may have one "chief". Received: {cluster["chief"]!r}')
+    if (
+        not isinstance(task, dict)
+        or task.get("type") not in cluster
+        or isinstance(task.get("index"), bool)
+        or not isinstance(task.get("index"), int)
+        or not 0 <= task["index"] < len(cluster[task["type"]])
+    ):
+        raise ValueError(
+            f'TF_CONFIG["task"] must name this process\'s job and index in the cluster '
+            f"({ {job: len(a) for job, a in cluster.items()} }). Received: {task!r}"
+        )
+    return config
+
+
+def make_multi_worker_strategy():
+    """`MultiWorkerMirroredStrategy` from a checked `TF_CONFIG` (see `read_tf_config`).
+
+    Every worker must run the same program with the same arguments;
+    `output_dir` must be on storage every worker reaches.
+    """
+    config = read_tf_config()
+    if config is None:
+        raise ValueError(
+            "TF_CONFIG is not set: a multi-worker run needs it in every worker's "
+            "environment (see `python -m training.launch --help`)."
+        )
+    # Collectives over gRPC on CPU; NCCL is picked automatically on GPUs.
+    return tf.distribute.MultiWorkerMirroredStrategy()

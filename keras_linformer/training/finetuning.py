@@ -3,7 +3,6 @@
 import collections
 import math
 import os
-import shutil
 import time
 
 import keras
@@ -11,10 +10,10 @@ import keras
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
-from keras_linformer.training import callbacks
 from keras_linformer.training import checkpoints
 from keras_linformer.training import devices
 from keras_linformer.training import inputs
+from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import optimizers
 from keras_linformer.training import runs
 from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
@@ -62,6 +61,7 @@ def finetune(
     profile_batches=None,
     strategy=None,
     jit_compile=False,
+    loop=False,
     seed=0,
     log=print,
 ):
@@ -107,6 +107,10 @@ def finetune(
         profile_batches: `(first, last)` or `None`, batches to profile.
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
+        loop: bool, whether to train with `loop.Trainer` (a `tf.distribute`
+            loop, needed under `MultiWorkerMirroredStrategy`; resumes
+            mid-round and saves on SIGTERM) instead of `keras.Model.fit`.
+            Defaults to `False`, or `True` under several workers.
         jit_compile: bool. Defaults to `False`.
         seed: int. Defaults to `0`.
         log: callable for progress messages. Defaults to `print`.
@@ -133,6 +137,8 @@ def finetune(
         raise ValueError(f"`epochs` must be positive. Received: epochs={epochs!r}")
     strategy = strategy or devices.make_strategy()
     devices.check_jit_compile(strategy, jit_compile)
+    loop = loop or loop_lib.is_multi_worker(strategy)
+    chief = loop_lib.is_chief(strategy)
     keras.utils.set_random_seed(seed)
     os.makedirs(output_dir, exist_ok=True)
     vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
@@ -151,7 +157,7 @@ def finetune(
         vocabulary = None
     else:
         sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
-        if callbacks.completed_rounds(output_dir) and os.path.isfile(vocabulary_path):
+        if runs.is_unfinished(output_dir) and os.path.isfile(vocabulary_path):
             vocabulary = data.load_vocabulary(vocabulary_path)
         else:
             vocabulary = data.train_vocabulary(
@@ -173,7 +179,7 @@ def finetune(
     if max_steps is not None:
         total_steps = min(total_steps, max_steps)
     plan = inputs.plan_steps(total_steps, checkpoint_every or steps_per_pass)
-    rounds_done = runs.start_run(
+    runs.start_run(
         output_dir,
         {
             "task": "classification",
@@ -188,6 +194,7 @@ def finetune(
             "seed": seed,
         },
         log=log,
+        chief=chief,
     )
 
     with strategy.scope():
@@ -206,7 +213,8 @@ def finetune(
             dropout=dropout,
             jit_compile=jit_compile,
         )
-    data.save_vocabulary(vocabulary, vocabulary_path)
+    if chief:
+        data.save_vocabulary(vocabulary, vocabulary_path)
     tokenizer = data.make_tokenizer(vocabulary)
 
     def make_dataset(split, shuffle):
@@ -221,12 +229,11 @@ def finetune(
             input_context=context,
         )
 
-    train = inputs.distribute(
-        strategy,
-        make_dataset(corpus.train, True),
-        repeat=True,
-        skip_steps=rounds_done * plan.steps_per_round,
-    )
+    def make_train(skip_steps):
+        return inputs.distribute(
+            strategy, make_dataset(corpus.train, True), repeat=True, skip_steps=skip_steps
+        )
+
     validation = inputs.distribute(strategy, make_dataset(corpus.validation, False))
     test = inputs.distribute(strategy, make_dataset(corpus.test, False))
     source = f"pretrained {pretrained}" if pretrained is not None else "from scratch"
@@ -242,12 +249,13 @@ def finetune(
     )
 
     history, steps, fit_seconds = runs.fit(
-        model, train, validation, plan, output_dir, profile_batches
+        model, make_train, validation, plan, output_dir, profile_batches, strategy, loop, log
     )
-    results = runs.evaluate(model, test)
-    model.save(os.path.join(output_dir, CLASSIFIER_FILE))
-    with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as file:
-        file.writelines(f"{name}\n" for name in corpus.label_names)
+    results = runs.evaluate(model, test, strategy, loop)
+    if chief:
+        model.save(os.path.join(output_dir, CLASSIFIER_FILE))
+        with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as file:
+            file.writelines(f"{name}\n" for name in corpus.label_names)
     majority = max(collections.Counter(corpus.test.labels).values()) / len(corpus.test)
     summary = {
         "test_accuracy": float(results["accuracy"]),
@@ -261,9 +269,10 @@ def finetune(
         "tokens_per_second": steps * batch_size * sequence_length / fit_seconds,
         "fit_seconds": fit_seconds,
         "seconds": time.perf_counter() - start,
-        "final_train_loss": float(history.history["loss"][-1]) if history.epoch else None,
+        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
     }
-    runs.write_summary(output_dir, summary)
+    if chief:
+        runs.write_summary(output_dir, summary)
     log(
         f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
         f"majority class {majority:.4f}) on {len(corpus.test)} held-out examples | "

@@ -10,10 +10,10 @@ import keras_hub
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
-from keras_linformer.training import callbacks
 from keras_linformer.training import checkpoints
 from keras_linformer.training import devices
 from keras_linformer.training import inputs
+from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import optimizers
 from keras_linformer.training import runs
 
@@ -84,6 +84,7 @@ def pretrain(
     profile_batches=None,
     strategy=None,
     jit_compile=False,
+    loop=False,
     seed=0,
     log=print,
 ):
@@ -132,6 +133,10 @@ def pretrain(
         profile_batches: `(first, last)` or `None`, batches to profile.
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
+        loop: bool, whether to train with `loop.Trainer` (a `tf.distribute`
+            loop, needed under `MultiWorkerMirroredStrategy`; resumes
+            mid-round and saves on SIGTERM) instead of `keras.Model.fit`.
+            Defaults to `False`, or `True` under several workers.
         jit_compile: bool, whether to compile with XLA. Defaults to `False`.
         seed: int, seeds the vocabulary sample, weights, shuffling and
             masks. Defaults to `0`.
@@ -145,6 +150,8 @@ def pretrain(
     start = time.perf_counter()
     strategy = strategy or devices.make_strategy()
     devices.check_jit_compile(strategy, jit_compile)
+    loop = loop or loop_lib.is_multi_worker(strategy)
+    chief = loop_lib.is_chief(strategy)
     architecture = {**DEFAULT_ARCHITECTURE, **(architecture or {})}
     sequence_length = architecture["max_sequence_length"]
     if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3:
@@ -159,7 +166,7 @@ def pretrain(
 
     vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
     # A resumed run must keep its vocabulary: the backup's embeddings index it.
-    if callbacks.completed_rounds(output_dir) and os.path.isfile(vocabulary_path):
+    if runs.is_unfinished(output_dir) and os.path.isfile(vocabulary_path):
         vocabulary = data.load_vocabulary(vocabulary_path)
     else:
         vocabulary = data.train_vocabulary(
@@ -167,7 +174,7 @@ def pretrain(
             vocabulary_size=vocabulary_size,
             max_characters=vocabulary_characters,
             seed=seed,
-            output_file=vocabulary_path,
+            output_file=vocabulary_path if chief else None,
         )
     tokenizer = data.make_tokenizer(vocabulary)
     sequences = inputs.count_sequences(corpus.train.texts, tokenizer, sequence_length)
@@ -183,7 +190,7 @@ def pretrain(
         f"{batch_size} on {strategy.num_replicas_in_sync} replica(s), "
         f"{plan.rounds} rounds of {plan.steps_per_round}."
     )
-    rounds_done = runs.start_run(
+    runs.start_run(
         output_dir,
         {
             "task": "masked_lm",
@@ -196,6 +203,7 @@ def pretrain(
             "seed": seed,
         },
         log=log,
+        chief=chief,
     )
 
     def make_dataset(texts, shuffle):
@@ -210,12 +218,11 @@ def pretrain(
             input_context=context,
         )
 
-    train = inputs.distribute(
-        strategy,
-        make_dataset(corpus.train.texts, True),
-        repeat=True,
-        skip_steps=rounds_done * plan.steps_per_round,
-    )
+    def make_train(skip_steps):
+        return inputs.distribute(
+            strategy, make_dataset(corpus.train.texts, True), repeat=True, skip_steps=skip_steps
+        )
+
     validation = inputs.distribute(
         strategy, make_dataset(corpus.validation.texts, False), max_steps=validation_batches
     )
@@ -235,12 +242,13 @@ def pretrain(
         f"{', XLA' if jit_compile else ''}."
     )
     history, steps, fit_seconds = runs.fit(
-        model, train, validation, plan, output_dir, profile_batches
+        model, make_train, validation, plan, output_dir, profile_batches, strategy, loop, log
     )
-    results = runs.evaluate(model, test)
-    checkpoints.save_pretrained(model.backbone, vocabulary, output_dir)
-    # The whole masked LM (backbone and tied head), for fill-mask use and export.
-    model.save(os.path.join(output_dir, MASKED_LM_FILE))
+    results = runs.evaluate(model, test, strategy, loop)
+    if chief:
+        checkpoints.save_pretrained(model.backbone, vocabulary, output_dir)
+        # The whole masked LM (backbone and tied head), for fill-mask use and export.
+        model.save(os.path.join(output_dir, MASKED_LM_FILE))
     summary = {
         "test_perplexity": float(results["perplexity"]),
         "test_loss": float(results["loss"]),
@@ -251,9 +259,10 @@ def pretrain(
         "tokens_per_second": steps * batch_size * sequence_length / fit_seconds,
         "fit_seconds": fit_seconds,
         "seconds": time.perf_counter() - start,
-        "final_train_loss": float(history.history["loss"][-1]) if history.epoch else None,
+        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
     }
-    runs.write_summary(output_dir, summary)
+    if chief:
+        runs.write_summary(output_dir, summary)
     log(
         f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "
         f"(loss {summary['test_loss']:.4f}, masked-token accuracy "

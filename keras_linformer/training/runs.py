@@ -14,29 +14,32 @@ import warnings
 import keras
 
 from keras_linformer.training import callbacks as callbacks_lib
+from keras_linformer.training import loop as loop_lib
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 
 
-def start_run(output_dir, run_config, log=print):
-    """Records the run's configuration; returns the rounds a backup already holds.
+def start_run(output_dir, run_config, log=print, chief=True):
+    """Records the run's configuration; returns whether it resumes an unfinished run.
 
     Args:
         output_dir: str, the run's output directory (created if missing).
         run_config: dict of JSON values that a resumed run must share with
             the run it resumes (model config, step plan, batch size, ...).
         log: callable for progress messages.
+        chief: bool, whether this process writes (only the chief of several
+            workers does).
 
     Raises:
-        ValueError: `output_dir` holds the backup of a run whose `run.json`
-            differs from `run_config`.
+        ValueError: `output_dir` holds the backup or checkpoints of a run
+            whose `run.json` differs from `run_config`.
     """
     os.makedirs(output_dir, exist_ok=True)
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
     path = os.path.join(output_dir, RUN_FILE)
-    rounds_done = callbacks_lib.completed_rounds(output_dir)
-    if rounds_done and os.path.isfile(path):
+    resuming = is_unfinished(output_dir)
+    if resuming and os.path.isfile(path):
         with open(path, encoding="utf-8") as file:
             previous = json.load(file)
         differences = [
@@ -49,15 +52,26 @@ def start_run(output_dir, run_config, log=print):
                 f"output_dir: {output_dir!r} holds the backup of an unfinished "
                 "run with another configuration ("
                 + "; ".join(differences)
-                + "). Resume it with the same options, or remove "
-                f"{os.path.join(output_dir, callbacks_lib.BACKUP_DIR)!r} to "
-                "start over."
+                + "). Resume it with the same options, or use another "
+                "output directory (or remove its "
+                f"{callbacks_lib.BACKUP_DIR}/ and {loop_lib.CHECKPOINT_DIR}/) "
+                "to start over."
             )
+    rounds_done = callbacks_lib.completed_rounds(output_dir)
     if rounds_done:
         log(f"Resuming from the backup in {output_dir}: {rounds_done} rounds done.")
-    with open(path, "w", encoding="utf-8") as file:
-        json.dump(run_config, file, indent=2)
-    return rounds_done
+    if chief:
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(run_config, file, indent=2)
+    return resuming
+
+
+def is_unfinished(output_dir):
+    """Whether `output_dir` holds the resumable state of an unfinished run (either trainer's)."""
+    return bool(
+        callbacks_lib.completed_rounds(output_dir)
+        or loop_lib.has_checkpoint(output_dir)
+    )
 
 
 @contextlib.contextmanager
@@ -72,23 +86,47 @@ def finite_datasets_expected():
         yield
 
 
-def fit(model, train, validation, plan, output_dir, profile_batches=None):
-    """Runs `keras.Model.fit` over `plan` with the run's callbacks.
+def fit(
+    model,
+    make_train,
+    validation,
+    plan,
+    output_dir,
+    profile_batches=None,
+    strategy=None,
+    loop=False,
+    log=print,
+):
+    """Trains `model` over `plan` with `keras.Model.fit` or with `loop.Trainer`.
 
     keras-hub tasks wrap `fit` to re-batch and preprocess their input, and
     that wrapper rejects a `tf.distribute` dataset; these models take
     ready-made batches (no preprocessor), so Keras's own `fit` is called.
+    With `loop=True` (required under `MultiWorkerMirroredStrategy`, which
+    Keras 3's `fit` cannot run) the same model's `train_step` runs in
+    `loop.Trainer`, with its own checkpoints (see `loop`).
+
+    Args:
+        make_train: callable `skip_steps -> DistributedDataset`, the training
+            data repeated forever, from global step `skip_steps` on.
 
     Returns:
-        `(history, steps, seconds)`: the Keras history, the optimizer steps
-        this call ran (fewer than `plan.total_steps` on a resumed run), and
-        the wall time of the call.
+        `(history, steps, seconds)`: the metrics of each round (as
+        `History.history`), the optimizer steps this call ran (fewer than
+        `plan.total_steps` on a resumed run), and the wall time of the call.
     """
     start = time.perf_counter()
+    if loop:
+        trainer = loop_lib.Trainer(model, strategy, output_dir, log=log)
+        history, steps, _ = trainer.fit(
+            make_train, plan, validation=validation, profile_batches=profile_batches
+        )
+        return history, steps, time.perf_counter() - start
+    rounds_done = callbacks_lib.completed_rounds(output_dir)
     with finite_datasets_expected():
         history = keras.Model.fit(
             model,
-            train,
+            make_train(rounds_done * plan.steps_per_round),
             epochs=plan.rounds,
             steps_per_epoch=plan.steps_per_round,
             validation_data=validation,
@@ -96,11 +134,18 @@ def fit(model, train, validation, plan, output_dir, profile_batches=None):
             verbose=callbacks_lib.progress_verbosity(),
             shuffle=False,  # The input pipelines shuffle.
         )
-    return history, len(history.epoch) * plan.steps_per_round, time.perf_counter() - start
+    steps = len(history.epoch) * plan.steps_per_round
+    return history.history, steps, time.perf_counter() - start
 
 
-def evaluate(model, dataset):
-    """`keras.Model.evaluate` (see `fit` for why not the task's) as a dict."""
+def evaluate(model, dataset, strategy=None, loop=False):
+    """The model's metrics on a finite distributed dataset, as a dict.
+
+    `keras.Model.evaluate` (see `fit` for why not the task's), or with
+    `loop=True` the model's `test_step` under `strategy.run`.
+    """
+    if loop:
+        return loop_lib.evaluate(model, strategy, dataset)
     with finite_datasets_expected():
         return keras.Model.evaluate(model, dataset, return_dict=True, verbose=0)
 

@@ -32,7 +32,8 @@ def run_program(module, *arguments, timeout=300):
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")},
     )
 
 

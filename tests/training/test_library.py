@@ -94,3 +94,30 @@ def test_help_explains_every_flag(name, capsys):
         assert action.help and len(action.help) > 10, action.option_strings
     if name != "main":
         assert "refused with --cpu-replicas > 1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "TF_CONFIG is not valid JSON"),
+        ('{"task": {"type": "worker", "index": 0}}', 'must be a JSON object with "cluster"'),
+        ('{"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}}', 'must have "worker"'),
+        ('{"cluster": {"worker": ["localhost"]}, "task": {"type": "worker", "index": 0}}', "'localhost'; each must be \"host:port\""),
+        ('{"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker", "index": 0}}', "the same address twice: ['a:1']"),
+        ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}}', "must name this process's job"),
+    ],
+)
+def test_bad_tf_config_is_named(text, message):
+    from keras_linformer.training import devices
+
+    with pytest.raises(ValueError) as info:
+        devices.read_tf_config({"TF_CONFIG": text})
+    assert message in str(info.value)
+
+
+def test_good_tf_config_is_read():
+    from keras_linformer.training import devices
+
+    text = '{"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker", "index": 1}}'
+    assert devices.read_tf_config({"TF_CONFIG": text})["task"]["index"] == 1
+    assert devices.read_tf_config({}) is None

@@ -9,19 +9,23 @@ def test_main_job_pretrains_finetunes_and_reports_test_accuracy(tmp_path):
     result = run_program(
         "training.main", "--pretrain-documents", 30, "--pretrain-max-steps", 2,
         "--finetune-epochs", 1, "--max-train-examples", 64, "--max-eval-examples", 16,
-        "--vocabulary-size", 200, "--output-dir", tmp_path, timeout=600,
+        "--vocabulary-size", 200, "--output-dir", tmp_path, "--export-dir", tmp_path / "exports",
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "[1/2] python -m training.pretrain " in result.stdout
     assert "[2/2] python -m training.finetune " in result.stdout
     match = re.search(
         r"Main job: test accuracy ([0-9.]+) on 16 held-out reviews .* pretrained \(test "
-        r"perplexity [0-9.]+\)", result.stdout,
+        r"perplexity [0-9.]+\) \| export \S+/linformer_sentiment/1", result.stdout,
     )
     assert match, result.stdout
     assert 0.0 <= float(match.group(1)) <= 1.0
     for path in ("pretrain/vocab.txt", "pretrain/model.weights.h5", "finetune/classifier.keras"):
         assert (tmp_path / path).is_file(), path
+    # The main job ends with a verified TF Serving export of the classifier.
+    assert (tmp_path / "exports" / "linformer_sentiment" / "1" / "saved_model.pb").is_file()
+    assert "PASSED: all" in result.stdout
     assert (tmp_path / "finetune" / "vocab.txt").read_text() == (tmp_path / "pretrain" / "vocab.txt").read_text()
 
 

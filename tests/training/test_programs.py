@@ -152,3 +152,24 @@ def test_finetuning_writes_checkpoints_and_the_classifier(finetuning):
     ]
     assert (output_dir / "classifier.keras").is_file()
     assert (output_dir / "labels.txt").read_text().split() == ["negative", "positive"]
+
+
+def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_path):
+    # One CPU device: bfloat16 compute with float32 variables, XLA-compiled steps.
+    result = run_program(
+        "training.finetune", "--table", reviews_file, *TINY_MODEL, "--sequence-length", 16,
+        "--vocabulary-size", 100, "--mixed-precision", "--jit-compile", "--batch-size", 8,
+        "--max-steps", 6, "--checkpoint-every", 3, "--output-dir", tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dtype policy mixed_bfloat16, XLA" in result.stdout
+    assert "classifier from scratch" in result.stdout
+    summary = read_summary(tmp_path)
+    assert summary["steps"] == 6 and 0 <= summary["test_accuracy"] <= 1
+    import keras
+
+    import keras_linformer  # noqa: F401  Registers the classes the file names.
+
+    model = keras.saving.load_model(tmp_path / "classifier.keras")
+    assert model.backbone.compute_dtype == "bfloat16"
+    assert all(v.dtype == "float32" for v in model.trainable_variables)

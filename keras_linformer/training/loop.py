@@ -1,0 +1,374 @@
+"""A training loop on `tf.distribute` that serves every strategy, multi-worker included.
+
+Keras 3's `Model.fit` cannot run under `tf.distribute.MultiWorkerMirroredStrategy`
+(keras-team/keras#20585). `Trainer` drives the same compiled model with the
+same training logic (the model's own `train_step` and `test_step`: its
+loss, metrics, optimizer and learning-rate schedule) through `strategy.run`
+over a distributed dataset, and works under the default strategy,
+`MirroredStrategy` and `MultiWorkerMirroredStrategy` alike.
+
+Fault tolerance:
+
+- **Checkpoints** (`tf.train.CheckpointManager`, every round and on
+  preemption) hold the model's variables (dropout seed states included),
+  the optimizer's (its step count, hence the learning-rate schedule's
+  position, and moments) and the global step. TensorFlow writes a
+  checkpoint under a temporary name and renames it when complete, and the
+  `checkpoint` index file is replaced atomically after that, so a kill
+  during a write leaves the previous checkpoint in force. A checkpoint that
+  does not restore (truncated, corrupted) is reported and the one before
+  it is used.
+- **Data position**: the input pipelines are deterministic for a seed, so a
+  resumed run skips the global batches the restored step consumed and sees
+  the data it would have seen.
+- **Preemption**: SIGTERM makes every worker save a checkpoint at the same
+  step (the workers agree through an all-reduce) and stop; the run
+  resumes there. SIGKILL costs at most the steps since the last
+  checkpoint.
+- **NaN loss**: the run stops with `FloatingPointError` before saving
+  anything non-finite; the last good checkpoint stays.
+
+Only the chief (worker 0) writes TensorBoard events, logs and the real
+checkpoints; other workers take part in every save (a multi-worker save is
+collective) but write to a scratch directory of their own.
+"""
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+import keras
+import tensorflow as tf
+
+from keras_linformer.training import callbacks as callbacks_lib
+
+CHECKPOINT_DIR = "loop_checkpoints"
+LOG_DIR = "logs"
+
+
+def is_chief(strategy):
+    """Whether this process is the chief: always, except for workers 1.. of a multi-worker strategy."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    return task_type == "chief" or (
+        task_type == "worker"
+        and task_id == 0
+        and "chief" not in resolver.cluster_spec().as_dict()
+    )
+
+
+def is_multi_worker(strategy):
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+        strategy.extended._num_workers > 1  # noqa: SLF001 (no public count)
+    )
+
+
+def has_checkpoint(output_dir):
+    """Whether `output_dir` holds a `Trainer` checkpoint."""
+    return tf.train.get_checkpoint_state(os.path.join(output_dir, CHECKPOINT_DIR)) is not None
+
+
+def _reduce(strategy, logs):
+    return {name: strategy.reduce("MEAN", value, axis=None) for name, value in logs.items()}
+
+
+def _test_function(model, strategy):
+    @tf.function
+    def test(iterator):
+        return _reduce(strategy, strategy.run(model.test_step, args=(next(iterator),)))
+
+    return test
+
+
+def _run_test_function(model, function, dataset):
+    for metric in model.metrics:
+        metric.reset_state()
+    logs = {}
+    iterator = iter(dataset)
+    while True:
+        try:
+            logs = function(iterator)
+        except (StopIteration, tf.errors.OutOfRangeError):
+            break
+    return {name: float(value) for name, value in logs.items()}
+
+
+def evaluate(model, strategy, dataset):
+    """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
+
+    Works under every strategy, `MultiWorkerMirroredStrategy` included.
+    """
+    return _run_test_function(model, _test_function(model, strategy), dataset)
+
+
+class Preempted(Exception):
+    """Raised by `Trainer.fit` after saving a checkpoint on SIGTERM."""
+
+
+class Trainer:
+    """Trains a compiled Keras model with `strategy.run`, checkpointing every round.
+
+    Build and compile the model inside `strategy.scope()` first. A `Trainer`
+    over an `output_dir` that holds checkpoints of an earlier, interrupted
+    run restores the latest usable one and continues from its step.
+
+    Args:
+        model: a compiled `keras.Model` built under `strategy`.
+        strategy: the `tf.distribute.Strategy` the model was built under.
+        output_dir: str, where checkpoints (`loop_checkpoints/`) and
+            TensorBoard events (`logs/train`, `logs/validation`) go.
+        max_to_keep: int, checkpoints kept (at least 2, so that a corrupted
+            latest one has a predecessor). Defaults to `2`.
+        log: callable for progress messages (called on the chief only).
+            Defaults to `print`.
+    """
+
+    def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print):
+        if model.optimizer is None:
+            raise ValueError("`model` must be compiled (with an optimizer) before training.")
+        if max_to_keep < 2:
+            raise ValueError(
+                f"`max_to_keep` must be at least 2, so that a corrupted latest "
+                f"checkpoint has a predecessor. Received: max_to_keep={max_to_keep!r}"
+            )
+        self.model = model
+        self.strategy = strategy
+        self.output_dir = os.fspath(output_dir)
+        self.chief = is_chief(strategy)
+        self.multi_worker = is_multi_worker(strategy)
+        self.log = log if self.chief else (lambda message: None)
+        with strategy.scope():
+            if not model.optimizer.built:
+                model.optimizer.build(model.trainable_variables)
+            self.step = tf.Variable(0, dtype="int64", trainable=False, name="global_step")
+        self.checkpoint = tf.train.Checkpoint(
+            model_variables=list(model.variables),
+            optimizer_variables=list(model.optimizer.variables),
+            step=self.step,
+        )
+        if self.chief:
+            directory = os.path.join(self.output_dir, CHECKPOINT_DIR)
+        else:
+            directory = tempfile.mkdtemp(prefix="keras_linformer_worker_checkpoints_")
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, directory, max_to_keep=max_to_keep
+        )
+        self._terminate_requested = False
+        self._train_function = None
+        self._test_function = None
+        self._agree_function = None
+
+    # Checkpoints.
+
+    def restore(self):
+        """Restores the latest checkpoint that loads; returns its step (0 when none).
+
+        A checkpoint that fails to load is reported and skipped in favour of
+        the one before it. Under several workers, each restores from the
+        chief's directory.
+        """
+        directory = os.path.join(self.output_dir, CHECKPOINT_DIR)
+        state = tf.train.get_checkpoint_state(directory)
+        if state is None:
+            return 0
+        candidates = list(reversed(state.all_model_checkpoint_paths))
+        for path in candidates:
+            if not os.path.isabs(path):
+                path = os.path.join(directory, path)
+            try:
+                self.checkpoint.read(path).assert_existing_objects_matched()
+            except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as error:
+                # A truncated file raises IndexError ("Read less bytes than
+                # requested"), a corrupted one DataLossError (an OpError).
+                first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                self.log(
+                    f"Checkpoint {path} does not load ({type(error).__name__}: "
+                    f"{first_line[:200]}); trying the one before it."
+                )
+                continue
+            step = int(self.step.numpy())
+            self.log(f"Resuming from checkpoint {path} at step {step}.")
+            return step
+        raise ValueError(
+            f"output_dir: none of the checkpoints in {directory!r} loads "
+            f"({', '.join(os.path.basename(p) for p in candidates)}). Remove the "
+            "directory to start over."
+        )
+
+    def save(self):
+        """Writes a checkpoint at the current step (collective: every worker calls it)."""
+        path = self.manager.save(checkpoint_number=int(self.step.numpy()))
+        if not self.chief:
+            # The non-chief copy only existed so that the save could run.
+            shutil.rmtree(self.manager.directory, ignore_errors=True)
+        return path
+
+    # Signals.
+
+    @contextlib.contextmanager
+    def _sigterm_saves(self):
+        def request_stop(signum, frame):
+            self._terminate_requested = True
+
+        try:
+            previous = signal.signal(signal.SIGTERM, request_stop)
+        except ValueError:  # Not the main thread: leave signals alone.
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def _stop_requested(self):
+        """Whether any worker received SIGTERM (agreed by all, so they stop together)."""
+        if not self.multi_worker:
+            return self._terminate_requested
+        if self._agree_function is None:
+
+            @tf.function
+            def agree(flag):
+                per_replica = self.strategy.run(lambda: tf.identity(flag))
+                return self.strategy.reduce("SUM", per_replica, axis=None)
+
+            self._agree_function = agree
+        return int(self._agree_function(tf.constant(int(self._terminate_requested)))) > 0
+
+    # Steps.
+
+    def _make_functions(self):
+        strategy, model = self.strategy, self.model
+
+        # As in Keras's own fit, XLA (`model.jit_compile`) compiles the
+        # per-replica step; the loop around it stays a plain graph.
+        train_step = model.train_step
+        if model.jit_compile:
+            train_step = tf.function(train_step, jit_compile=True, reduce_retracing=True)
+
+        @tf.function
+        def train(iterator):
+            logs = _reduce(strategy, strategy.run(train_step, args=(next(iterator),)))
+            self.step.assign_add(1)
+            return logs
+
+        self._train_function = train
+        self._test_function = _test_function(model, strategy)
+
+    def _evaluate(self, dataset):
+        return _run_test_function(self.model, self._test_function, dataset)
+
+    def fit(self, make_train_dataset, plan, validation=None, profile_batches=None):
+        """Trains for `plan` (a `StepPlan`); returns `(history, steps run, seconds)`.
+
+        Args:
+            make_train_dataset: callable `skip_steps -> DistributedDataset`
+                yielding global batches forever from the given step on
+                (e.g. `inputs.distribute(..., repeat=True, skip_steps=...)`).
+            plan: `inputs.StepPlan`, the rounds and steps per round.
+            validation: a finite `DistributedDataset` evaluated after every
+                round, or `None`.
+            profile_batches: `(first, last)` or `None`: steps of this call
+                (counted from 1) to trace with the TensorFlow profiler into
+                `logs/train/plugins/profile/` (chief only).
+
+        Returns:
+            `(history, steps, seconds)`: `history` maps each metric name
+            (and `val_` ones) to its per-round values, as `History.history`
+            does; `steps` are the steps this call ran.
+
+        Raises:
+            Preempted: SIGTERM arrived; a checkpoint was saved first.
+            FloatingPointError: the loss became NaN or infinite; nothing was
+                saved after the last good checkpoint.
+        """
+        start_step = self.restore()
+        self._make_functions()
+        history = {}
+        writers = {}
+        log_dir = os.path.join(self.output_dir, LOG_DIR)
+        if self.chief:
+            writers = {
+                "train": tf.summary.create_file_writer(os.path.join(log_dir, "train")),
+                "validation": tf.summary.create_file_writer(os.path.join(log_dir, "validation")),
+            }
+        start = time.perf_counter()
+        step = start_step
+        if step >= plan.total_steps:
+            self.log(f"Nothing to do: the checkpoint is at step {step} of {plan.total_steps}.")
+            return history, 0, 0.0
+        iterator = iter(make_train_dataset(step))
+        with self._sigterm_saves():
+            while step < plan.total_steps:
+                round_index = step // plan.steps_per_round
+                round_end = (round_index + 1) * plan.steps_per_round
+                for metric in self.model.metrics:
+                    metric.reset_state()
+                round_first = step
+                progress = keras.utils.Progbar(
+                    round_end - step,
+                    verbose=callbacks_lib.progress_verbosity() if self.chief else 0,
+                    unit_name="step",
+                )
+                self.log(f"Round {round_index + 1}/{plan.rounds} (steps {step + 1}-{round_end})")
+                round_start = time.perf_counter()
+                logs = {}
+                while step < round_end:
+                    local_step = step - start_step + 1
+                    if self.chief and profile_batches and local_step == profile_batches[0]:
+                        tf.profiler.experimental.start(os.path.join(log_dir, "train"))
+                    logs = {k: float(v) for k, v in self._train_function(iterator).items()}
+                    if self.chief and profile_batches and local_step == profile_batches[1]:
+                        tf.profiler.experimental.stop()
+                    if not math.isfinite(logs.get("loss", 0.0)):
+                        raise FloatingPointError(
+                            f"The training loss became {logs['loss']} at step {step + 1}; "
+                            "stopped without saving. The last good checkpoint is in "
+                            f"{self.manager.directory!r} (lower the learning rate, or "
+                            "resume from it)."
+                        )
+                    step += 1
+                    progress.update(step - round_first, list(logs.items()))
+                    if self._stop_requested():
+                        path = self.save()
+                        self.log(f"SIGTERM: saved {path} at step {step}; stopping.")
+                        raise Preempted(f"Preempted at step {step}; checkpoint {path}.")
+                round_logs = dict(logs)
+                if validation is not None:
+                    round_logs.update(
+                        {f"val_{k}": v for k, v in self._evaluate(validation).items()}
+                    )
+                learning_rate = float(
+                    keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
+                )
+                round_logs["learning_rate"] = learning_rate
+                for name, value in round_logs.items():
+                    history.setdefault(name, []).append(value)
+                self._write_scalars(writers, round_index + 1, round_logs)
+                path = self.save()
+                self.log(
+                    f"Round {round_index + 1}/{plan.rounds}: "
+                    + " - ".join(f"{k}: {v:.4g}" for k, v in round_logs.items())
+                    + f" ({time.perf_counter() - round_start:.0f} s; saved {path})"
+                )
+        for writer in writers.values():
+            writer.close()
+        return history, step - start_step, time.perf_counter() - start
+
+    @staticmethod
+    def _write_scalars(writers, round_number, logs):
+        if not writers:
+            return
+        for name, value in logs.items():
+            split = "validation" if name.startswith("val_") else "train"
+            tag = "epoch_" + (name[len("val_"):] if split == "validation" else name)
+            with writers[split].as_default(step=round_number):
+                tf.summary.scalar(tag, value)
+        for writer in writers.values():
+            writer.flush()
+

@@ -1,0 +1,152 @@
+"""The tf.distribute loop trainer survives SIGKILL and SIGTERM.
+
+One pretraining run is interrupted three times (SIGKILL after a round's
+checkpoint, SIGTERM mid-round, SIGKILL while it resumes) and restarted
+with the same command each time; it resumes from the right checkpoint each
+time and takes every step exactly once.
+
+Not checked: that its final weights equal an uninterrupted run's. They do
+when the machine is idle, but keras-hub's MaskedLMMaskGenerator draws
+masks from stateful random ops, and under load the masks of a batch at an
+epoch end differ between otherwise identical runs, so the comparison would
+be flaky.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.training.harness import REPOSITORY, TINY_MODEL, read_summary, run_program
+
+ARGUMENTS = [
+    *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
+    "--epochs", 100, "--max-steps", 60, "--checkpoint-every", 10, "--learning-rate", 1e-2,
+    "--validation-batches", 1, "--max-eval-examples", 8, "--trainer", "loop", "--deterministic",
+]
+
+
+def pretrain_arguments(reviews_file, output_dir):
+    return ["--table", reviews_file, *ARGUMENTS, "--output-dir", output_dir]
+
+
+class Run:
+    """A pretraining process whose output goes to a file that can be read while it runs."""
+
+    def __init__(self, arguments, log_path):
+        self.log_path = log_path
+        with open(log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "training.pretrain", *map(str, arguments)],
+                cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT, text=True,
+                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            )
+
+    def output(self):
+        with open(self.log_path) as log:
+            return log.read()
+
+    def wait_for(self, condition, what, timeout=180):
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert self.process.poll() is None, f"exited before {what}: {self.output()[-3000:]}"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.01)
+
+    def stop(self, signal_number):
+        self.process.send_signal(signal_number)
+        self.process.wait(timeout=120)
+        return self.output()
+
+
+def checkpoint_steps(output_dir):
+    """The steps of the checkpoints the `checkpoint` index lists (written last, atomically)."""
+    index = output_dir / "loop_checkpoints" / "checkpoint"
+    if not index.is_file():
+        return []
+    return sorted({int(step) for step in re.findall(r'"ckpt-(\d+)"', index.read_text())})
+
+
+@pytest.fixture(scope="module")
+def runs(reviews_file, tmp_path_factory):
+    """(uninterrupted output dir, interrupted output dir, outputs of the interrupted run's 4 parts)."""
+    uninterrupted = tmp_path_factory.mktemp("uninterrupted")
+    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, uninterrupted))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+
+    interrupted = tmp_path_factory.mktemp("interrupted")
+    arguments = pretrain_arguments(reviews_file, interrupted)
+    outputs = []
+
+    # 1. SIGKILL once the second round's checkpoint is written.
+    run = Run(arguments, interrupted / "part-1.log")
+    run.wait_for(lambda: 20 in checkpoint_steps(interrupted), "checkpoint 20")
+    outputs.append(run.stop(signal.SIGKILL))
+
+    # 2. SIGTERM after the fourth round's checkpoint: a mid-round save, exit 143.
+    run = Run(arguments, interrupted / "part-2.log")
+    run.wait_for(lambda: 40 in checkpoint_steps(interrupted), "checkpoint 40")
+    outputs.append(run.stop(signal.SIGTERM))
+    assert run.process.returncode == 143, outputs[-1][-3000:]
+
+    # 3. SIGKILL as soon as it has restored the checkpoint, before it saves again.
+    run = Run(arguments, interrupted / "part-3.log")
+    run.wait_for(lambda: "Resuming from checkpoint" in run.output(), "the restore")
+    outputs.append(run.stop(signal.SIGKILL))
+
+    # 4. The same command finishes the run.
+    result = run_program("training.pretrain", *arguments)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    outputs.append(result.stdout)
+    return uninterrupted, interrupted, outputs
+
+
+def test_sigkill_costs_at_most_the_round_since_the_last_checkpoint(runs):
+    _, _, outputs = runs
+    assert re.search(r"Resuming from checkpoint \S+ckpt-20 at step 20", outputs[1]), outputs[1][-3000:]
+
+
+def test_sigterm_saves_a_mid_round_checkpoint_and_resumes_there(runs):
+    _, _, outputs = runs
+    saved = re.search(r"SIGTERM: saved \S+ckpt-(\d+) at step (\d+); stopping.", outputs[1])
+    assert saved, outputs[1][-3000:]
+    step = int(saved.group(1))
+    assert step == int(saved.group(2)) and 40 < step < 50
+    assert "Run the same command again to resume" in outputs[1]
+    # Killed while resuming, the run restarts from the SIGTERM checkpoint again.
+    for resumed in outputs[2:4]:
+        assert re.search(rf"Resuming from checkpoint \S+ckpt-{step} at step {step}", resumed)
+
+
+def test_resumed_run_takes_every_step_exactly_once(runs):
+    # Optimizer and global step both end at 60 after three interruptions:
+    # no step was lost or repeated, so the learning-rate schedule ended
+    # where the uninterrupted run's did.
+    import tensorflow as tf
+
+    uninterrupted, interrupted, _ = runs
+    assert read_summary(interrupted)["total_steps"] == read_summary(uninterrupted)["total_steps"] == 60
+    for output_dir in (uninterrupted, interrupted):
+        reader = tf.train.load_checkpoint(str(output_dir / "loop_checkpoints"))
+        assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 60
+        assert reader.get_tensor("optimizer_variables/0/.ATTRIBUTES/VARIABLE_VALUE") == 60
+
+
+def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, reviews_file, tmp_path):
+    import shutil
+
+    _, interrupted, _ = runs
+    output_dir = tmp_path / "copy"
+    shutil.copytree(interrupted, output_dir)
+    latest = max(checkpoint_steps(output_dir))
+    data_file = next((output_dir / "loop_checkpoints").glob(f"ckpt-{latest}.data-*"))
+    data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])
+    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"ckpt-{latest} does not load" in result.stdout
+    previous = sorted(checkpoint_steps(interrupted))[-2]
+    assert f"ckpt-{previous} at step {previous}" in result.stdout
