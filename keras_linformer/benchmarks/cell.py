@@ -1,7 +1,8 @@
 """One benchmark cell, measured inside a fresh process.
 
 `python -m keras_linformer.benchmarks.cell SPEC_JSON` builds one model (or one
-large matmul), runs it XLA-compiled, and prints a line `CELL_RESULT {json}`.
+large matmul), runs it XLA-compiled (a forward pass, or a masked-LM train
+step when `spec["task"] == "train"`), and prints a line `CELL_RESULT {json}`.
 `runner.py` starts it and enforces the time budget and memory limit.
 
 Memory is the peak resident set size during the timed forward passes minus
@@ -93,9 +94,10 @@ def _time_calls(function, inputs, warmup, repeats):
 
     def run():
         outputs = function(inputs)
-        # Reading a result forces the computation to have finished.
+        # Reading a result forces the computation to have finished; one row
+        # of a large output is enough.
         for value in (outputs.values() if isinstance(outputs, dict) else [outputs]):
-            np.asarray(value[0])
+            np.asarray(value[0] if np.ndim(value) else value)
 
     import tensorflow as tf
 
@@ -147,6 +149,36 @@ def _initialise_xla():
     np.asarray(tiny(tf.ones((64, 64))))
 
 
+def _backbone_config(spec, dropout=0.0):
+    return dict(
+        vocabulary_size=spec["vocabulary_size"],
+        num_layers=spec["num_layers"],
+        num_heads=spec["num_heads"],
+        hidden_dim=spec["hidden_dim"],
+        intermediate_dim=spec["intermediate_dim"],
+        projected_dim=spec.get("projected_dim"),
+        max_sequence_length=spec["sequence_length"],
+        projection="linear",
+        sharing="layerwise",
+        attention=spec["model"],
+        dropout=dropout,
+        dtype=spec["dtype"],
+    )
+
+
+def _random_inputs(spec, rng):
+    import tensorflow as tf
+
+    n, batch = spec["sequence_length"], spec["batch_size"]
+    return {
+        "token_ids": tf.constant(
+            rng.integers(1, spec["vocabulary_size"], (batch, n)), tf.int32
+        ),
+        "segment_ids": tf.zeros((batch, n), tf.int32),
+        "padding_mask": tf.ones((batch, n), tf.int32),
+    }
+
+
 def _backbone_forward(spec):
     import keras
     import numpy as np
@@ -155,33 +187,54 @@ def _backbone_forward(spec):
     from keras_linformer.models import LinformerBackbone
 
     keras.utils.set_random_seed(0)
-    n, batch = spec["sequence_length"], spec["batch_size"]
-    backbone = LinformerBackbone(
-        vocabulary_size=spec["vocabulary_size"],
-        num_layers=spec["num_layers"],
-        num_heads=spec["num_heads"],
-        hidden_dim=spec["hidden_dim"],
-        intermediate_dim=spec["intermediate_dim"],
-        projected_dim=spec.get("projected_dim"),
-        max_sequence_length=n,
-        projection="linear",
-        sharing="layerwise",
-        attention=spec["model"],
-        dropout=0.0,
-        dtype=spec["dtype"],
-    )
-    rng = np.random.default_rng(0)
-    inputs = {
-        "token_ids": tf.constant(
-            rng.integers(1, spec["vocabulary_size"], (batch, n)), tf.int32
-        ),
-        "segment_ids": tf.zeros((batch, n), tf.int32),
-        "padding_mask": tf.ones((batch, n), tf.int32),
-    }
+    backbone = LinformerBackbone(**_backbone_config(spec))
+    inputs = _random_inputs(spec, np.random.default_rng(0))
     forward = tf.function(
         lambda x: backbone(x, training=False), jit_compile=True, reduce_retracing=True
     )
     return forward, inputs
+
+
+def _masked_lm_train_step(spec):
+    """The XLA-compiled train step of pretraining, on one fixed random batch.
+
+    The model, loss, metrics and optimizer are pretraining's own
+    (`build_masked_lm`, `make_optimizer`: AdamW, warmup and cosine decay),
+    with dropout as in the spec; `spec["masked_positions"]` distinct random
+    positions per sequence are replaced by the mask token and predicted.
+    """
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_linformer import data
+    from keras_linformer.training.optimizers import make_optimizer
+    from keras_linformer.training.pretraining import build_masked_lm
+
+    keras.utils.set_random_seed(0)
+    model = build_masked_lm(
+        _backbone_config(spec, dropout=spec["dropout"]),
+        make_optimizer(learning_rate=1e-4, total_steps=10_000),
+        jit_compile=True,
+    )
+    rng = np.random.default_rng(0)
+    inputs = _random_inputs(spec, rng)
+    batch, n, masked = spec["batch_size"], spec["sequence_length"], spec["masked_positions"]
+    token_ids = inputs["token_ids"].numpy()
+    positions = np.sort(np.argsort(rng.random((batch, n)), axis=1)[:, :masked], axis=1)
+    labels = np.take_along_axis(token_ids, positions, axis=1)
+    np.put_along_axis(
+        token_ids, positions, data.SPECIAL_TOKENS.index("[MASK]"), axis=1
+    )
+    inputs["token_ids"] = tf.constant(token_ids, tf.int32)
+    inputs["mask_positions"] = tf.constant(positions, tf.int32)
+    batch_data = (inputs, tf.constant(labels, tf.int32), tf.ones((batch, masked)))
+
+    def step(xy_weights):
+        x, y, weights = xy_weights
+        return model.train_on_batch(x, y, sample_weight=weights, return_dict=True)
+
+    return step, batch_data
 
 
 def _matmul_forward(spec):
@@ -197,13 +250,19 @@ def _matmul_forward(spec):
 def run_cell(spec):
     """Measures one cell described by `spec` (a dict); returns a result dict.
 
-    `spec["model"]` is `"linformer"`, `"transformer"` or `"matmul"`. Running
-    out of memory inside TensorFlow is reported as status `"OOM"`, any other
-    failure as `"error"`; a process killed from outside reports nothing.
+    `spec["model"]` is `"linformer"`, `"transformer"` or `"matmul"`;
+    `spec["task"]` is `"forward"` (the default) or `"train"`. Running out of
+    memory inside TensorFlow is reported as status `"OOM"`, any other failure
+    as `"error"`; a process killed from outside reports nothing.
     """
     import tensorflow as tf
 
-    builder = _matmul_forward if spec["model"] == "matmul" else _backbone_forward
+    if spec["model"] == "matmul":
+        builder = _matmul_forward
+    elif spec.get("task", "forward") == "train":
+        builder = _masked_lm_train_step
+    else:
+        builder = _backbone_forward
     try:
         forward, inputs = builder(spec)
         result = _time_calls(forward, inputs, spec["warmup"], spec["repeats"])

@@ -1,7 +1,9 @@
-"""Tables and plots of inference benchmark results, next to the paper's Table 3.
+"""Tables and plots of benchmark results, next to the paper's Table 3.
 
-Every function here takes the rows that `inference.py` writes to its CSV
-(dicts of strings or numbers), so a report can be rebuilt from a CSV alone.
+Every function here takes the rows that `grid.py` writes to a CSV (dicts of
+strings or numbers), so a report can be rebuilt from a CSV alone. Rows of
+the inference benchmark have `task == "forward"` (or no `task`: CSVs from
+before the training benchmark), those of the training benchmark `"train"`.
 """
 
 import csv
@@ -34,6 +36,10 @@ FIELDS = (
     "fraction_of_peak",
     "cell_wall_s",
     "load_average",
+    "task",
+    "masked_positions",
+    "dropout",
+    "vocabulary_size",
 )
 
 # Wang et al. (2020), Table 3: Transformer / Linformer (layerwise sharing) on
@@ -247,20 +253,22 @@ def _number(value, digits=3):
 
 def absolute_table(rows):
     lines = [
-        "| model | n | k | status | median s | min s | CPU s | tokens/s | peak RSS MB "
+        "| model | n | k | batch | status | median s | min s | CPU s | tokens/s | peak RSS MB "
         "| peak alloc. MB | GFLOP | GFLOP/s | of fp32 peak | load | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if row["model"] == "matmul":
             continue
         fraction = row.get("fraction_of_peak")
         lines.append(
-            "| {model} | {n} | {k} | {status} | {median} | {fastest} | {cpu} | {tokens} "
-            "| {rss} | {alloc} | {gflop} | {rate} | {fraction} | {load} | {note} |".format(
+            "| {model} | {n} | {k} | {batch} | {status} | {median} | {fastest} | {cpu} "
+            "| {tokens} | {rss} | {alloc} | {gflop} | {rate} | {fraction} | {load} "
+            "| {note} |".format(
                 model=row["model"],
                 n=row["sequence_length"],
                 k=row["projected_dim"] if row["projected_dim"] is not None else "",
+                batch=row["batch_size"],
                 status=row["status"],
                 median=_number(row.get("median_s")),
                 fastest=_number(row.get("min_s")),
@@ -278,31 +286,120 @@ def absolute_table(rows):
     return "\n".join(lines)
 
 
+def throughput_table(rows):
+    """One line per (n, k): both models' tokens/s side by side, then the ratios.
+
+    Ratios are Linformer / Transformer throughput, which at equal batch is
+    Transformer / Linformer time: from the median wall time, from CPU
+    seconds, and from the analytic matmul FLOPs; then the memory ratios.
+    """
+    lengths, dims = grid_axes(rows)
+    by_key = _index(rows)
+    lines = [
+        "| n | batch | Transformer tokens/s | Linformer k | Linformer tokens/s "
+        "| speed-up (wall) | speed-up (CPU s) | FLOP ratio | memory ratio (RSS) "
+        "| memory ratio (allocator) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def text(value):
+        if value is None:
+            return "-"
+        return f"{value:.1f}x" if isinstance(value, float) else value
+
+    for n in lengths:
+        transformer = by_key.get(("transformer", n, None))
+        for k in dims:
+            linformer = by_key.get(("linformer", n, k))
+            if linformer is None:
+                continue
+            tokens = [
+                _number(row.get("tokens_per_s")) if _ok(row) else (row["status"] if row else "not run")
+                for row in (transformer, linformer)
+            ]
+            flops = flop_ratio(by_key, n, k)
+            lines.append(
+                f"| {n} | {linformer['batch_size']} | {tokens[0]} | {k} | {tokens[1]} | "
+                + " | ".join(
+                    text(value) for value in (
+                        ratio_cell(by_key, n, k, "median_s"),
+                        ratio_cell(by_key, n, k, "median_cpu_s"),
+                        flops,
+                        ratio_cell(by_key, n, k, "peak_rss_mb"),
+                        ratio_cell(by_key, n, k, "peak_allocated_mb"),
+                    )
+                )
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+def _shape_text(rows):
+    first = next((r for r in rows if r["model"] != "matmul"), None)
+    if first is None:
+        return ""
+    return (
+        f" ({first['num_layers']} layers, hidden {first['hidden_dim']}, "
+        f"{first['num_heads']} heads, FFN {first['intermediate_dim']})"
+    )
+
+
+def _header(title, command, machine):
+    parts = [f"# {title}", "", "Produced by:", "", f"```sh\n{command}\n```", ""]
+    if machine:
+        parts += [f"Machine: {machine}", ""]
+    return parts
+
+
+def _longest_section(rows, batch):
+    parts = [
+        f"## Longest n at batch {batch} within the memory limit",
+        "",
+        "| model | longest n that ran | next n |",
+        "|---|---|---|",
+    ]
+    for label, longest, stopped in longest_sequences(rows):
+        if stopped is None:
+            after = "none: the longest n tried"
+        else:
+            after = f"{stopped[0]} at n={stopped[1]}"
+        parts.append(f"| {label} | {longest or 'none'} | {after} |")
+    return parts + [""]
+
+
+def _matmul_section(rows):
+    peaks = matmul_peaks(rows)
+    parts = ["## Reference: XLA-compiled square matmul", ""]
+    parts += ["| dtype | size | status | median s | GFLOP/s |", "|---|---|---|---|---|"]
+    for row in rows:
+        if row["model"] == "matmul":
+            parts.append(
+                f"| {row['dtype']} | {row['sequence_length']} | {row['status']} "
+                f"| {_number(row.get('median_s'))} | {_number(row.get('gflops_per_s'))} |"
+            )
+    if "float32" in peaks:
+        parts += ["", f"fp32 matmul peak used below: {peaks['float32']:.0f} GFLOP/s "
+                  "(the best of the reference runs)."]
+    return parts + [""]
+
+
+def _every_cell_section(rows, images):
+    parts = ["## Every cell", "", absolute_table(rows), ""]
+    for image in images:
+        parts += [f"![{image}]({image})", ""]
+    return parts
+
+
 def markdown_report(rows, command, machine="", images=()):
-    """The whole results document for one run, as markdown."""
+    """The whole results document of an inference run, as markdown."""
     preset = next((r["preset"] for r in rows if r.get("preset")), "")
     encoder_rows = [r for r in rows if r["model"] != "matmul"]
     batch = encoder_rows[0]["batch_size"] if encoder_rows else 1
     dtype = encoder_rows[0]["dtype"] if encoder_rows else ""
-    peaks = matmul_peaks(rows)
-    matmuls = [r for r in rows if r["model"] == "matmul"]
-    shape = ""
-    if encoder_rows:
-        first = encoder_rows[0]
-        shape = (
-            f" ({first['num_layers']} layers, hidden {first['hidden_dim']}, "
-            f"{first['num_heads']} heads, FFN {first['intermediate_dim']})"
-        )
-    parts = [
-        f"# Inference benchmark: {preset}{shape}, batch {batch}, {dtype}",
-        "",
-        "Produced by:",
-        "",
-        f"```sh\n{command}\n```",
-        "",
-    ]
-    if machine:
-        parts += [f"Machine: {machine}", ""]
+    parts = _header(
+        f"Inference benchmark: {preset}{_shape_text(rows)}, batch {batch}, {dtype}",
+        command, machine,
+    )
     parts += [
         "Ratios are Transformer / Linformer (layerwise sharing), both measured in "
         "this run; the paper's Table 3 figure for the same cell is in parentheses "
@@ -338,34 +435,66 @@ def markdown_report(rows, command, machine="", images=()):
         "",
         ratio_table(rows, "peak_allocated_mb", PAPER_MEMORY_RATIO),
         "",
-        f"## Longest n at batch {batch} within the memory limit",
-        "",
-        "| model | longest n that ran | next n |",
-        "|---|---|---|",
     ]
-    for label, longest, stopped in longest_sequences(rows):
-        if stopped is None:
-            after = "none: the longest n tried"
-        else:
-            after = f"{stopped[0]} at n={stopped[1]}"
-        parts.append(f"| {label} | {longest or 'none'} | {after} |")
-    parts += ["", "## Reference: XLA-compiled square matmul", ""]
-    parts += ["| dtype | size | status | median s | GFLOP/s |", "|---|---|---|---|---|"]
-    for row in matmuls:
-        parts.append(
-            f"| {row['dtype']} | {row['sequence_length']} | {row['status']} "
-            f"| {_number(row.get('median_s'))} | {_number(row.get('gflops_per_s'))} |"
-        )
-    if "float32" in peaks:
-        parts += ["", f"fp32 matmul peak used below: {peaks['float32']:.0f} GFLOP/s "
-                  "(the best of the reference runs)."]
-    parts += ["", "## Every cell", "", absolute_table(rows), ""]
-    for image in images:
-        parts += [f"![{image}]({image})", ""]
+    parts += _longest_section(rows, batch)
+    parts += _matmul_section(rows)
+    parts += _every_cell_section(rows, images)
+    return "\n".join(parts)
+
+
+def training_markdown_report(rows, command, machine="", images=()):
+    """The whole results document of a training-throughput run, as markdown."""
+    preset = next((r["preset"] for r in rows if r.get("preset")), "")
+    encoder_rows = [r for r in rows if r["model"] != "matmul"]
+    first = encoder_rows[0] if encoder_rows else {}
+    batches = sorted({r["batch_size"] for r in encoder_rows})
+    batch = batches[0] if len(batches) == 1 else "per n"
+    parts = _header(
+        f"Training throughput: {preset}{_shape_text(rows)}, {first.get('dtype', '')}",
+        command, machine,
+    )
+    parts += [
+        "One masked-LM train step (forward, backward, AdamW update; XLA-compiled "
+        "`LinformerMaskedLM` as pretraining builds it) per timed call; tokens/s "
+        "counts every input token (batch x n), not only the masked ones. "
+        f"Dropout {first.get('dropout')}; {first.get('masked_positions')} of "
+        f"{first.get('sequence_length')} positions masked per sequence at the "
+        "shortest n (the CSV has every cell's). Speed-ups are Linformer / "
+        "Transformer tokens/s (= Transformer / Linformer step time at equal "
+        "batch); the FLOP ratio is the same for the analytic matmul FLOPs of a "
+        "train step (3x the forward matmuls of encoder and masked-LM head); "
+        "memory ratios are Transformer / Linformer. The paper reports no "
+        "training speed, so there is no paper figure to compare with.",
+        "",
+        "## Throughput and ratios",
+        "",
+        throughput_table(rows),
+        "",
+    ]
+    parts += _longest_section(rows, batch)
+    parts += _matmul_section(rows)
+    parts += _every_cell_section(rows, images)
     return "\n".join(parts)
 
 
 # --- Plots -----------------------------------------------------------------
+
+
+def save_palette_png(figure, path, colors=64):
+    """Saves a matplotlib figure as a PNG of at most `colors` colours, and closes it.
+
+    The plots are committed and have few colours: a 64-colour palette makes
+    the file about three times smaller.
+    """
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    buffer.seek(0)
+    image = Image.open(buffer).convert("RGB")
+    image.quantize(colors=colors).save(path, format="png", optimize=True)
 
 
 def plot(rows, panels, path, title=""):
@@ -415,13 +544,4 @@ def plot(rows, panels, path, title=""):
             axes.text(0.5, 0.5, "no cell finished", ha="center", transform=axes.transAxes)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
-    # The plots have few colours and are committed: a 64-colour palette
-    # makes the file about three times smaller.
-    from PIL import Image
-
-    buffer.seek(0)
-    image = Image.open(buffer).convert("RGB")
-    image.quantize(colors=64).save(path, format="png", optimize=True)
+    save_palette_png(figure, path)

@@ -3,6 +3,8 @@
 import pytest
 
 from keras_linformer.benchmarks.flops import forward_flops
+from keras_linformer.benchmarks.flops import masked_lm_head_flops
+from keras_linformer.benchmarks.flops import training_step_flops
 from keras_linformer.layers import LinformerAttention
 
 # One layer, hidden d=4 (2 heads of 2), FFN f=8, n=8 positions, k=2 slots.
@@ -68,3 +70,29 @@ def test_linformer_needs_a_projected_dim():
 def test_unknown_attention_is_rejected():
     with pytest.raises(ValueError, match="attention"):
         forward_flops("performer", projected_dim=2, **TINY)
+
+
+def test_masked_lm_head_count_matches_a_hand_count():
+    # 3 masked positions, hidden 4, vocabulary 10, 2 sequences.
+    dense = 2 * 3 * 4 * 4
+    output_projection = 2 * 3 * 4 * 10
+    assert masked_lm_head_flops(3, 4, 10, batch_size=2) == 2 * (dense + output_projection)
+
+
+def test_train_step_is_three_forward_passes_of_encoder_and_head_without_pooler():
+    pooler = 2 * 4 * 4
+    head = masked_lm_head_flops(2, 4, 10)
+    for attention, k in (("transformer", None), ("linformer", 2)):
+        forward = forward_flops(attention, projected_dim=k, **TINY) - pooler + head
+        assert training_step_flops(
+            attention, vocabulary_size=10, masked_positions=2, projected_dim=k, **TINY
+        ) == 3 * forward
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from keras_linformer.benchmarks import flops
+
+    result = doctest.testmod(flops)
+    assert result.attempted >= 2 and result.failed == 0

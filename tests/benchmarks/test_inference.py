@@ -2,6 +2,7 @@
 
 import pytest
 
+from keras_linformer.benchmarks import grid
 from keras_linformer.benchmarks import inference
 from keras_linformer.benchmarks import report
 from keras_linformer.benchmarks.runner import run_in_subprocess
@@ -27,7 +28,7 @@ def test_tiny_cell_runs_in_a_subprocess_and_yields_a_csv_row(tmp_path):
     result = run_in_subprocess(spec, time_budget_s=120, memory_limit_bytes=4 * 2**30)
     assert result["status"] == "ok", result
     args = inference.parse_args(TINY_FLAGS)
-    row = inference._result_row(result, spec, inference.model_shape(args), args)
+    row = grid.result_row(result, spec, grid.model_shape(args), args)
     report.write_csv([row], tmp_path / "cell.csv", "command")
     (read,), _ = report.read_csv(tmp_path / "cell.csv")
     assert read["status"] == "ok"
@@ -87,6 +88,6 @@ def test_nonpositive_counts_are_rejected(flag):
 
 def test_cells_are_planned_with_k_below_n():
     args = inference.parse_args(["--sequence-lengths", "256", "512", "--projected-dims", "256"])
-    assert inference.plan_cells(args) == [
+    assert grid.plan_cells(args) == [
         ("transformer", 256, None), ("transformer", 512, None), ("linformer", 512, 256),
     ]

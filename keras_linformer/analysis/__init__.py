@@ -1,0 +1,1 @@
+"""Analyses of trained models: the attention spectrum of the paper's Fig. 1."""

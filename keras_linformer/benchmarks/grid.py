@@ -1,0 +1,458 @@
+"""The (model, n, k) grid every benchmark here runs, one fresh process per cell.
+
+Shared by `inference.py` (forward passes, the paper's Table 3) and
+`training.py` (masked-LM train steps): the model-shape presets, the common
+command-line flags, the run order, the time and memory limits, the reference
+matmuls and one result row per cell. A benchmark module adds its own flags,
+sets `task` ("forward" or "train") and writes its own report.
+"""
+
+import argparse
+import os
+import platform
+import shlex
+import subprocess
+import time
+
+from keras_linformer.benchmarks import flops as flop_count
+from keras_linformer.benchmarks import report
+from keras_linformer.benchmarks.runner import run_in_subprocess
+
+PRESETS = {
+    # RoBERTa-base, the shape of the paper's Table 3.
+    "roberta-base": dict(
+        num_layers=12, hidden_dim=768, num_heads=12, intermediate_dim=3072,
+        vocabulary_size=50265,
+    ),
+    # Small enough that the whole inference grid runs in minutes on 2 CPU cores.
+    "small": dict(
+        num_layers=2, hidden_dim=256, num_heads=4, intermediate_dim=1024,
+        vocabulary_size=8192,
+    ),
+    # The small shape with the depth of a real (if tiny) encoder: the
+    # training benchmark's default.
+    "small-4-layers": dict(
+        num_layers=4, hidden_dim=256, num_heads=4, intermediate_dim=1024,
+        vocabulary_size=8192,
+    ),
+}
+SHAPE_FIELDS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim")
+DTYPES = ("float32", "bfloat16", "mixed_bfloat16")
+TASKS = ("forward", "train")
+FAILED = ("OOM", "timeout")
+
+
+def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, unit):
+    """Adds the flags every grid benchmark has, with this benchmark's defaults.
+
+    Args:
+        parser: an `argparse.ArgumentParser`.
+        preset: str, the default `--preset`.
+        sequence_lengths: list of int, the default `--sequence-lengths`.
+        projected_dims: list of int, the default `--projected-dims`.
+        repeats: int, the default `--repeats`.
+        unit: str, what one timed call is ("forward pass", "train step"),
+            for the help texts.
+    """
+
+    def ints(values):
+        return " ".join(str(value) for value in values)
+
+    parser.add_argument(
+        "--preset", choices=sorted(PRESETS), default=preset,
+        help="model shape: " + "; ".join(
+            f"{name} ({shape['num_layers']} layers, hidden {shape['hidden_dim']}, "
+            f"{shape['num_heads']} heads, FFN {shape['intermediate_dim']}, "
+            f"vocabulary {shape['vocabulary_size']})"
+            for name, shape in sorted(PRESETS.items())
+        ) + "; default: %(default)s",
+    )
+    for name in SHAPE_FIELDS:
+        parser.add_argument(
+            "--" + name.replace("_", "-"), type=int, default=None,
+            help=f"override the preset's {name} (default: the preset's)",
+        )
+    parser.add_argument(
+        "--sequence-lengths", type=int, nargs="+", default=sequence_lengths,
+        metavar="N", help=f"sequence lengths n to run (default: {ints(sequence_lengths)})",
+    )
+    parser.add_argument(
+        "--projected-dims", type=int, nargs="+", default=projected_dims, metavar="K",
+        help="Linformer projected dims k; only k < n is run "
+        f"(default: {ints(projected_dims)})",
+    )
+    parser.add_argument(
+        "--models", nargs="+", choices=("transformer", "linformer"),
+        default=["transformer", "linformer"], help="which encoders to run (default: both)",
+    )
+    parser.add_argument(
+        "--dtype", choices=DTYPES, default="float32",
+        help="Keras dtype policy of both models (bfloat16: weights and compute; "
+        "default: %(default)s)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=repeats,
+        help=f"timed {unit}s per cell; the median is reported (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=1,
+        help=f"untimed {unit}s per cell before timing (the first compiles; "
+        "default: %(default)s)",
+    )
+    parser.add_argument(
+        "--cell-time-budget", type=float, default=300.0, metavar="SECONDS",
+        help="wall time allowed per cell (process start-up, build and compilation "
+        "included); past it the cell is killed and recorded as timeout (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--memory-limit-gb", type=float, default=10.0, metavar="GIB",
+        help="resident memory allowed per cell process (weights included); past it "
+        "the cell is killed and recorded as OOM (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--total-time-budget", type=float, default=None, metavar="SECONDS",
+        help="stop starting cells after this much wall time; the rest are "
+        "recorded as skipped (default: no limit)",
+    )
+    parser.add_argument(
+        "--keep-going", action="store_true",
+        help="also run a model (and k) at longer n after it ran out of memory or "
+        "time at a shorter n (by default those cells are recorded with the same "
+        "status, marked 'not run')",
+    )
+    parser.add_argument(
+        "--matmul-size", type=int, default=4096,
+        help="side of the square matmul that measures this machine's peak "
+        "GFLOP/s, at the start and the end of the run (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--output-dir", default="benchmarks/results",
+        help="where the CSV, markdown report and plots go (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--report-only", metavar="CSV", default=None,
+        help="rebuild the markdown report and plots next to an existing CSV, "
+        "run nothing",
+    )
+
+
+def check_arguments(parser, args):
+    """Rejects values argparse's types let through, naming the flag and the value."""
+    for flag in ("repeats", "matmul_size"):
+        if getattr(args, flag) < 1:
+            parser.error(
+                f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}"
+            )
+    if args.warmup < 0:
+        parser.error(f"--warmup must be at least 0, got {args.warmup}")
+    for flag in ("sequence_lengths", "projected_dims"):
+        for value in getattr(args, flag):
+            if value < 1:
+                parser.error(
+                    f"--{flag.replace('_', '-')} must all be positive, got {value}"
+                )
+    for name in SHAPE_FIELDS:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {value}")
+    shape = model_shape(args)
+    if shape["hidden_dim"] % shape["num_heads"]:
+        parser.error(
+            f"--hidden-dim ({shape['hidden_dim']}) must be divisible by "
+            f"--num-heads ({shape['num_heads']})"
+        )
+    for flag in ("cell_time_budget", "memory_limit_gb"):
+        if not getattr(args, flag) > 0:
+            parser.error(
+                f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}"
+            )
+
+
+def model_shape(args):
+    shape = dict(PRESETS[args.preset])
+    for name in SHAPE_FIELDS:
+        if getattr(args, name) is not None:
+            shape[name] = getattr(args, name)
+    return shape
+
+
+def plan_cells(args):
+    """The (model, n, k) cells in run order: per n, the Transformer, then each k < n."""
+    cells = []
+    for n in sorted(set(args.sequence_lengths)):
+        if "transformer" in args.models:
+            cells.append(("transformer", n, None))
+        if "linformer" in args.models:
+            cells += [("linformer", n, k) for k in sorted(set(args.projected_dims)) if k < n]
+    return cells
+
+
+def batch_size_for(args, sequence_length):
+    """`--batch-size`, else as many sequences as fit in `--tokens-per-batch` (at least 1)."""
+    if args.batch_size is not None:
+        return args.batch_size
+    return max(1, args.tokens_per_batch // sequence_length)
+
+
+def masked_positions_for(args, sequence_length):
+    """How many positions a train step predicts: `--mask-rate` of n, at least 1."""
+    return max(1, round(args.mask_rate * sequence_length))
+
+
+def cell_spec(args, shape, model, sequence_length, projected_dim):
+    """Everything `cell.run_cell` needs for one (model, n, k) cell, as a JSON-able dict."""
+    spec = dict(
+        task=args.task,
+        model=model,
+        sequence_length=sequence_length,
+        projected_dim=projected_dim,
+        batch_size=batch_size_for(args, sequence_length),
+        dtype=args.dtype,
+        warmup=args.warmup,
+        repeats=args.repeats,
+        **shape,
+    )
+    if args.task == "train":
+        spec.update(
+            dropout=args.dropout,
+            masked_positions=masked_positions_for(args, sequence_length),
+        )
+    return spec
+
+
+def machine_description():
+    model = platform.processor() or platform.machine()
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    memory = ""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            memory = f", {int(meminfo.readline().split()[1]) / 2**20:.0f} GiB RAM"
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPU cores ({model}){memory}, {platform.python_version()}"
+
+
+def cell_flops(spec):
+    """Analytic matmul FLOPs of one timed call of the cell (see `flops.py`)."""
+    if spec["model"] == "matmul":
+        return flop_count.matmul(spec["matmul_size"], spec["matmul_size"], spec["matmul_size"])
+    shape = dict(
+        num_layers=spec["num_layers"],
+        hidden_dim=spec["hidden_dim"],
+        intermediate_dim=spec["intermediate_dim"],
+        sequence_length=spec["sequence_length"],
+        projected_dim=spec.get("projected_dim"),
+        batch_size=spec["batch_size"],
+    )
+    if spec.get("task", "forward") == "train":
+        return flop_count.training_step_flops(
+            spec["model"],
+            vocabulary_size=spec["vocabulary_size"],
+            masked_positions=spec["masked_positions"],
+            **shape,
+        )
+    return flop_count.forward_flops(spec["model"], **shape)
+
+
+def derive(row, spec, peaks):
+    """Adds throughput, FLOP rate and fraction of the fp32 matmul peak to an ok row."""
+    if row["status"] != "ok":
+        return
+    row["tokens_per_s"] = spec["batch_size"] * spec["sequence_length"] / row["median_s"]
+    row["gflops_per_s"] = row["flops"] / row["median_s"] / 1e9
+    if peaks.get("float32"):
+        row["fraction_of_peak"] = row["gflops_per_s"] / peaks["float32"]
+
+
+def result_row(result, spec, shape, args):
+    row = {
+        "preset": args.preset,
+        **{name: shape[name] for name in SHAPE_FIELDS},
+        "task": spec.get("task", "forward"),
+        "model": spec["model"],
+        "sequence_length": spec.get("sequence_length", spec.get("matmul_size")),
+        "projected_dim": spec.get("projected_dim"),
+        "batch_size": spec["batch_size"],
+        "dtype": spec["dtype"],
+        "status": result["status"],
+        "note": result.get("note", ""),
+        "repeats": spec["repeats"],
+        "cell_wall_s": result.get("cell_wall_s"),
+        "load_average": result.get("load_average"),
+        "masked_positions": spec.get("masked_positions"),
+        "dropout": spec.get("dropout"),
+        "vocabulary_size": spec.get("vocabulary_size"),
+    }
+    if result["status"] == "ok":
+        row["median_s"] = result["median_s"]
+        row["min_s"] = result["min_s"]
+        row["median_cpu_s"] = result["median_cpu_s"]
+        row["peak_rss_mb"] = result["peak_rss_bytes"] / 2**20
+        row["peak_allocated_mb"] = result["peak_allocated_bytes"] / 2**20
+        row["baseline_rss_mb"] = result["baseline_rss_bytes"] / 2**20
+    row["flops"] = cell_flops(spec)
+    return row
+
+
+def measure(spec, args):
+    result = run_in_subprocess(
+        spec, args.cell_time_budget, int(args.memory_limit_gb * 2**30)
+    )
+    result["load_average"] = os.getloadavg()[0]
+    return result
+
+
+def describe(row):
+    k = f" k={row['projected_dim']}" if row["projected_dim"] is not None else ""
+    label = f"{row['model']} n={row['sequence_length']}{k} b={row['batch_size']}"
+    if row["status"] != "ok":
+        return f"{label:38s} {row['status']:8s} {row['note']}"
+    return (
+        f"{label:38s} ok       {row['median_s']:9.4f} s (CPU {row['median_cpu_s']:8.3f} s)  "
+        f"{row['tokens_per_s']:10.0f} tok/s  peak RSS +{row['peak_rss_mb']:7.1f} MB  "
+        f"alloc {row['peak_allocated_mb']:7.1f} MB  (cell {row['cell_wall_s']:.0f} s, "
+        f"load {row['load_average']:.1f})"
+    )
+
+
+def run(args):
+    """Runs every cell of the grid (and the reference matmuls); returns the rows."""
+    shape = model_shape(args)
+    matmul_dtypes = ["float32"] + (["bfloat16"] if "bfloat16" in args.dtype else [])
+    rows, peaks = [], {}
+    start = time.monotonic()
+
+    def reference_matmuls(when):
+        for dtype in matmul_dtypes:
+            spec = dict(
+                model="matmul", matmul_size=args.matmul_size, dtype=dtype,
+                batch_size=1, warmup=args.warmup, repeats=args.repeats,
+            )
+            row = result_row(measure(spec, args), spec, shape, args)
+            row["task"] = "forward"
+            row["note"] = row["note"] or f"at the {when} of the run"
+            if row["status"] == "ok":
+                rate = row["flops"] / row["median_s"] / 1e9
+                row["gflops_per_s"] = rate
+                peaks[dtype] = max(peaks.get(dtype, 0.0), rate)
+                print(f"matmul {args.matmul_size}^2 {dtype} ({when}): {rate:.0f} GFLOP/s",
+                      flush=True)
+            else:
+                print(f"matmul {dtype} ({when}): {row['status']} {row['note']}", flush=True)
+            rows.append(row)
+
+    reference_matmuls("start")
+    cells = plan_cells(args)
+    failed_at = {}  # (model, k) -> (status, n) of the first cell that did not fit.
+    for index, (model, n, k) in enumerate(cells, 1):
+        spec = cell_spec(args, shape, model, n, k)
+        elapsed = time.monotonic() - start
+        if (model, k) in failed_at and not args.keep_going:
+            status, at = failed_at[(model, k)]
+            result = {"status": status, "note": f"not run: {status} at n={at} already"}
+        elif args.total_time_budget is not None and elapsed > args.total_time_budget:
+            result = {"status": "skipped",
+                      "note": f"not run: the {args.total_time_budget:g} s total budget was spent"}
+        else:
+            result = measure(spec, args)
+            if result["status"] in FAILED:
+                failed_at[(model, k)] = (result["status"], n)
+        row = result_row(result, spec, shape, args)
+        derive(row, spec, peaks)
+        rows.append(row)
+        print(f"[{index:3d}/{len(cells)}] {describe(row)}", flush=True)
+    reference_matmuls("end")
+    # The fraction of peak uses the best reference matmul of the whole run.
+    for row in rows:
+        if row["model"] != "matmul" and row["status"] == "ok" and peaks.get("float32"):
+            row["fraction_of_peak"] = row["gflops_per_s"] / peaks["float32"]
+    return rows
+
+
+def output_base(args, rows, prefix):
+    """`(base path without extension, csv path)` of a run's outputs.
+
+    With `--report-only` the outputs go next to the given CSV; otherwise to
+    `--output-dir`, named `--name` or `<prefix>-<preset>-<dtype>-b<batch>`.
+    """
+    if args.report_only:
+        return os.path.splitext(args.report_only)[0], args.report_only
+    first = next((r for r in rows if r["model"] != "matmul"), rows[0])
+    stem = args.name or f"{prefix}-{first['preset']}-{first['dtype']}-{batch_label(args)}"
+    os.makedirs(args.output_dir, exist_ok=True)
+    base = os.path.join(args.output_dir, stem)
+    return base, base + ".csv"
+
+
+def batch_label(args):
+    if getattr(args, "batch_size", None) is not None:
+        return f"b{args.batch_size}"
+    return f"t{args.tokens_per_batch}"
+
+
+def main(argv, parse_args, write_outputs, program):
+    """The command-line flow of a grid benchmark; returns the exit code.
+
+    Parses `argv`, prints the command and the machine, runs the grid (or
+    reads `--report-only`'s CSV), writes the outputs with
+    `write_outputs(rows, command, args, machine)` (which returns the paths
+    written), prints a summary line, and returns 1 if any cell failed with
+    an error (OOM and timeouts are results, not errors).
+    """
+    args = parse_args(argv)
+    machine = machine_description()
+    if args.report_only:
+        rows, command = report.read_csv(args.report_only)
+    else:
+        command = f"python -m {program} " + shlex.join(argv)
+        print(command, flush=True)
+        print(f"machine: {machine}", flush=True)
+        rows = run(args)
+    written = write_outputs(rows, command, args, machine)
+    encoder_rows = [r for r in rows if r["model"] != "matmul"]
+    failed = sum(r["status"] != "ok" for r in encoder_rows)
+    print(
+        f"{len(encoder_rows)} cells, {len(encoder_rows) - failed} ok, {failed} not "
+        f"(OOM/timeout/skipped/error); wrote " + ", ".join(written),
+        flush=True,
+    )
+    errors = [r for r in encoder_rows if r["status"] == "error"]
+    return 1 if errors else 0
+
+
+def positive_int(text):
+    """An argparse type: an int of at least 1, with an error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def fraction(include_zero=False, include_one=False):
+    """An argparse type: a number between 0 and 1, each end included or not.
+
+    >>> fraction(include_one=True)("0.9")
+    0.9
+    """
+    low, high = "[" if include_zero else "(", "]" if include_one else ")"
+    valid = f"a number in {low}0, 1{high}"
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {text!r}") from None
+        if not ((0 <= value if include_zero else 0 < value)
+                and (value <= 1 if include_one else value < 1)):
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {value}")
+        return value
+
+    return parse

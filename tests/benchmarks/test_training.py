@@ -1,0 +1,108 @@
+"""The training-throughput benchmark: a train-step cell runs, bad flags are named."""
+
+import pytest
+
+from keras_linformer.benchmarks import flops
+from keras_linformer.benchmarks import grid
+from keras_linformer.benchmarks import report
+from keras_linformer.benchmarks import training
+from keras_linformer.benchmarks.runner import run_in_subprocess
+
+TINY_FLAGS = [
+    "--num-layers", "1", "--hidden-dim", "16", "--num-heads", "2",
+    "--intermediate-dim", "32", "--matmul-size", "64",
+]
+
+
+def test_tiny_train_step_cell_runs_in_a_subprocess_and_yields_a_row(tmp_path):
+    args = training.parse_args(TINY_FLAGS + ["--tokens-per-batch", "128"])
+    shape = dict(grid.model_shape(args), vocabulary_size=100)
+    spec = grid.cell_spec(args, shape, "linformer", 64, 16)
+    assert spec["task"] == "train" and spec["batch_size"] == 2
+    assert spec["masked_positions"] == 10  # 15% of 64, rounded
+    result = run_in_subprocess(spec, time_budget_s=120, memory_limit_bytes=4 * 2**30)
+    assert result["status"] == "ok", result
+    row = grid.result_row(result, spec, shape, args)
+    grid.derive(row, spec, peaks={})
+    report.write_csv([row], tmp_path / "cell.csv", "command")
+    (read,), _ = report.read_csv(tmp_path / "cell.csv")
+    assert read["task"] == "train" and read["status"] == "ok"
+    assert read["tokens_per_s"] == pytest.approx(2 * 64 / read["median_s"], rel=1e-4)
+    assert read["flops"] == flops.training_step_flops(
+        "linformer", 1, 16, 32, 64, vocabulary_size=100, masked_positions=10,
+        projected_dim=16, batch_size=2,
+    )
+
+
+def test_batch_size_follows_tokens_per_batch_unless_given():
+    args = training.parse_args(["--tokens-per-batch", "4096"])
+    assert [grid.batch_size_for(args, n) for n in (512, 2048, 4096, 8192)] == [8, 2, 1, 1]
+    args = training.parse_args(["--batch-size", "3"])
+    assert [grid.batch_size_for(args, n) for n in (512, 4096)] == [3, 3]
+
+
+def test_defaults_are_the_issue_grid():
+    args = training.parse_args([])
+    assert grid.plan_cells(args) == [
+        ("transformer", 512, None), ("linformer", 512, 128),
+        ("transformer", 2048, None), ("linformer", 2048, 128),
+        ("transformer", 4096, None), ("linformer", 4096, 128),
+    ]
+    assert grid.model_shape(args) == dict(
+        num_layers=4, hidden_dim=256, num_heads=4, intermediate_dim=1024, vocabulary_size=8192
+    )
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--mask-rate", "0"], "--mask-rate: expected a number in (0, 1), got 0.0"),
+        (["--mask-rate", "half"], "--mask-rate: expected a number in (0, 1), got 'half'"),
+        (["--dropout", "1"], "--dropout: expected a number in [0, 1), got 1.0"),
+        (["--tokens-per-batch", "0"], "--tokens-per-batch: expected a positive integer, got 0"),
+        (["--batch-size", "-2"], "--batch-size: expected a positive integer, got -2"),
+        (["--batch-size", "2", "--tokens-per-batch", "512"], "not allowed with argument"),
+        (["--repeats", "0"], "--repeats must be at least 1, got 0"),
+        (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
+        (["--sequence-lengths", "512", "0"], "--sequence-lengths must all be positive, got 0"),
+        (["--hidden-dim", "250"], "--hidden-dim (250) must be divisible by --num-heads (4)"),
+        (["--cell-time-budget", "0"], "--cell-time-budget must be positive, got 0.0"),
+        (["--preset", "huge"], "invalid choice: 'huge'"),
+    ],
+)
+def test_bad_flags_are_rejected_naming_the_flag_and_value(flags, named, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        training.parse_args(flags)
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err
+
+
+def test_report_puts_both_throughputs_and_the_ratios_side_by_side():
+    def row(model, n, k=None, median_s=1.0, status="ok"):
+        result = dict(
+            preset="small", num_layers=1, hidden_dim=4, num_heads=2, intermediate_dim=8,
+            task="train", model=model, sequence_length=n, projected_dim=k, batch_size=2,
+            dtype="float32", status=status, note="", dropout=0.1, masked_positions=2,
+            flops=3000 if model == "transformer" else 1000,
+        )
+        if status == "ok":
+            result.update(median_s=median_s, median_cpu_s=median_s, tokens_per_s=2 * n / median_s,
+                          peak_rss_mb=100.0, peak_allocated_mb=50.0)
+        return result
+
+    rows = [
+        row("transformer", 512, median_s=4.0), row("linformer", 512, 128, median_s=1.0),
+        row("transformer", 2048, status="OOM"), row("linformer", 2048, 128, median_s=2.0),
+    ]
+    table = report.throughput_table(rows)
+    assert "| 512 | 2 | 256 | 128 | 1,024 | 4.0x | 4.0x | 3.0x | 1.0x | 1.0x |" in table
+    assert "| 2048 | 2 | OOM | 128 | 2,048 | T OOM | T OOM | 3.0x | T OOM | T OOM |" in table
+    text = report.training_markdown_report(rows, "python -m x", "2 CPU cores")
+    assert "python -m x" in text and "## Every cell" in text
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(grid)
+    assert result.attempted >= 1 and result.failed == 0
