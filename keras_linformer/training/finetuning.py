@@ -157,15 +157,9 @@ def finetune(
         vocabulary = None
     else:
         sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
-        if runs.is_unfinished(output_dir) and os.path.isfile(vocabulary_path):
-            vocabulary = data.load_vocabulary(vocabulary_path)
-        else:
-            vocabulary = data.train_vocabulary(
-                corpus.train.texts,
-                vocabulary_size=vocabulary_size,
-                max_characters=vocabulary_characters,
-                seed=seed,
-            )
+        vocabulary = runs.vocabulary_for(
+            output_dir, corpus.train.texts, vocabulary_size, vocabulary_characters, seed
+        )
         config = {
             **DEFAULT_ARCHITECTURE,
             **(architecture or {}),
@@ -175,10 +169,7 @@ def finetune(
         }
 
     steps_per_pass = math.ceil(len(corpus.train) / batch_size)
-    total_steps = math.ceil(epochs * steps_per_pass)
-    if max_steps is not None:
-        total_steps = min(total_steps, max_steps)
-    plan = inputs.plan_steps(total_steps, checkpoint_every or steps_per_pass)
+    plan = runs.plan_run(steps_per_pass, epochs, max_steps, checkpoint_every or steps_per_pass)
     runs.start_run(
         output_dir,
         {
@@ -264,12 +255,9 @@ def finetune(
         "majority_accuracy": majority,
         "pretrained": pretrained,
         "attention": backbone.attention,
-        "steps": steps,
-        "total_steps": plan.total_steps,
-        "tokens_per_second": steps * batch_size * sequence_length / fit_seconds,
-        "fit_seconds": fit_seconds,
-        "seconds": time.perf_counter() - start,
-        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
+        **runs.training_summary(
+            history, steps, plan, batch_size * sequence_length, fit_seconds, start
+        ),
     }
     if chief:
         runs.write_summary(output_dir, summary)

@@ -1,6 +1,5 @@
 """Masked-language-model pretraining of a LinformerBackbone with `model.fit`."""
 
-import math
 import os
 import time
 
@@ -165,23 +164,17 @@ def pretrain(
     os.makedirs(output_dir, exist_ok=True)
 
     vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
-    # A resumed run must keep its vocabulary: the backup's embeddings index it.
-    if runs.is_unfinished(output_dir) and os.path.isfile(vocabulary_path):
-        vocabulary = data.load_vocabulary(vocabulary_path)
-    else:
-        vocabulary = data.train_vocabulary(
-            corpus.train.texts,
-            vocabulary_size=vocabulary_size,
-            max_characters=vocabulary_characters,
-            seed=seed,
-            output_file=vocabulary_path if chief else None,
-        )
+    vocabulary = runs.vocabulary_for(
+        output_dir,
+        corpus.train.texts,
+        vocabulary_size,
+        vocabulary_characters,
+        seed,
+        output_file=vocabulary_path if chief else None,
+    )
     tokenizer = data.make_tokenizer(vocabulary)
     sequences = inputs.count_sequences(corpus.train.texts, tokenizer, sequence_length)
-    total_steps = math.ceil(epochs * sequences / batch_size)
-    if max_steps is not None:
-        total_steps = min(total_steps, max_steps)
-    plan = inputs.plan_steps(total_steps, checkpoint_every)
+    plan = runs.plan_run(sequences / batch_size, epochs, max_steps, checkpoint_every)
     backbone_config = {**architecture, "vocabulary_size": len(vocabulary)}
     log(
         f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
@@ -254,12 +247,9 @@ def pretrain(
         "test_loss": float(results["loss"]),
         "test_accuracy": float(results["accuracy"]),
         "test_documents": len(corpus.test),
-        "steps": steps,
-        "total_steps": plan.total_steps,
-        "tokens_per_second": steps * batch_size * sequence_length / fit_seconds,
-        "fit_seconds": fit_seconds,
-        "seconds": time.perf_counter() - start,
-        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
+        **runs.training_summary(
+            history, steps, plan, batch_size * sequence_length, fit_seconds, start
+        ),
     }
     if chief:
         runs.write_summary(output_dir, summary)

@@ -7,13 +7,17 @@ instead of loading that state into a different model or schedule.
 
 import contextlib
 import json
+import math
 import os
 import time
 import warnings
 
 import keras
 
+from keras_linformer import data
 from keras_linformer.training import callbacks as callbacks_lib
+from keras_linformer.training import checkpoints
+from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
 
 RUN_FILE = "run.json"
@@ -148,6 +152,44 @@ def evaluate(model, dataset, strategy=None, loop=False):
         return loop_lib.evaluate(model, strategy, dataset)
     with finite_datasets_expected():
         return keras.Model.evaluate(model, dataset, return_dict=True, verbose=0)
+
+
+def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed, output_file=None):
+    """The run's vocabulary: the saved one when resuming, else one trained on `texts`.
+
+    A resumed run must keep its vocabulary: the checkpoint's embeddings
+    index it.
+    """
+    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
+    if is_unfinished(output_dir) and os.path.isfile(vocabulary_path):
+        return data.load_vocabulary(vocabulary_path)
+    return data.train_vocabulary(
+        texts,
+        vocabulary_size=vocabulary_size,
+        max_characters=vocabulary_characters,
+        seed=seed,
+        output_file=output_file,
+    )
+
+
+def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
+    """`epochs` passes of `batches_per_pass` global batches, capped at `max_steps`, as a StepPlan."""
+    total_steps = math.ceil(epochs * batches_per_pass)
+    if max_steps is not None:
+        total_steps = min(total_steps, max_steps)
+    return inputs.plan_steps(total_steps, checkpoint_every)
+
+
+def training_summary(history, steps, plan, tokens_per_step, fit_seconds, start):
+    """The summary fields every run reports, after its own test results."""
+    return {
+        "steps": steps,
+        "total_steps": plan.total_steps,
+        "tokens_per_second": steps * tokens_per_step / fit_seconds,
+        "fit_seconds": fit_seconds,
+        "seconds": time.perf_counter() - start,
+        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
+    }
 
 
 def write_summary(output_dir, summary):
