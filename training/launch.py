@@ -125,8 +125,16 @@ def launch(args):
                 cli.log(f"worker {workers.index(worker)} exited with status {code} ({log_path})")
                 if code and not status:
                     status = code
-                    # The others would wait for it in the next collective: stop them.
-                    forward(signal.SIGTERM, None)
+                    # The others wait for it in their next collective and
+                    # cannot save without it (a save is collective too).
+                    for process, _, _ in remaining:
+                        process.kill()
+                    if remaining:
+                        cli.log(
+                            f"worker {workers.index(worker)} failed: stopped the others, "
+                            "which cannot go on without it. Run the same command again "
+                            "to resume from the last checkpoint."
+                        )
             if deadline[0] is not None and time.monotonic() > deadline[0]:
                 for process, _, _ in remaining:
                     process.kill()

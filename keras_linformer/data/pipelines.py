@@ -1,9 +1,12 @@
 """tf.data input pipelines: masked-LM pretraining and text classification.
 
 Tokenization, packing and masking run inside the tf.data graph (keras-hub's
-WordPiece tokenizer, `StartEndPacker` and `MaskedLMMaskGenerator`), in
-parallel with training and without the Python interpreter. Both accept a `tf.distribute.InputContext`, so they plug straight into
-`strategy.distribute_datasets_from_function`.
+WordPiece tokenizer and `StartEndPacker`, and `masking.mask_tokens`), in
+parallel with training and without the Python interpreter. Both accept a
+`tf.distribute.InputContext`, so they plug straight into
+`strategy.distribute_datasets_from_function`, and both are deterministic
+for a seed: the same global batches, masks included, on any number of
+replicas and workers, and again when a resumed run skips to its step.
 """
 
 import math
@@ -14,6 +17,7 @@ import tensorflow as tf
 from keras_linformer.data.checks import check_positive_int
 from keras_linformer.data.encoding import TextEncoder
 from keras_linformer.data.encoding import special_token_ids
+from keras_linformer.data.masking import mask_tokens
 from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -31,20 +35,52 @@ def check_texts(texts):
         raise ValueError("`texts` is empty: a dataset needs at least one text.")
 
 
-def per_replica_setup(dataset, num_examples, batch_size, input_context):
-    """Shards `dataset` for one input pipeline; returns it and the per-replica batch."""
+def replica_batches(global_batches, batch_size, input_context):
+    """This input pipeline's per-replica batches, cut from a stream of global batches.
+
+    Every input pipeline builds the same stream of global batches of
+    `batch_size` rows and keeps the rows of the replicas it feeds: pipeline
+    `i` of `p`, feeding `r = num_replicas_in_sync / p` replicas, yields rows
+    `[(i * r + j) * b, (i * r + j + 1) * b)` for `j` in `0..r-1`, with `b`
+    the per-replica batch size. The global batches, and so a training run,
+    are then the same on one device, on several replicas of one host and on
+    several hosts. A last, partial global batch gives shorter (possibly
+    empty) per-replica batches.
+
+    Args:
+        global_batches: a `tf.data.Dataset` of batches (any structure, the
+            batch on the first axis) of `batch_size` rows.
+        batch_size: int, the global batch size.
+        input_context: a `tf.distribute.InputContext`, or `None` for
+            `global_batches` unchanged.
+    """
     if input_context is None:
-        return dataset, batch_size
-    if input_context.num_input_pipelines > num_examples:
+        return global_batches
+    if batch_size % input_context.num_replicas_in_sync:
         raise ValueError(
-            f"`input_context` asks for {input_context.num_input_pipelines} "
-            f"input pipelines but `texts` has only {num_examples} texts; "
-            "every pipeline needs at least one."
+            f"`batch_size` must be a multiple of the {input_context.num_replicas_in_sync} "
+            f"replicas, which share each global batch equally. Received: "
+            f"batch_size={batch_size}"
         )
-    dataset = dataset.shard(
-        input_context.num_input_pipelines, input_context.input_pipeline_id
-    )
-    return dataset, input_context.get_per_replica_batch_size(batch_size)
+    per_replica = input_context.get_per_replica_batch_size(batch_size)
+    replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+    first_row = input_context.input_pipeline_id * replicas * per_replica
+    starts = tf.range(replicas, dtype="int64") * per_replica + first_row
+
+    def cut(rows, start):
+        piece = rows[start : start + per_replica]
+        if rows.shape[0] == batch_size and isinstance(piece, tf.Tensor):
+            # Whole global batches (`drop_remainder`) keep a static shape.
+            piece = tf.ensure_shape(piece, [per_replica, *rows.shape[1:]])
+        return piece
+
+    def pieces(*batch):
+        batch = batch[0] if len(batch) == 1 else batch
+        return tf.data.Dataset.from_tensor_slices(starts).map(
+            lambda start: tf.nest.map_structure(lambda rows: cut(rows, start), batch)
+        )
+
+    return global_batches.flat_map(pieces)
 
 
 def chunk_documents(token_ids, chunk_length):
@@ -95,23 +131,24 @@ def pretraining_dataset(
     Throughput on 2 CPU cores: about 6,600 sequences of 128 tokens per
     second (tokenize, pack, mask), far above what a model trains on.
 
-    Masking is dynamic (new each epoch) with
-    `keras_hub.layers.MaskedLMMaskGenerator`: `mask_selection_rate` of the
+    Masking is dynamic (new each epoch) and follows BERT (the rule of
+    `keras_hub.layers.MaskedLMMaskGenerator`): `mask_selection_rate` of the
     non-special tokens of each sequence (rounded up) are selected; of those,
     `mask_token_rate` become `[MASK]`, `random_token_rate` a random token,
     the rest stay. `[CLS]`, `[SEP]` and `[PAD]` are never selected.
 
     Documents are shuffled (seeded, reshuffled each epoch), then chunks
     again through a buffer of `shuffle_buffer_size` so a batch mixes
-    documents. Masks use TensorFlow's global seed (`tf.random.set_seed`);
-    they come from stateful random ops, so they are not guaranteed to be
-    the same from run to run (observed to differ at epoch ends when the
-    machine is loaded).
+    documents. Each global batch's masks come from stateless random ops
+    keyed by a seed drawn for it from `seed` (`masking.mask_tokens`), so
+    the whole stream, over any number of epochs (`repeat()`), is the same
+    from run to run.
 
     Under a distribution strategy, pass the `tf.distribute.InputContext`
-    (see Example): each input pipeline reads a disjoint `1 /
-    num_input_pipelines` of the documents, and batches hold the per-replica
-    share of the global `batch_size`.
+    (see Example): every input pipeline builds the same global batches and
+    keeps its replicas' rows of each (`replica_batches`), so replica `j`
+    of `R` sees rows `[j * B / R, (j + 1) * B / R)` of every global batch
+    whatever the number of workers.
 
     Args:
         texts: list of str, the documents (e.g. `corpus.train.texts`).
@@ -136,9 +173,10 @@ def pretraining_dataset(
             keeps the input order (for evaluation). Defaults to `True`.
         shuffle_buffer_size: int, the chunk shuffle buffer. Defaults to
             `4096`.
-        seed: int, seeds both shuffles. Defaults to `0`.
-        drop_remainder: bool, whether to drop a last, smaller batch (static
-            batch shapes, e.g. for XLA or TPUs). Defaults to `False`.
+        seed: int, seeds both shuffles and the masks. Defaults to `0`.
+        drop_remainder: bool, whether to drop a last, smaller global batch
+            (static batch shapes, e.g. for XLA or TPUs). Defaults to
+            `False`.
         input_context: `tf.distribute.InputContext` or `None`. Defaults to
             `None`.
 
@@ -203,22 +241,23 @@ def pretraining_dataset(
         pad_value=special[PAD],
         return_padding_mask=True,
     )
-    masker = keras_hub.layers.MaskedLMMaskGenerator(
-        vocabulary_size=vocabulary_size,
-        mask_selection_rate=mask_selection_rate,
-        mask_token_id=special[MASK],
-        mask_selection_length=mask_selection_length,
-        unselectable_token_ids=[special[PAD], special[CLS], special[SEP]],
-        mask_token_rate=mask_token_rate,
-        random_token_rate=random_token_rate,
-    )
 
     def tokenize_and_chunk(batch_of_texts):
         return chunk_documents(tokenizer(batch_of_texts), sequence_length - 2)
 
-    def pack_and_mask(chunks):
+    def pack_and_mask(chunks, mask_seed):
         token_ids, padding_mask = packer(chunks)
-        masked = masker(token_ids)
+        masked = mask_tokens(
+            token_ids,
+            mask_seed,
+            vocabulary_size=vocabulary_size,
+            mask_token_id=special[MASK],
+            unselectable_token_ids=[special[PAD], special[CLS], special[SEP]],
+            mask_selection_rate=mask_selection_rate,
+            mask_selection_length=mask_selection_length,
+            mask_token_rate=mask_token_rate,
+            random_token_rate=random_token_rate,
+        )
         x = {
             "token_ids": tf.cast(masked["token_ids"], "int32"),
             "segment_ids": tf.zeros_like(token_ids, "int32"),
@@ -229,9 +268,6 @@ def pretraining_dataset(
         return x, y, tf.cast(masked["mask_weights"], "float32")
 
     dataset = tf.data.Dataset.from_tensor_slices(list(texts))
-    dataset, per_replica_batch_size = per_replica_setup(
-        dataset, len(texts), batch_size, input_context
-    )
     if shuffle:
         dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(TOKENIZE_BATCH_SIZE)
@@ -241,10 +277,14 @@ def pretraining_dataset(
         dataset = dataset.shuffle(
             shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True
         )
-    dataset = dataset.ragged_batch(
-        per_replica_batch_size, drop_remainder=drop_remainder
-    )
+    dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    # One stateless seed per global batch; new ones on every pass.
+    mask_seeds = tf.data.Dataset.random(
+        seed=seed + 2, rerandomize_each_iteration=True
+    ).batch(2)
+    dataset = tf.data.Dataset.zip(dataset, mask_seeds)
     dataset = dataset.map(pack_and_mask, num_parallel_calls=AUTOTUNE)
+    dataset = replica_batches(dataset, batch_size, input_context)
     return dataset.prefetch(AUTOTUNE)
 
 
@@ -266,7 +306,8 @@ def classification_dataset(
     `sequence_length - 2` tokens are used (for news articles the lead
     paragraph carries the topic). The encoding is `TextEncoder`'s, the
     same that a model exported with `keras_linformer.export` runs on raw
-    text. Sharding under a strategy works as in `pretraining_dataset`.
+    text. Under a strategy, each replica gets its rows of every global
+    batch, as in `pretraining_dataset`.
 
     Args:
         texts: list of str (e.g. `corpus.train.texts`).
@@ -323,12 +364,10 @@ def classification_dataset(
         dataset = tf.data.Dataset.from_tensor_slices(
             (list(texts), tf.constant(labels, "int32"))
         )
-    dataset, per_replica_batch_size = per_replica_setup(
-        dataset, len(texts), batch_size, input_context
-    )
     if shuffle:
         dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(per_replica_batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = replica_batches(dataset, batch_size, input_context)
     if labels is None:
         dataset = dataset.map(encode, num_parallel_calls=AUTOTUNE)
     else:

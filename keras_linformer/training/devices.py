@@ -6,6 +6,7 @@
 
 import json
 import os
+import socket
 
 import keras
 import tensorflow as tf
@@ -203,5 +204,28 @@ def make_multi_worker_strategy():
             "TF_CONFIG is not set: a multi-worker run needs it in every worker's "
             "environment (see `python -m training.launch --help`)."
         )
+    task = config["task"]
+    address = config["cluster"][task["type"]][task["index"]]
+    port = int(address.rpartition(":")[2])
+    # TensorFlow's gRPC server listens on all interfaces at this task's
+    # port; when that is taken it fails with "Could not start gRPC server".
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("", port))
+        except OSError as error:
+            raise ValueError(
+                f'TF_CONFIG: this task ({task["type"]} {task["index"]}, {address}) cannot '
+                f"listen on port {port}: {error.strerror}. Another process holds it; stop "
+                "it or give this task another port (the same TF_CONFIG cluster on every "
+                "worker)."
+            ) from None
     # Collectives over gRPC on CPU; NCCL is picked automatically on GPUs.
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    try:
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    except tf.errors.UnknownError as error:
+        if "gRPC server" not in str(error):
+            raise
+        raise ValueError(
+            f"TF_CONFIG: this task ({address}) could not start its gRPC server "
+            f"({error.message}); the port was probably taken meanwhile."
+        ) from None

@@ -27,6 +27,9 @@ Fault tolerance:
   checkpoint.
 - **NaN loss**: the run stops with `FloatingPointError` before saving
   anything non-finite; the last good checkpoint stays.
+- **Agreement**: under several workers, before each checkpoint the workers
+  all-gather a fingerprint of their variables and stop with an error if
+  any differs, so a checkpoint always holds the state every worker has.
 
 Only the chief (worker 0) writes TensorBoard events, logs and the real
 checkpoints; other workers take part in every save (a multi-worker save is
@@ -163,6 +166,7 @@ class Trainer:
         self._train_function = None
         self._test_function = None
         self._agree_function = None
+        self._fingerprints_function = None
 
     # Checkpoints.
 
@@ -239,6 +243,49 @@ class Trainer:
 
             self._agree_function = agree
         return int(self._agree_function(tf.constant(int(self._terminate_requested)))) > 0
+
+    def worker_fingerprints(self):
+        """One fingerprint of the model and optimizer variables per replica, gathered from all.
+
+        The fingerprint is a position-weighted float64 sum of every value,
+        so replicas that differ in any variable differ in it (except by
+        a negligible coincidence).
+        """
+        if self._fingerprints_function is None:
+            variables = list(self.model.variables) + list(self.model.optimizer.variables)
+
+            def fingerprint():
+                total = tf.constant(0.0, "float64")
+                for index, variable in enumerate(variables):
+                    values = tf.reshape(tf.cast(variable.value, "float64"), [-1])
+                    positions = tf.cast(tf.range(tf.size(values)), "float64")
+                    total += tf.reduce_sum(values * tf.sin(positions + index + 1.0))
+                context = tf.distribute.get_replica_context()
+                return context.all_gather(tf.reshape(total, [1]), axis=0)
+
+            @tf.function
+            def gather():
+                return self.strategy.run(fingerprint)
+
+            self._fingerprints_function = gather
+        gathered = self.strategy.experimental_local_results(self._fingerprints_function())
+        return [float(value) for value in gathered[0].numpy()]
+
+    def check_workers_agree(self):
+        """Raises RuntimeError unless every worker holds the same variables (multi-worker only)."""
+        if not self.multi_worker:
+            return
+        fingerprints = self.worker_fingerprints()
+        if len(set(fingerprints)) != 1:
+            raise RuntimeError(
+                f"The workers' variables diverged at step {int(self.step.numpy())} "
+                f"(fingerprints {fingerprints}); their checkpoints would not agree. "
+                "Check that every worker runs the same command and version."
+            )
+        self.log(
+            f"Variables identical on all {len(fingerprints)} replicas "
+            f"(fingerprint {fingerprints[0]:.17g})."
+        )
 
     # Steps.
 
@@ -350,6 +397,7 @@ class Trainer:
                 for name, value in round_logs.items():
                     history.setdefault(name, []).append(value)
                 self._write_scalars(writers, round_index + 1, round_logs)
+                self.check_workers_agree()
                 path = self.save()
                 self.log(
                     f"Round {round_index + 1}/{plan.rounds}: "

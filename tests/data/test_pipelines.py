@@ -1,4 +1,4 @@
-"""tf.data pipelines: exact packing, BERT masking statistics, classification batches, sharding."""
+"""tf.data pipelines: exact packing, BERT masking statistics, reproducible masks, classification batches, replica batches."""
 
 import collections
 import math
@@ -122,27 +122,61 @@ def test_shuffle_is_seeded(ordered, tokenizer):
     assert set(shuffled) <= {tuple(t) for t, _ in in_order}
 
 
-def test_input_context_shards_documents_and_splits_the_global_batch(ordered, tokenizer):
-    texts, in_order = ordered
-    shards = []
-    for pipeline in range(2):
-        dataset = data.pretraining_dataset(
-            texts,
-            tokenizer,
-            sequence_length=LENGTH,
-            batch_size=8,
-            shuffle=False,
-            input_context=tf.distribute.InputContext(
-                2, pipeline, num_replicas_in_sync=4
-            ),
-        )
-        batches = list(dataset.as_numpy_iterator())
-        assert {len(y) for _, y, _ in batches} <= {1, 2}  # 8 / 4 replicas
-        shards.append(
-            collections.Counter(tuple(t) for t, _ in unmasked_sequences(batches))
-        )
-    assert shards[0] + shards[1] == collections.Counter(tuple(t) for t, _ in in_order)
-    assert not set(shards[0]) & set(shards[1])
+def flatten(batch):
+    return tf.nest.flatten(batch)
+
+
+def same_batches(first, second):
+    return len(first) == len(second) and all(
+        all(np.array_equal(a, b) for a, b in zip(flatten(x), flatten(y)))
+        for x, y in zip(first, second)
+    )
+
+
+def two_epochs(texts, tokenizer, input_context=None, seed=0):
+    return list(
+        data.pretraining_dataset(
+            texts, tokenizer, sequence_length=LENGTH, batch_size=8, seed=seed,
+            input_context=input_context,
+        ).repeat(2).as_numpy_iterator()
+    )
+
+
+def test_batches_and_masks_are_reproducible_and_new_each_epoch(ordered, tokenizer):
+    texts, _ = ordered
+    batches = two_epochs(texts, tokenizer)
+    assert same_batches(batches, two_epochs(texts, tokenizer))
+    epoch = len(batches) // 2
+    first, second = batches[0], batches[epoch]
+    assert not np.array_equal(first[0]["mask_positions"], second[0]["mask_positions"])
+    other_seed = two_epochs(texts, tokenizer, seed=1)
+    assert not np.array_equal(first[0]["token_ids"], other_seed[0][0]["token_ids"])
+    # Skipping (a resumed run) reaches the same batches.
+    skipped = data.pretraining_dataset(
+        texts, tokenizer, sequence_length=LENGTH, batch_size=8
+    ).repeat(2).skip(epoch + 1)
+    assert same_batches(list(skipped.as_numpy_iterator()), batches[epoch + 1:])
+
+
+def test_every_topology_sees_the_same_global_batches(ordered, tokenizer):
+    texts, _ = ordered
+    global_batches = two_epochs(texts, tokenizer)
+    # Two workers with one replica each, and one host with two replicas.
+    workers = [
+        two_epochs(texts, tokenizer, tf.distribute.InputContext(2, index, 2))
+        for index in range(2)
+    ]
+    one_host = two_epochs(texts, tokenizer, tf.distribute.InputContext(1, 0, 2))
+    assert len(workers[0]) == len(workers[1]) == len(global_batches)
+    assert len(one_host) == 2 * len(global_batches)
+    for step, batch in enumerate(global_batches):
+        assert {len(y) for _, y, _ in (workers[0][step], workers[1][step])} <= {0, 1, 2, 3, 4}
+        for replicas in (
+            (workers[0][step], workers[1][step]),
+            (one_host[2 * step], one_host[2 * step + 1]),
+        ):
+            joined = [np.concatenate(parts) for parts in zip(*map(flatten, replicas))]
+            assert all(np.array_equal(a, b) for a, b in zip(flatten(batch), joined))
 
 
 def test_distribute_datasets_from_function_gives_static_per_replica_batches(
@@ -210,9 +244,10 @@ def test_bad_pipeline_arguments_are_named(tokenizer):
         data.classification_dataset("one string", [0], tokenizer)
     with pytest.raises(ValueError, match=r"Received 1 labels for 2 texts"):
         data.classification_dataset(["a", "b"], [0], tokenizer)
-    with pytest.raises(ValueError, match=r"4 input pipelines but `texts` has only 2"):
+    with pytest.raises(ValueError, match=r"`batch_size` must be a multiple of the 4 replicas.*batch_size=6"):
         data.pretraining_dataset(
-            ["a", "b"], tokenizer, input_context=tf.distribute.InputContext(4, 0, 4)
+            ["a", "b"], tokenizer, batch_size=6,
+            input_context=tf.distribute.InputContext(4, 0, 4),
         )
     plain = data.make_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     plain.set_vocabulary(["[UNK]", "[PAD]", "a"])  # Built elsewhere, without [CLS].

@@ -7,8 +7,10 @@ before TensorFlow initialises, which a pytest process has already done.
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -24,6 +26,12 @@ NEGATIVE = "bad awful dull slow boring".split()
 NEUTRAL = "the film plot cast story a it is was and of".split()
 
 
+def program_environment():
+    """The programs' environment: quiet TensorFlow, and this Python's scripts on PATH."""
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+
+
 def run_program(module, *arguments, timeout=300):
     """Runs `python -m module arguments` in the repository; returns the CompletedProcess."""
     return subprocess.run(
@@ -32,9 +40,59 @@ def run_program(module, *arguments, timeout=300):
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")},
+        env=program_environment(),
     )
+
+
+class Run:
+    """A program's process whose output goes to a file that can be read while it runs."""
+
+    def __init__(self, arguments, log_path):
+        """`arguments`: the module to run with `python -m`, then its arguments."""
+        self.log_path = log_path
+        with open(log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", *map(str, arguments)],
+                cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT, text=True,
+                env=program_environment(),
+            )
+
+    def output(self):
+        with open(self.log_path) as log:
+            return log.read()
+
+    def wait_for(self, condition, what, timeout=180):
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert self.process.poll() is None, f"exited before {what}: {self.output()[-3000:]}"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.01)
+
+    def stop(self, signal_number):
+        self.process.send_signal(signal_number)
+        self.process.wait(timeout=120)
+        return self.output()
+
+
+def checkpoint_steps(output_dir):
+    """The steps of the checkpoints the `checkpoint` index lists (written last, atomically)."""
+    index = os.path.join(output_dir, "loop_checkpoints", "checkpoint")
+    if not os.path.isfile(index):
+        return []
+    with open(index, encoding="utf-8") as file:
+        return sorted({int(step) for step in re.findall(r'"ckpt-(\d+)"', file.read())})
+
+
+def checkpoint_values(output_dir):
+    """`{name: array}` of the model and optimizer variables in the latest loop checkpoint."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(os.path.join(output_dir, "loop_checkpoints"))
+    return {
+        name: reader.get_tensor(name)
+        for name in reader.get_variable_to_shape_map()
+        if name.startswith(("model_variables/", "optimizer_variables/"))
+    }
 
 
 def write_reviews(path, count=120, seed=0):

@@ -1,0 +1,114 @@
+"""BERT masking of token ids from stateless random ops, reproducible from a seed.
+
+`keras_hub.layers.MaskedLMMaskGenerator` draws from stateful random ops, so
+its masks depend on the order in which tf.data happens to run the map calls:
+two runs with the same seed can mask differently, and a training run
+resumed from a checkpoint cannot see the masks the uninterrupted run saw.
+`mask_tokens` applies the same rule (the same selection count, the same
+80/10/10 split, the same outputs) as a pure function of its `seed`.
+"""
+
+import tensorflow as tf
+
+
+def mask_tokens(
+    token_ids,
+    seed,
+    vocabulary_size,
+    mask_token_id,
+    unselectable_token_ids,
+    mask_selection_rate=0.15,
+    mask_selection_length=20,
+    mask_token_rate=0.8,
+    random_token_rate=0.1,
+):
+    """Selects and replaces tokens for masked-LM training; the same `seed` gives the same masks.
+
+    In each row, `ceil(mask_selection_rate * n)` of the `n` selectable tokens
+    (capped at `mask_selection_length`) are selected uniformly at random;
+    a selected token becomes `mask_token_id` with probability
+    `mask_token_rate`, a uniformly random id in `[0, vocabulary_size)` with
+    probability `random_token_rate`, and stays itself otherwise. This is
+    the rule of `keras_hub.layers.MaskedLMMaskGenerator` (BERT's), drawn
+    from `tf.random.stateless_*` ops keyed by `seed`.
+
+    Args:
+        token_ids: int tensor `(batch, length)`.
+        seed: int tensor of shape `(2,)`, the stateless random seed.
+        vocabulary_size: int, the range of random replacement ids.
+        mask_token_id: int, the `[MASK]` id.
+        unselectable_token_ids: list of int, ids never selected (`[PAD]`,
+            `[CLS]`, `[SEP]`).
+        mask_selection_rate: float, the share of selectable tokens selected.
+        mask_selection_length: int, the width `P` of the outputs: at most
+            this many tokens are selected per row.
+        mask_token_rate: float, the share of selected tokens set to
+            `mask_token_id`.
+        random_token_rate: float, the share set to a random id.
+
+    Returns:
+        A dict: `token_ids` (the input with the replacements), and, each
+        `(batch, P)`, `mask_positions` (the selected positions in ascending
+        order, then 0), `mask_ids` (the original ids there, then 0) and
+        `mask_weights` (float32, 1 for a selection, 0 for padding).
+    """
+    token_ids = tf.convert_to_tensor(token_ids)
+    seed = tf.cast(tf.convert_to_tensor(seed), "int64")
+    length = token_ids.shape[1]
+    width = mask_selection_length
+    selection_seed, choice_seed, random_id_seed = tf.unstack(
+        tf.random.experimental.stateless_split(seed, 3)
+    )
+    unselectable = tf.constant(unselectable_token_ids, token_ids.dtype)
+    selectable = tf.reduce_all(token_ids[:, :, None] != unselectable, axis=-1)
+    selectable_count = tf.reduce_sum(tf.cast(selectable, "int32"), axis=1)
+    selected_count = tf.minimum(
+        tf.cast(
+            tf.math.ceil(tf.cast(selectable_count, "float32") * mask_selection_rate),
+            "int32",
+        ),
+        width,
+    )
+    # A random permutation of each row's selectable positions comes first
+    # in `order`; its first `selected_count` entries are the selection.
+    scores = tf.random.stateless_uniform(tf.shape(token_ids), selection_seed)
+    scores = tf.where(selectable, scores, 2.0)
+    order = tf.argsort(scores, axis=1, stable=True, direction="ASCENDING")
+    if width > length:
+        order = tf.pad(order, [[0, 0], [0, width - length]], constant_values=length)
+    order = order[:, :width]
+    selected = tf.range(width)[None, :] < selected_count[:, None]
+    # Sorting puts the selected positions in ascending order, before the
+    # unselected ones (pushed past the end).
+    positions = tf.sort(tf.where(selected, order, length), axis=1)
+    positions = tf.where(selected, positions, 0)
+    mask_ids = tf.where(selected, tf.gather(token_ids, positions, batch_dims=1), 0)
+
+    batch_and_width = tf.shape(positions)
+    choice = tf.random.stateless_uniform(batch_and_width, choice_seed)
+    random_ids = tf.random.stateless_uniform(
+        batch_and_width, random_id_seed, minval=0, maxval=vocabulary_size, dtype="int32"
+    )
+    new_ids = tf.where(
+        choice < mask_token_rate,
+        tf.constant(mask_token_id, token_ids.dtype),
+        tf.where(
+            choice < mask_token_rate + random_token_rate,
+            tf.cast(random_ids, token_ids.dtype),
+            mask_ids,
+        ),
+    )
+    where_selected = tf.where(selected)  # (selections, 2): row, slot.
+    rows = where_selected[:, 0]
+    columns = tf.cast(tf.gather_nd(positions, where_selected), "int64")
+    masked_ids = tf.tensor_scatter_nd_update(
+        token_ids,
+        tf.stack([rows, columns], axis=1),
+        tf.gather_nd(new_ids, where_selected),
+    )
+    return {
+        "token_ids": masked_ids,
+        "mask_positions": positions,
+        "mask_ids": mask_ids,
+        "mask_weights": tf.cast(selected, "float32"),
+    }
