@@ -19,12 +19,13 @@ Hardware options that combine (TensorFlow 2.21):
                                on CPU; works with every option here
   --jit-compile                XLA on one CPU or on GPUs; refused with --cpu-replicas > 1
                                (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
-  TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts, trained
-                               with --trainer loop; `python -m training.launch` starts local
-                               workers; --mixed-precision works, --cpu-replicas does not
+  TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts;
+                               `python -m training.launch` starts local workers;
+                               --mixed-precision works, --cpu-replicas does not
 
-Outputs under --output-dir: checkpoints/ (every --checkpoint-every steps), backup/
-(restart the same command to resume a killed run), logs/ (TensorBoard), summary.json.
+One trainer runs every case. Outputs under --output-dir: checkpoints/ (every
+--checkpoint-every steps, and on SIGTERM; run the same command again to resume a killed
+or preempted run), logs/ (TensorBoard), run.json, summary.json.
 Watch with `tensorboard --logdir OUTPUT_DIR/logs`; the --profile-batches trace needs
 `pip install tensorboard-plugin-profile` to be shown (Profile tab).
 """
@@ -190,18 +191,12 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
                             "interrupted and resumed or not, gives the same weights bit for bit; "
                             "slower. Without it, multi-threaded CPU reductions vary in the last "
                             "bits from run to run.")
-    group.add_argument("--trainer", choices=["fit", "loop"], default=None,
-                       help="fit: keras.Model.fit with BackupAndRestore (resumes at the last "
-                            "round). loop: the tf.distribute loop of keras_linformer.training.loop "
-                            "(resumes at the last checkpoint, also mid-round after SIGTERM). "
-                            "Default: fit on one host, loop under TF_CONFIG (multi-worker), "
-                            "where fit cannot run.")
 
     group = parser.add_argument_group("checkpoints and logs")
     group.add_argument("--checkpoint-every", type=positive_int, default=checkpoint_every,
                        metavar="STEPS",
                        help="At most this many steps between validation passes, checkpoints, "
-                            "backups, log lines and TensorBoard points"
+                            "log lines and TensorBoard points"
                             + ("" if checkpoint_every else " (default: one pass over the data)")
                             + ".")
     group.add_argument("--profile-batches", type=batch_range, default=None, metavar="FIRST,LAST",
@@ -221,7 +216,6 @@ def training_options(args):
         checkpoint_every=args.checkpoint_every,
         profile_batches=args.profile_batches,
         jit_compile=args.jit_compile,
-        loop=args.trainer == "loop",
         seed=args.seed,
         log=log,
     )
@@ -285,12 +279,6 @@ def set_up_hardware(args):
                 f"--cpu-replicas {args.cpu_replicas} cannot be combined with TF_CONFIG "
                 "(multi-worker training): run one worker per host or device."
             )
-        if args.trainer == "fit":
-            raise ValueError(
-                "--trainer fit cannot run under TF_CONFIG: Keras 3's fit does not "
-                "support MultiWorkerMirroredStrategy (keras-team/keras#20585). Use "
-                "--trainer loop (the default there)."
-            )
         strategy = devices.make_multi_worker_strategy()
         training.check_jit_compile(strategy, args.jit_compile)
         training.set_mixed_precision(args.mixed_precision)
@@ -305,13 +293,16 @@ def set_up_hardware(args):
 def run(parser, function, args):
     """Runs `function(args)`; a bad input ends the program with its message and status 2.
 
-    A diverged run (NaN loss) exits with status 3, a preempted one (SIGTERM,
+    A diverged run (NaN loss) exits with status 3, a checkpoint that could
+    not be written (disk full) with 74 (EX_IOERR), a preempted one (SIGTERM,
     after saving a checkpoint) with 143, as a process killed by SIGTERM.
     """
     from keras_linformer.training import loop
 
     try:
         return function(args)
+    except loop.CheckpointWriteError as error:
+        parser.exit(74, f"{parser.prog}: error: {error}\n")
     except (ValueError, OSError, ModuleNotFoundError) as error:
         message = str(error).strip() or type(error).__name__
         parser.exit(2, f"{parser.prog}: error: {message}\n")

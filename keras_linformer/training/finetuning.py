@@ -1,4 +1,4 @@
-"""Fine-tuning a LinformerTextClassifier with `model.fit`, from a pretrained backbone or from scratch."""
+"""Fine-tuning a LinformerTextClassifier, from a pretrained backbone or from scratch."""
 
 import collections
 import math
@@ -61,7 +61,6 @@ def finetune(
     profile_batches=None,
     strategy=None,
     jit_compile=False,
-    loop=False,
     seed=0,
     log=print,
 ):
@@ -73,7 +72,7 @@ def finetune(
     (`checkpoints.load_pretrained`). Without it, a WordPiece vocabulary is
     trained on the training texts and the backbone starts from random
     weights. Texts become `[CLS] tokens [SEP]` of `sequence_length` tokens
-    (longer ones keep their head). Training, checkpoints, backups and logs
+    (longer ones keep their head). Training, checkpoints and logs
     work as in `pretraining.pretrain`, with a validation pass over the
     whole validation split every round; the test split is evaluated once
     at the end. Writes `vocab.txt`, `classifier.keras`, `labels.txt` (the
@@ -107,10 +106,6 @@ def finetune(
         profile_batches: `(first, last)` or `None`, batches to profile.
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
-        loop: bool, whether to train with `loop.Trainer` (a `tf.distribute`
-            loop, needed under `MultiWorkerMirroredStrategy`; resumes
-            mid-round and saves on SIGTERM) instead of `keras.Model.fit`.
-            Defaults to `False`, or `True` under several workers.
         jit_compile: bool. Defaults to `False`.
         seed: int. Defaults to `0`.
         log: callable for progress messages. Defaults to `print`.
@@ -137,7 +132,6 @@ def finetune(
         raise ValueError(f"`epochs` must be positive. Received: epochs={epochs!r}")
     strategy = strategy or devices.make_strategy()
     devices.check_jit_compile(strategy, jit_compile)
-    loop = loop or loop_lib.is_multi_worker(strategy)
     chief = loop_lib.is_chief(strategy)
     keras.utils.set_random_seed(seed)
     os.makedirs(output_dir, exist_ok=True)
@@ -183,6 +177,7 @@ def finetune(
             "batch_size": batch_size,
             "learning_rate": learning_rate,
             "seed": seed,
+            "data_sha256": runs.texts_digest(corpus.train.texts, corpus.train.labels),
         },
         log=log,
         chief=chief,
@@ -240,9 +235,9 @@ def finetune(
     )
 
     history, steps, fit_seconds = runs.fit(
-        model, make_train, validation, plan, output_dir, profile_batches, strategy, loop, log
+        model, make_train, validation, plan, output_dir, profile_batches, strategy, log
     )
-    results = runs.evaluate(model, test, strategy, loop)
+    results = runs.evaluate(model, test, strategy)
     if chief:
         model.save(os.path.join(output_dir, CLASSIFIER_FILE))
         with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as file:

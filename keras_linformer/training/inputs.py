@@ -1,10 +1,8 @@
 """Distributed input and the step plan of a run.
 
-A run is a number of optimizer steps cut into equal rounds; a round is what
-`model.fit` calls an epoch. Every round ends with a validation pass, a
-checkpoint, a backup, a log line and TensorBoard scalars. Keras 3.15's
-`BackupAndRestore` restores the epoch it was in and drops the batch, so
-rounds make "resume from the last backup" exact.
+A run is a number of optimizer steps cut into equal rounds. Every round
+ends with a validation pass, a checkpoint, a log line and TensorBoard
+scalars.
 """
 
 import dataclasses
@@ -19,7 +17,7 @@ class StepPlan:
     """How many optimizer steps a run takes, in rounds of equal length.
 
     Args:
-        rounds: int, the number of rounds (`epochs` for `model.fit`).
+        rounds: int, the number of rounds.
         steps_per_round: int, optimizer steps per round (`steps_per_epoch`).
     """
 
@@ -69,8 +67,8 @@ def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=Non
             validation subset). Defaults to `None`.
 
     Returns:
-        A `tf.distribute.DistributedDataset`, which `keras.Model.fit` and
-        `evaluate` accept.
+        A `tf.distribute.DistributedDataset`, for `loop.Trainer` and
+        `loop.evaluate`.
     """
 
     def dataset_fn(input_context):

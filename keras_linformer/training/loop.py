@@ -39,18 +39,23 @@ collective) but write to a scratch directory of their own.
 import contextlib
 import math
 import os
+import re
 import shutil
 import signal
+import sys
 import tempfile
 import time
 
 import keras
 import tensorflow as tf
 
-from keras_linformer.training import callbacks as callbacks_lib
-
-CHECKPOINT_DIR = "loop_checkpoints"
+CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
+
+
+def progress_verbosity():
+    """A progress bar on a terminal, one line per round otherwise (as `fit`'s `verbose`)."""
+    return 1 if sys.stdout.isatty() else 2
 
 
 def is_chief(strategy):
@@ -78,7 +83,19 @@ def has_checkpoint(output_dir):
 
 
 def _reduce(strategy, logs):
+    # Per step, for progress and the NaN check: the mean of the replicas'
+    # values. Results over many steps come from `_metric_results`.
     return {name: strategy.reduce("MEAN", value, axis=None) for name, value in logs.items()}
+
+
+def _metric_results(model):
+    """The compiled metrics' results over every replica and step since their reset.
+
+    Read outside `strategy.run`, the metrics' variables sum over replicas,
+    so a replica that saw fewer (or no) examples in a last, partial batch
+    counts in proportion; averaging each replica's result would not.
+    """
+    return {name: float(value) for name, value in model.get_metrics_result().items()}
 
 
 def _test_function(model, strategy):
@@ -99,7 +116,7 @@ def _run_test_function(model, function, dataset):
             logs = function(iterator)
         except (StopIteration, tf.errors.OutOfRangeError):
             break
-    return {name: float(value) for name, value in logs.items()}
+    return _metric_results(model) if logs else {}
 
 
 def evaluate(model, strategy, dataset):
@@ -114,6 +131,10 @@ class Preempted(Exception):
     """Raised by `Trainer.fit` after saving a checkpoint on SIGTERM."""
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (e.g. the disk is full); the previous one is intact."""
+
+
 class Trainer:
     """Trains a compiled Keras model with `strategy.run`, checkpointing every round.
 
@@ -124,7 +145,7 @@ class Trainer:
     Args:
         model: a compiled `keras.Model` built under `strategy`.
         strategy: the `tf.distribute.Strategy` the model was built under.
-        output_dir: str, where checkpoints (`loop_checkpoints/`) and
+        output_dir: str, where checkpoints (`checkpoints/`) and
             TensorBoard events (`logs/train`, `logs/validation`) go.
         max_to_keep: int, checkpoints kept (at least 2, so that a corrupted
             latest one has a predecessor). Defaults to `2`.
@@ -206,8 +227,43 @@ class Trainer:
         )
 
     def save(self):
-        """Writes a checkpoint at the current step (collective: every worker calls it)."""
-        path = self.manager.save(checkpoint_number=int(self.step.numpy()))
+        """Writes a checkpoint at the current step (collective: every worker calls it).
+
+        Raises:
+            CheckpointWriteError: the write failed (disk full, file too
+                large, no permission); the checkpoint index still names the
+                previous checkpoints, which a restart resumes from.
+        """
+        step = int(self.step.numpy())
+        previous = self.manager.latest_checkpoint
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as error:
+            # TensorFlow writes into a temporary name first; drop what it left.
+            leftovers = [
+                name
+                for pattern in (f"ckpt-{step}.*", f"ckpt-{step}_temp*")
+                for name in tf.io.gfile.glob(os.path.join(self.manager.directory, pattern))
+            ]
+            for leftover in leftovers:
+                if previous is None or not leftover.startswith(previous + "."):
+                    if tf.io.gfile.isdir(leftover):
+                        tf.io.gfile.rmtree(leftover)
+                    else:
+                        tf.io.gfile.remove(leftover)
+            message = getattr(error, "message", None) or str(error)
+            message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
+            raise CheckpointWriteError(
+                f"Could not write the checkpoint of step {step} to "
+                f"{self.manager.directory!r}: {message.strip().splitlines()[0][:300]}. "
+                + (
+                    f"The last complete checkpoint, {os.path.basename(previous)}, is "
+                    "intact: free space (or fix the directory) and run the same "
+                    "command again to resume from it."
+                    if previous
+                    else "No earlier checkpoint exists; a restart begins at step 0."
+                )
+            ) from None
         if not self.chief:
             # The non-chief copy only existed so that the save could run.
             shutil.rmtree(self.manager.directory, ignore_errors=True)
@@ -359,7 +415,7 @@ class Trainer:
                 round_first = step
                 progress = keras.utils.Progbar(
                     round_end - step,
-                    verbose=callbacks_lib.progress_verbosity() if self.chief else 0,
+                    verbose=progress_verbosity() if self.chief else 0,
                     unit_name="step",
                 )
                 self.log(f"Round {round_index + 1}/{plan.rounds} (steps {step + 1}-{round_end})")
@@ -385,7 +441,7 @@ class Trainer:
                         path = self.save()
                         self.log(f"SIGTERM: saved {path} at step {step}; stopping.")
                         raise Preempted(f"Preempted at step {step}; checkpoint {path}.")
-                round_logs = dict(logs)
+                round_logs = _metric_results(self.model)
                 if validation is not None:
                     round_logs.update(
                         {f"val_{k}": v for k, v in self._evaluate(validation).items()}

@@ -1,4 +1,4 @@
-"""Masked-language-model pretraining of a LinformerBackbone with `model.fit`."""
+"""Masked-language-model pretraining of a LinformerBackbone on `tf.distribute`."""
 
 import os
 import time
@@ -83,7 +83,6 @@ def pretrain(
     profile_batches=None,
     strategy=None,
     jit_compile=False,
-    loop=False,
     seed=0,
     log=print,
 ):
@@ -91,13 +90,14 @@ def pretrain(
 
     Trains a WordPiece vocabulary on (a sample of) the training documents,
     cuts them into `[CLS] ... [SEP]` sequences of `max_sequence_length`
-    tokens with dynamic 15% masking (`data.pretraining_dataset`), and runs
-    `model.fit` under `strategy` on the global `batch_size`, split among
-    replicas by `strategy.distribute_datasets_from_function`. Every
-    `checkpoint_every` steps at most: a validation pass on the first
-    `validation_batches` batches of the validation split, a checkpoint, a
-    backup (a killed run resumes from it when started again with the same
-    arguments), TensorBoard scalars and a log line. At the end it reports
+    tokens with dynamic 15% masking (`data.pretraining_dataset`), and trains
+    with `loop.Trainer` under `strategy` (one device, `MirroredStrategy` or
+    `MultiWorkerMirroredStrategy`) on the global `batch_size`, split among
+    replicas. Every `checkpoint_every` steps at most: a validation pass on
+    the first `validation_batches` batches of the validation split, a
+    checkpoint (a killed run resumes from it when started again with the
+    same arguments; SIGTERM saves one first), TensorBoard scalars and a
+    log line. At the end it reports
     the perplexity on the whole test split and writes what fine-tuning
     needs (`checkpoints.save_pretrained`): `vocab.txt`, `config.json`,
     `model.weights.h5`; the whole masked LM as `masked_lm.keras`; and
@@ -132,10 +132,6 @@ def pretrain(
         profile_batches: `(first, last)` or `None`, batches to profile.
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
-        loop: bool, whether to train with `loop.Trainer` (a `tf.distribute`
-            loop, needed under `MultiWorkerMirroredStrategy`; resumes
-            mid-round and saves on SIGTERM) instead of `keras.Model.fit`.
-            Defaults to `False`, or `True` under several workers.
         jit_compile: bool, whether to compile with XLA. Defaults to `False`.
         seed: int, seeds the vocabulary sample, weights, shuffling and
             masks. Defaults to `0`.
@@ -149,7 +145,6 @@ def pretrain(
     start = time.perf_counter()
     strategy = strategy or devices.make_strategy()
     devices.check_jit_compile(strategy, jit_compile)
-    loop = loop or loop_lib.is_multi_worker(strategy)
     chief = loop_lib.is_chief(strategy)
     architecture = {**DEFAULT_ARCHITECTURE, **(architecture or {})}
     sequence_length = architecture["max_sequence_length"]
@@ -194,6 +189,7 @@ def pretrain(
             "batch_size": batch_size,
             "learning_rate": learning_rate,
             "seed": seed,
+            "data_sha256": runs.texts_digest(corpus.train.texts),
         },
         log=log,
         chief=chief,
@@ -235,9 +231,9 @@ def pretrain(
         f"{', XLA' if jit_compile else ''}."
     )
     history, steps, fit_seconds = runs.fit(
-        model, make_train, validation, plan, output_dir, profile_batches, strategy, loop, log
+        model, make_train, validation, plan, output_dir, profile_batches, strategy, log
     )
-    results = runs.evaluate(model, test, strategy, loop)
+    results = runs.evaluate(model, test, strategy)
     if chief:
         checkpoints.save_pretrained(model.backbone, vocabulary, output_dir)
         # The whole masked LM (backbone and tied head), for fill-mask use and export.

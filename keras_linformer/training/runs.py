@@ -1,21 +1,18 @@
-"""What the pretraining and fine-tuning runs share: the run record, `fit`, the summary.
+"""What the pretraining and fine-tuning runs share: the run record, training, the summary.
 
-A run writes `run.json` (its configuration) when it starts. A restart that
-finds a backup from a run of another configuration stops with an error
-instead of loading that state into a different model or schedule.
+A run writes `run.json` (its configuration, and a digest of its training
+data) when it starts. A restart that finds checkpoints of a run of another
+configuration, or of other data, stops with an error instead of loading
+that state into a different model, schedule or data stream.
 """
 
-import contextlib
+import hashlib
 import json
 import math
 import os
 import time
-import warnings
-
-import keras
 
 from keras_linformer import data
-from keras_linformer.training import callbacks as callbacks_lib
 from keras_linformer.training import checkpoints
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
@@ -24,25 +21,37 @@ RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 
 
+def texts_digest(texts, labels=None):
+    """A SHA-256 of the training texts (and labels), in order, for `run.json`."""
+    digest = hashlib.sha256()
+    for text in texts:
+        encoded = text.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "little") + encoded)
+    for label in labels or ():
+        digest.update(int(label).to_bytes(8, "little", signed=True))
+    return digest.hexdigest()
+
+
 def start_run(output_dir, run_config, log=print, chief=True):
-    """Records the run's configuration; returns whether it resumes an unfinished run.
+    """Records the run's configuration; returns whether it resumes from checkpoints.
 
     Args:
         output_dir: str, the run's output directory (created if missing).
         run_config: dict of JSON values that a resumed run must share with
-            the run it resumes (model config, step plan, batch size, ...).
+            the run it resumes (model config, step plan, batch size, data
+            digest, ...).
         log: callable for progress messages.
         chief: bool, whether this process writes (only the chief of several
             workers does).
 
     Raises:
-        ValueError: `output_dir` holds the backup or checkpoints of a run
-            whose `run.json` differs from `run_config`.
+        ValueError: `output_dir` holds the checkpoints of a run whose
+            `run.json` differs from `run_config`.
     """
     os.makedirs(output_dir, exist_ok=True)
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
     path = os.path.join(output_dir, RUN_FILE)
-    resuming = is_unfinished(output_dir)
+    resuming = loop_lib.has_checkpoint(output_dir)
     if resuming and os.path.isfile(path):
         with open(path, encoding="utf-8") as file:
             previous = json.load(file)
@@ -52,18 +61,15 @@ def start_run(output_dir, run_config, log=print, chief=True):
             if previous.get(key) != run_config.get(key)
         ]
         if differences:
+            state = "an unfinished run" if is_unfinished(output_dir) else "a finished run"
             raise ValueError(
-                f"output_dir: {output_dir!r} holds the backup of an unfinished "
-                "run with another configuration ("
+                f"output_dir: {output_dir!r} holds the checkpoints of {state} "
+                "with another configuration or data ("
                 + "; ".join(differences)
-                + "). Resume it with the same options, or use another "
-                "output directory (or remove its "
-                f"{callbacks_lib.BACKUP_DIR}/ and {loop_lib.CHECKPOINT_DIR}/) "
+                + "). Resume it with the same options and data, or use another "
+                f"output directory (or remove its {loop_lib.CHECKPOINT_DIR}/) "
                 "to start over."
             )
-    rounds_done = callbacks_lib.completed_rounds(output_dir)
-    if rounds_done:
-        log(f"Resuming from the backup in {output_dir}: {rounds_done} rounds done.")
     if chief:
         with open(path, "w", encoding="utf-8") as file:
             json.dump(run_config, file, indent=2)
@@ -71,23 +77,10 @@ def start_run(output_dir, run_config, log=print, chief=True):
 
 
 def is_unfinished(output_dir):
-    """Whether `output_dir` holds the resumable state of an unfinished run (either trainer's)."""
-    return bool(
-        callbacks_lib.completed_rounds(output_dir)
-        or loop_lib.has_checkpoint(output_dir)
+    """Whether `output_dir` holds checkpoints of a run that has not written its summary."""
+    return loop_lib.has_checkpoint(output_dir) and not os.path.isfile(
+        os.path.join(output_dir, SUMMARY_FILE)
     )
-
-
-@contextlib.contextmanager
-def finite_datasets_expected():
-    """Silences Keras's "input ran out of data" warning for finite evaluation data.
-
-    A distributed dataset has no known length, so Keras learns it by running
-    out, and warns each time; the training data repeats forever and cannot.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Your input ran out of data")
-        yield
 
 
 def fit(
@@ -98,17 +91,14 @@ def fit(
     output_dir,
     profile_batches=None,
     strategy=None,
-    loop=False,
     log=print,
 ):
-    """Trains `model` over `plan` with `keras.Model.fit` or with `loop.Trainer`.
+    """Trains `model` over `plan` with `loop.Trainer`, resuming from its checkpoints.
 
     keras-hub tasks wrap `fit` to re-batch and preprocess their input, and
-    that wrapper rejects a `tf.distribute` dataset; these models take
-    ready-made batches (no preprocessor), so Keras's own `fit` is called.
-    With `loop=True` (required under `MultiWorkerMirroredStrategy`, which
-    Keras 3's `fit` cannot run) the same model's `train_step` runs in
-    `loop.Trainer`, with its own checkpoints (see `loop`).
+    Keras 3's `fit` cannot run under `MultiWorkerMirroredStrategy`
+    (keras-team/keras#20585); the trainer runs the model's own `train_step`
+    under `strategy.run`, the same way on every strategy.
 
     Args:
         make_train: callable `skip_steps -> DistributedDataset`, the training
@@ -120,38 +110,16 @@ def fit(
         `plan.total_steps` on a resumed run), and the wall time of the call.
     """
     start = time.perf_counter()
-    if loop:
-        trainer = loop_lib.Trainer(model, strategy, output_dir, log=log)
-        history, steps, _ = trainer.fit(
-            make_train, plan, validation=validation, profile_batches=profile_batches
-        )
-        return history, steps, time.perf_counter() - start
-    rounds_done = callbacks_lib.completed_rounds(output_dir)
-    with finite_datasets_expected():
-        history = keras.Model.fit(
-            model,
-            make_train(rounds_done * plan.steps_per_round),
-            epochs=plan.rounds,
-            steps_per_epoch=plan.steps_per_round,
-            validation_data=validation,
-            callbacks=callbacks_lib.training_callbacks(output_dir, profile_batches),
-            verbose=callbacks_lib.progress_verbosity(),
-            shuffle=False,  # The input pipelines shuffle.
-        )
-    steps = len(history.epoch) * plan.steps_per_round
-    return history.history, steps, time.perf_counter() - start
+    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log)
+    history, steps, _ = trainer.fit(
+        make_train, plan, validation=validation, profile_batches=profile_batches
+    )
+    return history, steps, time.perf_counter() - start
 
 
-def evaluate(model, dataset, strategy=None, loop=False):
-    """The model's metrics on a finite distributed dataset, as a dict.
-
-    `keras.Model.evaluate` (see `fit` for why not the task's), or with
-    `loop=True` the model's `test_step` under `strategy.run`.
-    """
-    if loop:
-        return loop_lib.evaluate(model, strategy, dataset)
-    with finite_datasets_expected():
-        return keras.Model.evaluate(model, dataset, return_dict=True, verbose=0)
+def evaluate(model, dataset, strategy):
+    """The model's metrics on a finite distributed dataset, as a dict (`loop.evaluate`)."""
+    return loop_lib.evaluate(model, strategy, dataset)
 
 
 def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed, output_file=None):
@@ -161,7 +129,7 @@ def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, se
     index it.
     """
     vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
-    if is_unfinished(output_dir) and os.path.isfile(vocabulary_path):
+    if loop_lib.has_checkpoint(output_dir) and os.path.isfile(vocabulary_path):
         return data.load_vocabulary(vocabulary_path)
     return data.train_vocabulary(
         texts,

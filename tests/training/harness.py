@@ -47,14 +47,14 @@ def run_program(module, *arguments, timeout=300):
 class Run:
     """A program's process whose output goes to a file that can be read while it runs."""
 
-    def __init__(self, arguments, log_path):
+    def __init__(self, arguments, log_path, preexec_fn=None):
         """`arguments`: the module to run with `python -m`, then its arguments."""
         self.log_path = log_path
         with open(log_path, "w") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", *map(str, arguments)],
                 cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT, text=True,
-                env=program_environment(),
+                env=program_environment(), preexec_fn=preexec_fn,
             )
 
     def output(self):
@@ -76,7 +76,7 @@ class Run:
 
 def checkpoint_steps(output_dir):
     """The steps of the checkpoints the `checkpoint` index lists (written last, atomically)."""
-    index = os.path.join(output_dir, "loop_checkpoints", "checkpoint")
+    index = os.path.join(output_dir, "checkpoints", "checkpoint")
     if not os.path.isfile(index):
         return []
     with open(index, encoding="utf-8") as file:
@@ -87,7 +87,7 @@ def checkpoint_values(output_dir):
     """`{name: array}` of the model and optimizer variables in the latest loop checkpoint."""
     import tensorflow as tf
 
-    reader = tf.train.load_checkpoint(os.path.join(output_dir, "loop_checkpoints"))
+    reader = tf.train.load_checkpoint(os.path.join(output_dir, "checkpoints"))
     return {
         name: reader.get_tensor(name)
         for name in reader.get_variable_to_shape_map()

@@ -9,6 +9,7 @@ pytest process has already done.
 
 import json
 import os
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -21,6 +22,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_linformer import data  # noqa: E402
+from keras_linformer.training import loop  # noqa: E402
 from keras_linformer.models import LinformerBackbone  # noqa: E402
 
 GLOBAL_BATCH = 8
@@ -49,16 +51,17 @@ def train_one_step(strategy, initial_weights, tokenizer, config, train, test):
             batch_size=GLOBAL_BATCH, shuffle=shuffle, input_context=context,
         )
 
-    history = keras.Model.fit(
-        model, training.distribute(strategy, dataset(train, False), repeat=True),
-        epochs=1, steps_per_epoch=1, verbose=0,
+    trainer = training.Trainer(model, strategy, tempfile.mkdtemp(), log=lambda message: None)
+    history, _, _ = trainer.fit(
+        lambda skip: training.distribute(
+            strategy, dataset(train, False), repeat=True, skip_steps=skip
+        ),
+        training.StepPlan(rounds=1, steps_per_round=1),
     )
-    results = keras.Model.evaluate(
-        model, training.distribute(strategy, dataset(test, False)), return_dict=True, verbose=0
-    )
+    results = loop.evaluate(model, strategy, training.distribute(strategy, dataset(test, False)))
     return {
         "replicas": strategy.num_replicas_in_sync,
-        "loss": float(history.history["loss"][0]),
+        "loss": float(history["loss"][0]),
         "weights": [w.tolist() for w in model.get_weights()],
         "initial_weights": [w.tolist() for w in initial_weights],
         "test": {key: float(value) for key, value in results.items()},
@@ -67,7 +70,7 @@ def train_one_step(strategy, initial_weights, tokenizer, config, train, test):
 
 def main():
     rng = np.random.default_rng(0)
-    train, test = make_texts(GLOBAL_BATCH, rng), make_texts(37, rng)  # 37: uneven batches.
+    train, test = make_texts(GLOBAL_BATCH, rng), make_texts(33, rng)  # 33: a last batch of 1.
     vocabulary = data.train_vocabulary(train[0] + test[0], vocabulary_size=40)
     tokenizer = data.make_tokenizer(vocabulary)
     config = dict(

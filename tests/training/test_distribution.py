@@ -32,8 +32,8 @@ def test_one_step_on_two_replicas_gives_the_weights_of_one_device(runs):
 
 
 def test_evaluation_on_two_replicas_counts_every_example_once(runs):
-    # 37 test examples in batches of 8: the last step feeds one replica a
-    # partial batch and the other nothing.
+    # 33 test examples in global batches of 8: the last global batch has one
+    # row, which goes to the first replica; the second gets an empty batch.
     one_device, two_replicas = runs
     assert two_replicas["test"]["accuracy"] == one_device["test"]["accuracy"]
     assert two_replicas["test"]["loss"] == pytest.approx(one_device["test"]["loss"], rel=1e-6)

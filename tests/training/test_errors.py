@@ -127,13 +127,13 @@ def test_inputs_longer_than_the_pretrained_model_are_refused(pretrained_dir, rev
 def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
     from training import pretrain
 
-    backup = tmp_path / "backup"
-    backup.mkdir()
-    (backup / "training_metadata.json").write_text('{"epoch": 3, "batch": 0}')
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()  # The index of an unfinished run's checkpoints.
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\n')
     (tmp_path / "run.json").write_text('{"task": "masked_lm", "batch_size": 16}')
     status, stderr = run_in_process(pretrain, [
         "--table", reviews_file, "--batch-size", 8, "--output-dir", tmp_path,
     ], capsys)
     assert status == 2
-    assert "holds the backup of an unfinished run with another configuration" in stderr
+    assert "holds the checkpoints of an unfinished run with another configuration or data" in stderr
     assert "batch_size: 16 then, 8 now" in stderr

@@ -20,7 +20,7 @@ from tests.training.harness import (
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
     "--epochs", 100, "--max-steps", 60, "--checkpoint-every", 10, "--learning-rate", 1e-2,
-    "--validation-batches", 1, "--max-eval-examples", 8, "--trainer", "loop", "--deterministic",
+    "--validation-batches", 1, "--max-eval-examples", 8, "--deterministic",
 ]
 
 
@@ -88,7 +88,7 @@ def test_resumed_run_takes_every_step_exactly_once(runs):
     uninterrupted, interrupted, _ = runs
     assert read_summary(interrupted)["total_steps"] == read_summary(uninterrupted)["total_steps"] == 60
     for output_dir in (uninterrupted, interrupted):
-        reader = tf.train.load_checkpoint(str(output_dir / "loop_checkpoints"))
+        reader = tf.train.load_checkpoint(str(output_dir / "checkpoints"))
         assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 60
         assert reader.get_tensor("optimizer_variables/0/.ATTRIBUTES/VARIABLE_VALUE") == 60
 
@@ -109,10 +109,23 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
     output_dir = tmp_path / "copy"
     shutil.copytree(interrupted, output_dir)
     latest = max(checkpoint_steps(output_dir))
-    data_file = next((output_dir / "loop_checkpoints").glob(f"ckpt-{latest}.data-*"))
+    data_file = next((output_dir / "checkpoints").glob(f"ckpt-{latest}.data-*"))
     data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])
+    # What a kill in the middle of a later save leaves: its temporary files,
+    # which the index does not name.
+    temporary = output_dir / "checkpoints" / f"ckpt-{latest + 5}_temp"
+    temporary.mkdir()
+    (temporary / "part-00000-of-00001.data-00000-of-00001.tempstate1").write_bytes(b"\0" * 100)
+    (output_dir / "summary.json").unlink()
     result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"ckpt-{latest} does not load" in result.stdout
     previous = sorted(checkpoint_steps(interrupted))[-2]
     assert f"ckpt-{previous} at step {previous}" in result.stdout
+
+    # With every checkpoint damaged, the run stops and names them.
+    for data_file in (output_dir / "checkpoints").glob("ckpt-*.data-*"):
+        data_file.write_bytes(b"")
+    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
+    assert result.returncode == 2, result.stdout[-2000:]
+    assert "none of the checkpoints in" in result.stderr and "Remove the directory" in result.stderr

@@ -22,7 +22,7 @@ STEPS, EVERY = 120, 20
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
     "--epochs", 100, "--max-steps", STEPS, "--checkpoint-every", EVERY,
-    "--validation-batches", 1, "--max-eval-examples", 8, "--trainer", "loop", "--deterministic",
+    "--validation-batches", 1, "--max-eval-examples", 8, "--deterministic",
 ]
 
 

@@ -1,70 +1,32 @@
 """Pretraining and fine-tuning, a few steps each on 2 replicas (MirroredStrategy on 2 logical CPUs).
 
-The pretraining run is killed with SIGKILL after its second checkpoint and
-started again with the same command, as a preempted job would be; the
-checks on what it writes apply to the resumed run.
+Killing and resuming runs is tested in test_fault_tolerance.py (one
+device) and test_multi_worker.py (two workers); the trainer is the same.
 """
 
 import math
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
-from tests.training.harness import REPOSITORY, TINY_MODEL, read_summary, run_program, scalars
+from tests.training.harness import TINY_MODEL, checkpoint_steps, read_summary, run_program, scalars
 
 ROUNDS, EVERY = 3, 4
 
 
 @pytest.fixture(scope="module")
 def pretraining(reviews_file, tmp_path_factory):
-    """(output_dir, stdout of the killed run, stdout of the resumed run)."""
+    """(output_dir, stdout)."""
     output_dir = tmp_path_factory.mktemp("pretrain")
-    arguments = [str(a) for a in [
-        "--table", reviews_file, "--cpu-replicas", 2, *TINY_MODEL,
+    result = run_program(
+        "training.pretrain", "--table", reviews_file, "--cpu-replicas", 2, *TINY_MODEL,
         "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
         "--epochs", 100, "--max-steps", ROUNDS * EVERY, "--checkpoint-every", EVERY,
         "--learning-rate", 1e-2, "--validation-batches", 2, "--profile-batches", "2,3",
         "--output-dir", output_dir,
-    ]]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "training.pretrain", *arguments],
-        cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
-    # A round's backup is written before its checkpoint: once the second
-    # checkpoint exists, so does a backup of at least two rounds.
-    second_checkpoint = output_dir / "checkpoints" / "round-0002.weights.h5"
-    deadline = time.monotonic() + 240
-    while not second_checkpoint.exists():
-        assert process.poll() is None, process.stdout.read()[-3000:]
-        assert time.monotonic() < deadline, "no checkpoint appeared"
-        time.sleep(0.02)
-    os.kill(process.pid, signal.SIGKILL)
-    killed_stdout = process.communicate(timeout=60)[0]
-    assert process.returncode == -signal.SIGKILL
-    assert (output_dir / "backup").is_dir() and not (output_dir / "summary.json").exists()
-
-    result = run_program("training.pretrain", *arguments)
     assert result.returncode == 0, result.stderr[-3000:]
-    return output_dir, killed_stdout, result.stdout
-
-
-def test_killed_pretraining_resumes_from_the_last_backup(pretraining):
-    output_dir, _, stdout = pretraining
-    done = int(re.search(r"Resuming from the backup in .*: (\d+) rounds done", stdout).group(1))
-    assert 2 <= done < ROUNDS, stdout
-    epochs = re.findall(r"^Epoch (\d+)/(\d+)$", stdout, flags=re.MULTILINE)
-    assert epochs == [(str(n), str(ROUNDS)) for n in range(done + 1, ROUNDS + 1)], stdout
-    # Only the remaining steps ran, and the optimizer went on from the
-    # backup's step count: the learning rate reached the schedule's end, 0.
-    assert read_summary(output_dir)["steps"] == (ROUNDS - done) * EVERY
-    learning_rates = scalars(output_dir / "logs" / "train")["epoch_learning_rate"]
-    assert learning_rates[-1] < 1e-9  # From a fresh optimizer it would be at step 4 of 12.
+    return output_dir, result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -80,35 +42,32 @@ def finetuning(pretraining, reviews_file, tmp_path_factory):
 
 
 def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
-    output_dir, killed_stdout, stdout = pretraining
-    assert "12 steps of 8 on 2 replica(s), 3 rounds of 4" in killed_stdout
+    output_dir, stdout = pretraining
+    assert f"{ROUNDS * EVERY} steps of 8 on 2 replica(s), {ROUNDS} rounds of {EVERY}" in stdout
     assert re.search(r"Pretraining done: test perplexity [0-9.]+ .* \d+ steps, [0-9,]+ tokens/s", stdout)
-    assert read_summary(output_dir)["test_perplexity"] > 1
+    summary = read_summary(output_dir)
+    assert summary["test_perplexity"] > 1 and summary["steps"] == ROUNDS * EVERY
 
 
 def round_losses(stdout):
-    """The training loss of each round in fit's one-line-per-round log."""
-    return [float(loss) for loss in re.findall(r"^\d+/\d+ .* - loss: ([0-9.]+)", stdout, re.MULTILINE)]
+    """The training loss of each round, from the trainer's round lines."""
+    return [float(loss) for loss in re.findall(r"^Round \d+/\d+: loss: ([0-9.]+)", stdout, re.MULTILINE)]
 
 
 def test_pretraining_loss_decreases(pretraining):
-    _, killed_stdout, stdout = pretraining
-    first, last = round_losses(killed_stdout)[0], round_losses(stdout)[-1]
-    assert last < first, (killed_stdout, stdout)
+    losses = round_losses(pretraining[1])
+    assert len(losses) == ROUNDS and losses[-1] < losses[0], losses
 
 
 def test_pretraining_writes_checkpoints_and_the_pretrained_model(pretraining):
     output_dir = pretraining[0]
-    assert sorted(os.listdir(output_dir / "checkpoints")) == [
-        f"round-{n:04d}.weights.h5" for n in range(1, ROUNDS + 1)
-    ]
+    # The last two rounds' checkpoints are kept.
+    assert checkpoint_steps(output_dir) == [(ROUNDS - 1) * EVERY, ROUNDS * EVERY]
     for name in ("vocab.txt", "config.json", "model.weights.h5", "masked_lm.keras", "run.json"):
         assert (output_dir / name).is_file(), name
-    assert not (output_dir / "backup").exists()  # Removed once training completes.
 
 
 def test_pretraining_logs_loss_perplexity_accuracy_and_learning_rate(pretraining):
-    # Events the killed run had not flushed are lost; the resumed run's are all there.
     train = scalars(pretraining[0] / "logs" / "train")
     validation = scalars(pretraining[0] / "logs" / "validation")
     for tag in ("epoch_loss", "epoch_perplexity", "epoch_accuracy", "epoch_learning_rate"):
@@ -121,7 +80,7 @@ def test_pretraining_logs_loss_perplexity_accuracy_and_learning_rate(pretraining
 
 
 def test_profiling_writes_a_trace(pretraining):
-    # Batches 2-3 of the resumed run (counted from each start).
+    # Steps 2-3.
     profile_dir = pretraining[0] / "logs" / "train" / "plugins" / "profile"
     traces = list(profile_dir.glob("*/*.xplane.pb"))
     assert traces and traces[0].stat().st_size > 0
@@ -147,9 +106,7 @@ def test_finetuning_loss_decreases_and_logs_accuracy(finetuning):
 
 def test_finetuning_writes_checkpoints_and_the_classifier(finetuning):
     output_dir = finetuning[0]
-    assert sorted(os.listdir(output_dir / "checkpoints")) == [
-        "round-0001.weights.h5", "round-0002.weights.h5"
-    ]
+    assert checkpoint_steps(output_dir) == [36, 72]
     assert (output_dir / "classifier.keras").is_file()
     assert (output_dir / "labels.txt").read_text().split() == ["negative", "positive"]
 
