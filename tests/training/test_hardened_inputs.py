@@ -71,32 +71,35 @@ def limit_file_size(limit):
 
 def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(reviews_file, tmp_path):
     arguments = [
-        "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 300,
+        "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 30,
         "--checkpoint-every", 10, "--output-dir", tmp_path,
     ]
-    # 1. A run killed once its first checkpoint exists.
-    run = Run(arguments, tmp_path / "part-1.log")
-    run.wait_for(lambda: checkpoint_steps(tmp_path), "a checkpoint")
-    run.stop(signal.SIGKILL)
-    first = checkpoint_steps(tmp_path)[-1]
-    data_file = next((tmp_path / "checkpoints").glob(f"ckpt-{first}.data-*"))
+    # 1. A run whose last round is lost, as if it was killed before saving
+    #    it: its checkpoint index is put back to the one before.
+    result = run_program(*arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    index = tmp_path / "checkpoints" / "checkpoint"
+    index.write_text('model_checkpoint_path: "ckpt-20"\nall_model_checkpoint_paths: "ckpt-20"\n')
+    for path in (tmp_path / "checkpoints").glob("ckpt-30.*"):
+        path.unlink()
+    (tmp_path / "summary.json").unlink()
+    data_file = next((tmp_path / "checkpoints").glob("ckpt-20.data-*"))
 
-    # 2. Restarted where no file may exceed half a checkpoint: its next save fails.
+    # 2. Restarted where no file may exceed half a checkpoint: its save fails.
     run = Run(arguments, tmp_path / "part-2.log", preexec_fn=limit_file_size(data_file.stat().st_size // 2))
     run.process.wait(timeout=300)
     output = run.output()
     assert run.process.returncode == 74, output[-3000:]
-    assert f"Could not write the checkpoint of step {first + 10}" in output
-    assert f"The last complete checkpoint, ckpt-{first}, is intact" in output
-    assert checkpoint_steps(tmp_path) == [first]
-    leftovers = [p.name for p in (tmp_path / "checkpoints").iterdir() if f"ckpt-{first + 10}" in p.name]
-    assert leftovers == []
+    assert "Could not write the checkpoint of step 30" in output and "File too large" in output
+    assert "The last complete checkpoint, ckpt-20, is intact" in output
+    assert checkpoint_steps(tmp_path) == [20]
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir() if "ckpt-30" in p.name] == []
 
     # 3. With space again, the same command resumes from the intact checkpoint.
     result = run_program(*arguments)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Resuming from checkpoint {tmp_path / 'checkpoints' / f'ckpt-{first}'} at step {first}" in result.stdout
-    assert read_summary(tmp_path)["total_steps"] == 300
+    assert f"Resuming from checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} at step 20" in result.stdout
+    assert checkpoint_steps(tmp_path)[-1] == 30 and read_summary(tmp_path)["total_steps"] == 30
 
 
 @pytest.fixture()
