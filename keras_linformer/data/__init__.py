@@ -15,6 +15,7 @@ from keras_linformer.data.corpora import load_bbc_news
 from keras_linformer.data.corpora import load_news_articles
 from keras_linformer.data.corpora import load_rotten_tomatoes
 from keras_linformer.data.encoding import TextEncoder
+from keras_linformer.data.masking import mask_tokens
 from keras_linformer.data.pipelines import classification_dataset
 from keras_linformer.data.pipelines import pretraining_dataset
 from keras_linformer.data.splits import SPLIT_FRACTIONS
@@ -43,6 +44,7 @@ __all__ = [
     "load_text_files",
     "load_vocabulary",
     "make_tokenizer",
+    "mask_tokens",
     "pretraining_dataset",
     "save_vocabulary",
     "split_corpus",
