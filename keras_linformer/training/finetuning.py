@@ -237,7 +237,7 @@ def finetune(
     history, steps, fit_seconds = runs.fit(
         model, make_train, validation, plan, output_dir, profile_batches, strategy, log
     )
-    results = runs.evaluate(model, test, strategy)
+    results = loop_lib.evaluate(model, strategy, test)
     if chief:
         model.save(os.path.join(output_dir, CLASSIFIER_FILE))
         with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as file:

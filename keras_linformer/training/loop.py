@@ -246,11 +246,10 @@ class Trainer:
                 for name in tf.io.gfile.glob(os.path.join(self.manager.directory, pattern))
             ]
             for leftover in leftovers:
-                if previous is None or not leftover.startswith(previous + "."):
-                    if tf.io.gfile.isdir(leftover):
-                        tf.io.gfile.rmtree(leftover)
-                    else:
-                        tf.io.gfile.remove(leftover)
+                if tf.io.gfile.isdir(leftover):
+                    tf.io.gfile.rmtree(leftover)
+                else:
+                    tf.io.gfile.remove(leftover)
             message = getattr(error, "message", None) or str(error)
             message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
             raise CheckpointWriteError(

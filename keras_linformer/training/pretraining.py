@@ -233,7 +233,7 @@ def pretrain(
     history, steps, fit_seconds = runs.fit(
         model, make_train, validation, plan, output_dir, profile_batches, strategy, log
     )
-    results = runs.evaluate(model, test, strategy)
+    results = loop_lib.evaluate(model, strategy, test)
     if chief:
         checkpoints.save_pretrained(model.backbone, vocabulary, output_dir)
         # The whole masked LM (backbone and tied head), for fill-mask use and export.

@@ -117,11 +117,6 @@ def fit(
     return history, steps, time.perf_counter() - start
 
 
-def evaluate(model, dataset, strategy):
-    """The model's metrics on a finite distributed dataset, as a dict (`loop.evaluate`)."""
-    return loop_lib.evaluate(model, strategy, dataset)
-
-
 def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed, output_file=None):
     """The run's vocabulary: the saved one when resuming, else one trained on `texts`.
 
