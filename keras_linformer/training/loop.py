@@ -202,10 +202,10 @@ class Trainer:
         state = tf.train.get_checkpoint_state(directory)
         if state is None:
             return 0
+        # get_checkpoint_state has already joined relative entries to
+        # `directory` (itself relative when `output_dir` is).
         candidates = list(reversed(state.all_model_checkpoint_paths))
         for path in candidates:
-            if not os.path.isabs(path):
-                path = os.path.join(directory, path)
             try:
                 self.checkpoint.read(path).assert_existing_objects_matched()
             except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as error:

@@ -129,3 +129,22 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
     result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 2, result.stdout[-2000:]
     assert "none of the checkpoints in" in result.stderr and "Remove the directory" in result.stderr
+
+
+def test_a_relative_output_dir_resumes(runs, reviews_file, tmp_path):
+    import os
+    import shutil
+
+    from tests.training.harness import REPOSITORY
+
+    _, interrupted, _ = runs
+    output_dir = tmp_path / "relative"
+    shutil.copytree(interrupted, output_dir)
+    (output_dir / "summary.json").unlink()
+    relative = os.path.relpath(output_dir, REPOSITORY)
+    assert not os.path.isabs(relative)
+    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, relative))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    latest = max(checkpoint_steps(interrupted))
+    assert f"ckpt-{latest} at step {latest}" in result.stdout
+    assert "does not load" not in result.stdout
