@@ -159,3 +159,28 @@ def write_summary(output_dir, summary):
     """Writes the run's final numbers to `summary.json`."""
     with open(os.path.join(output_dir, SUMMARY_FILE), "w", encoding="utf-8") as file:
         json.dump(summary, file, indent=2)
+
+
+def logged_scalars(log_dir):
+    """The scalars a run logged for TensorBoard: `{tag: [(round, value), ...]}`, in round order.
+
+    Reads the event files in `log_dir` (e.g. `OUTPUT_DIR/logs/validation`)
+    with TensorFlow's own record reader and `Event` protos. A resumed run
+    appends to new event files; a round logged twice (a kill after the
+    point was written, before its checkpoint) keeps its last value.
+    """
+    import tensorflow as tf
+
+    points = {}
+    for name in sorted(os.listdir(log_dir)):
+        if not name.startswith("events.out.tfevents"):
+            continue
+        for record in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "scalars":
+                    continue  # E.g. the graph traced with a profile.
+                number = float(tf.make_ndarray(value.tensor))
+                points.setdefault(value.tag, {})[event.step] = number
+    return {tag: sorted(by_round.items()) for tag, by_round in points.items()}
+

@@ -116,17 +116,7 @@ def read_summary(output_dir):
 
 
 def scalars(log_dir):
-    """`{tag: [values in step order]}` from the TensorBoard event files in `log_dir`."""
-    import tensorflow as tf
+    """`{tag: [values in round order]}` from the TensorBoard event files in `log_dir`."""
+    from keras_linformer.training import runs
 
-    values = {}
-    for name in sorted(os.listdir(log_dir)):
-        if not name.startswith("events.out.tfevents"):
-            continue
-        for event in tf.compat.v1.train.summary_iterator(os.path.join(log_dir, name)):
-            for value in event.summary.value:
-                if value.metadata.plugin_data.plugin_name != "scalars":
-                    continue  # E.g. the graph traced with the profile.
-                number = float(tf.make_ndarray(value.tensor))
-                values.setdefault(value.tag, []).append((event.step, number))
-    return {tag: [v for _, v in sorted(points)] for tag, points in values.items()}
+    return {tag: [v for _, v in points] for tag, points in runs.logged_scalars(log_dir).items()}
