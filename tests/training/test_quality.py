@@ -1,0 +1,185 @@
+"""The quality study driver (`python -m training.quality`), end to end at toy size.
+
+One Linformer and the Transformer are pretrained on a few of the bundled
+news articles and fine-tuned on a few Rotten Tomatoes reviews, each stage
+a real `training.pretrain` / `training.finetune` process; then the same
+command is run again (it skips the finished runs) and once with another
+flag into the same directory (refused).
+"""
+
+import csv
+import math
+import os
+
+import pytest
+
+from keras_linformer.benchmarks import quality_report
+from keras_linformer.training import runs as runs_lib
+from tests.training.harness import read_summary, run_program
+from training import quality
+
+TOY = [
+    "--linformers", "8:layerwise", "--sequence-length", 16, "--num-layers", 1,
+    "--num-heads", 2, "--hidden-dim", 16, "--intermediate-dim", 32,
+    "--pretrain-steps", 4, "--pretrain-batch-size", 4, "--checkpoint-every", 2,
+    "--datasets", "rotten_tomatoes", "--finetune-lengths", "rotten_tomatoes=16",
+    "--finetune-epochs", "rotten_tomatoes=1", "--scratch",
+    "--max-train-examples", 40, "--max-eval-examples", 16, "--no-jit-compile",
+]
+RUN_NAMES = [
+    ("pretrain", "transformer"), ("pretrain", "linformer-k8-layerwise"),
+    ("rotten_tomatoes", "transformer"), ("rotten_tomatoes", "linformer-k8-layerwise"),
+]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """(output dir, results dir, arguments, stdout of the first and the second run)."""
+    root = tmp_path_factory.mktemp("quality")
+    arguments = [*TOY, "--output-dir", root / "runs", "--results-dir", root / "results",
+                 "--name", "toy"]
+    first = run_program("training.quality", *arguments, timeout=600)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    second = run_program("training.quality", *arguments)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    return root / "runs", root / "results", arguments, first.stdout, second.stdout
+
+
+def read_rows(path):
+    with open(path, newline="", encoding="utf-8") as file:
+        assert file.readline().startswith("# python -m training.quality")
+        return list(csv.DictReader(file))
+
+
+def test_every_run_finishes_in_its_own_directory_with_its_command(study):
+    output_dir, _, _, first, _ = study
+    assert "4 runs, 0 already finished, 4 to run" in first
+    for stage, name in RUN_NAMES:
+        directory = output_dir / stage / name
+        assert os.path.isfile(directory / "summary.json"), directory
+        command = (directory / "command.txt").read_text().strip()
+        assert command in first  # printed before the run
+        assert command.endswith(f"--output-dir {directory}")
+    # Fine-tuning starts from the pretrained model of the same name.
+    command = (output_dir / "rotten_tomatoes" / "linformer-k8-layerwise" / "command.txt")
+    assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise'}" in (
+        command.read_text())
+
+
+def test_a_second_run_skips_the_finished_runs(study):
+    output_dir, _, _, _, second = study
+    assert "4 runs, 4 already finished, 0 to run" in second
+    assert "python -m training.pretrain" not in second.replace(
+        "python -m training.quality", "")
+
+
+def test_another_command_into_the_same_directory_is_refused(study):
+    _, _, arguments, _, _ = study
+    result = run_program("training.quality", *arguments, "--seed", 1)
+    assert result.returncode == 2
+    assert "holds a finished run of another command" in result.stderr
+    assert "--seed 1" in result.stderr
+
+
+def test_the_csv_holds_every_runs_results(study):
+    output_dir, results_dir, _, _, _ = study
+    rows = read_rows(results_dir / "toy.csv")
+    assert [(r["stage"], r["model"]) for r in rows] == [
+        ("pretrain", "transformer"), ("pretrain", "linformer-k8-layerwise"),
+        ("finetune", "transformer"), ("finetune", "linformer-k8-layerwise"),
+    ]
+    assert all(r["status"] == "finished" for r in rows)
+    for row, (stage, name) in zip(rows, RUN_NAMES):
+        summary = read_summary(output_dir / stage / name)
+        if row["stage"] == "pretrain":
+            assert float(row["test_perplexity"]) == pytest.approx(summary["test_perplexity"])
+        else:
+            assert float(row["test_accuracy"]) == pytest.approx(summary["test_accuracy"])
+            assert row["start"] == "pretrained"
+
+
+def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study):
+    output_dir, results_dir, _, _, _ = study
+    rows = read_rows(results_dir / "toy-curves.csv")
+    for name in ("transformer", "linformer-k8-layerwise"):
+        logged = runs_lib.logged_scalars(output_dir / "pretrain" / name / "logs" / "validation")
+        curve = [(int(r["step"]), float(r["validation_perplexity"]))
+                 for r in rows if r["model"] == name]
+        assert [step for step, _ in curve] == [2, 4]  # rounds of 2 steps
+        assert [value for _, value in curve] == pytest.approx(
+            [value for _, value in logged["epoch_perplexity"]])
+        assert all(math.isfinite(value) and value > 1 for _, value in curve)
+
+
+def test_the_report_and_the_plot_are_written(study):
+    _, results_dir, _, _, _ = study
+    with open(results_dir / "toy-perplexity.png", "rb") as file:
+        assert file.read(8) == b"\x89PNG\r\n\x1a\n"
+    report = (results_dir / "toy.md").read_text()
+    assert "| Transformer |" in report and "| Linformer k=8, layerwise |" in report
+    assert "have not finished" not in report
+    assert "python -m training.finetune" in report  # every run's command
+
+
+def _row(stage, attention, k=None, dataset="news_articles", start="random", **results):
+    sharing = "layerwise" if attention == "linformer" else None
+    return dict(stage=stage, attention=attention, projected_dim=k, sharing=sharing,
+                model=quality.model_name(attention, k, sharing), dataset=dataset,
+                start=start, status="finished", **results)
+
+
+def test_targets_are_checked_against_the_transformer():
+    rows = [
+        _row("pretrain", "transformer", test_perplexity=100.0),
+        _row("pretrain", "linformer", 128, test_perplexity=104.0),
+        _row("pretrain", "linformer", 64, test_perplexity=200.0),  # not the target's k
+        _row("finetune", "transformer", dataset="bbc_news", start="scratch", test_accuracy=0.90),
+        _row("finetune", "linformer", 128, dataset="bbc_news", start="scratch",
+             test_accuracy=0.885),
+    ]
+    verdicts = quality_report.target_verdicts(rows)
+    assert len(verdicts) == 2
+    assert "+4.0%" in verdicts[0] and "**met**" in verdicts[0]
+    assert "-1.5 points" in verdicts[1] and "**missed**" in verdicts[1]
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--linformers", "128"], "expected K:SHARING"),
+        (["--linformers", "128:all"], "expected K:SHARING"),
+        (["--linformers", "1024:layerwise"], "k = 1024 > --sequence-length 512"),
+        (["--scratch", "256:none"], "k = 256 > rotten_tomatoes's --finetune-lengths 128"),
+        (["--finetune-lengths", "bbc_news=1024"], "exceeds the pretraining --sequence-length"),
+        (["--finetune-epochs", "imdb=1"], "expected DATASET=EPOCHS"),
+    ],
+)
+def test_bad_arguments_are_named(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        quality.parse_args(arguments)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_default_plan_pretrains_each_model_once_and_fine_tunes_it_on_each_dataset():
+    _, args = quality.parse_args([])
+    runs = quality.plan(args)
+    quality.check_commands(runs)  # every program accepts its flags
+    pretrained = [r for r in runs if r["stage"] == "pretrain"]
+    assert [r["model"] for r in pretrained] == [
+        "transformer", "linformer-k64-layerwise", "linformer-k128-layerwise",
+        "linformer-k256-layerwise", "linformer-k128-none", "linformer-k128-key_value",
+    ]
+    for dataset in ("rotten_tomatoes", "bbc_news"):
+        tuned = [r for r in runs if r["stage"] == "finetune" and r["dataset"] == dataset]
+        assert sorted((r["model"], r["start"]) for r in tuned) == sorted(
+            [(r["model"], "pretrained") for r in pretrained]
+            + [("transformer", "scratch"), ("linformer-k128-layerwise", "scratch")]
+        )
+    # Pretraining flags differ only in the attention options.
+    strip = {"--attention", "--projection", "--projected-dim", "--sharing", "--output-dir"}
+
+    def rest(argv):
+        return [a for i, a in enumerate(argv) if a not in strip and argv[i - 1] not in strip]
+
+    assert all(rest(r["argv"]) == rest(pretrained[0]["argv"]) for r in pretrained)

@@ -1,0 +1,311 @@
+"""Quality at small scale: Linformer against the Transformer (paper Fig. 3, Table 2).
+
+Pretrains one masked LM per model on the bundled news articles (the
+Transformer baseline and Linformers with learned linear projections, several
+k and sharing modes; same shape, data, steps and seed), then fine-tunes each
+on Rotten Tomatoes and on BBC News, and fine-tunes some from scratch too.
+Every run is `python -m training.pretrain` or `python -m training.finetune`
+in its own process, into its own directory under `--output-dir`; rerunning
+the same command skips finished runs and resumes an interrupted one from its
+checkpoints. Finally writes, under `--results-dir`, a CSV of every run, the
+validation perplexity curves against steps (PNG) and a markdown report.
+
+    python -m training.quality [--full-grid] [--report-only]
+"""
+
+import argparse
+import csv
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+
+from training import cli
+
+PRETRAIN = "training.pretrain"
+FINETUNE = "training.finetune"
+DATASETS = ("rotten_tomatoes", "bbc_news")
+SHARING_MODES = ("none", "headwise", "key_value", "layerwise")
+DEFAULT_LINFORMERS = ("64:layerwise", "128:layerwise", "256:layerwise", "128:none", "128:key_value")
+FULL_GRID = tuple(f"{k}:{s}" for k in (64, 128, 256) for s in ("none", "key_value", "layerwise"))
+COMMAND_FILE = "command.txt"
+LOG_FILE = "output.log"
+
+
+def linformer_spec(text):
+    """Parses `K:SHARING`, e.g. `128:layerwise`."""
+    k, _, sharing = text.partition(":")
+    if not k.isdigit() or int(k) < 1 or sharing not in SHARING_MODES:
+        raise argparse.ArgumentTypeError(
+            f"expected K:SHARING with K a positive integer and SHARING one of "
+            f"{', '.join(SHARING_MODES)} (e.g. 128:layerwise); received {text!r}"
+        )
+    return int(k), sharing
+
+
+def dataset_length(text):
+    """Parses `DATASET=N`, e.g. `bbc_news=512`."""
+    name, _, length = text.partition("=")
+    if name not in DATASETS or not length.isdigit() or int(length) < 3:
+        raise argparse.ArgumentTypeError(
+            f"expected DATASET=N with DATASET one of {', '.join(DATASETS)} and N >= 3 "
+            f"tokens; received {text!r}"
+        )
+    return name, int(length)
+
+
+def dataset_epochs(text):
+    """Parses `DATASET=EPOCHS`, e.g. `rotten_tomatoes=1`."""
+    name, _, epochs = text.partition("=")
+    try:
+        value = float(epochs)
+    except ValueError:
+        value = -1.0
+    if name not in DATASETS or not value > 0:
+        raise argparse.ArgumentTypeError(
+            f"expected DATASET=EPOCHS with DATASET one of {', '.join(DATASETS)} and EPOCHS "
+            f"> 0; received {text!r}"
+        )
+    return name, epochs
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m training.quality",
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
+    )
+    group = parser.add_argument_group("models (same shape for every model)")
+    group.add_argument("--linformers", nargs="+", type=linformer_spec, metavar="K:SHARING",
+                       default=[linformer_spec(s) for s in DEFAULT_LINFORMERS],
+                       help="The Linformers to compare with the Transformer: projected dim k "
+                            "and sharing mode of a learned linear projection. Default: "
+                            + " ".join(DEFAULT_LINFORMERS) + ".")
+    group.add_argument("--full-grid", action="store_true",
+                       help="Every k in 64, 128, 256 with every sharing mode in none, "
+                            "key_value, layerwise (overrides --linformers).")
+    group.add_argument("--sequence-length", type=cli.sequence_length, default=512,
+                       help="n of pretraining.")
+    group.add_argument("--num-layers", type=cli.positive_int, default=2)
+    group.add_argument("--num-heads", type=cli.positive_int, default=4)
+    group.add_argument("--hidden-dim", type=cli.positive_int, default=128)
+    group.add_argument("--intermediate-dim", type=cli.positive_int, default=256)
+    group = parser.add_argument_group("pretraining (masked LM on the news articles)")
+    group.add_argument("--pretrain-steps", type=cli.positive_int, default=400,
+                       help="Optimizer steps of every pretraining run.")
+    group.add_argument("--pretrain-batch-size", type=cli.positive_int, default=16)
+    group.add_argument("--pretrain-learning-rate", type=cli.positive_float, default=1e-3)
+    group.add_argument("--checkpoint-every", type=cli.positive_int, default=50,
+                       help="Steps between validation points of the perplexity curves.")
+    group = parser.add_argument_group("fine-tuning")
+    group.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS),
+                       help="Classification datasets to fine-tune on.")
+    group.add_argument("--finetune-lengths", nargs="+", type=dataset_length,
+                       metavar="DATASET=N", default=[("rotten_tomatoes", 128), ("bbc_news", 512)],
+                       help="Tokens per text of each dataset (at most the pretraining n).")
+    group.add_argument("--finetune-epochs", nargs="+", type=dataset_epochs,
+                       metavar="DATASET=EPOCHS",
+                       default=[("rotten_tomatoes", "1"), ("bbc_news", "2")],
+                       help="Passes over each dataset's training split.")
+    group.add_argument("--scratch", nargs="*", type=linformer_spec, metavar="K:SHARING",
+                       default=[(128, "layerwise")],
+                       help="Linformers also fine-tuned from random weights, next to the "
+                            "Transformer from random weights (none: no run from scratch).")
+    group = parser.add_argument_group("trial runs (the numbers are then not comparable)")
+    group.add_argument("--max-train-examples", type=cli.positive_int, default=None,
+                       help="Every run trains on the first N training documents only.")
+    group.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
+                       help="Every run validates and tests on the first N held-out documents.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of every run.")
+    parser.add_argument("--no-jit-compile", dest="jit_compile", action="store_false",
+                        help="Train without XLA (default: every run with --jit-compile).")
+    parser.add_argument("--output-dir", default="artifacts/quality",
+                        help="Every run writes to OUTPUT_DIR/<stage>/<model>.")
+    parser.add_argument("--results-dir", default="benchmarks/results",
+                        help="Where the CSV, PNG and markdown report go.")
+    parser.add_argument("--name", default=None,
+                        help="File name stem of the results (default: quality-n<N>).")
+    parser.add_argument("--report-only", action="store_true",
+                        help="Run nothing: rebuild the results from the runs in --output-dir.")
+    args = parser.parse_args(argv)
+    if args.full_grid:
+        args.linformers = [linformer_spec(s) for s in FULL_GRID]
+    lengths = dict(args.finetune_lengths)
+    for dataset in args.datasets:
+        lengths.setdefault(dataset, min(args.sequence_length, 512))
+        if lengths[dataset] > args.sequence_length:
+            parser.error(
+                f"argument --finetune-lengths: {dataset}={lengths[dataset]} exceeds the "
+                f"pretraining --sequence-length {args.sequence_length}"
+            )
+    args.finetune_lengths = lengths
+    args.finetune_epochs = dict([(d, "2") for d in DATASETS] + list(args.finetune_epochs))
+    for k, sharing in args.linformers:
+        if k > args.sequence_length:
+            parser.error(f"argument --linformers: {k}:{sharing} has k = {k} > --sequence-length "
+                         f"{args.sequence_length}; k must not exceed n")
+    for k, sharing in args.scratch:
+        for dataset in args.datasets:
+            if k > lengths[dataset]:
+                parser.error(f"argument --scratch: {k}:{sharing} has k = {k} > {dataset}'s "
+                             f"--finetune-lengths {lengths[dataset]}; k must not exceed n")
+    if args.name is None:
+        args.name = f"quality-n{args.sequence_length}"
+    return parser, args
+
+
+def model_name(attention, k=None, sharing=None):
+    return "transformer" if attention == "transformer" else f"linformer-k{k}-{sharing}"
+
+
+def model_flags(args, attention, k=None, sharing=None):
+    flags = [
+        "--attention", attention,
+        "--num-layers", str(args.num_layers), "--num-heads", str(args.num_heads),
+        "--hidden-dim", str(args.hidden_dim), "--intermediate-dim", str(args.intermediate_dim),
+    ]
+    if attention == "linformer":
+        flags += ["--projection", "linear", "--projected-dim", str(k), "--sharing", sharing]
+    return flags
+
+
+def plan(args):
+    """Every run, in order: dicts with stage, dataset, model, k, sharing, start, directory, argv."""
+    models = [("transformer", None, None)] + [("linformer", k, s) for k, s in args.linformers]
+    common = ["--seed", str(args.seed)] + (["--jit-compile"] if args.jit_compile else [])
+    for flag, value in (("--max-train-examples", args.max_train_examples),
+                        ("--max-eval-examples", args.max_eval_examples)):
+        if value:
+            common += [flag, str(value)]
+    runs = []
+    for attention, k, sharing in models:
+        name = model_name(attention, k, sharing)
+        directory = os.path.join(args.output_dir, "pretrain", name)
+        argv = model_flags(args, attention, k, sharing) + common + [
+            "--sequence-length", str(args.sequence_length),
+            "--batch-size", str(args.pretrain_batch_size),
+            "--max-steps", str(args.pretrain_steps), "--epochs", "1000",
+            "--learning-rate", str(args.pretrain_learning_rate),
+            "--checkpoint-every", str(args.checkpoint_every),
+            "--output-dir", directory,
+        ]
+        runs.append(dict(stage="pretrain", dataset="news_articles", model=name,
+                         attention=attention, k=k, sharing=sharing, start="random",
+                         directory=directory, module=PRETRAIN, argv=argv))
+    scratch = [("linformer", k, s) for k, s in args.scratch]
+    if scratch:
+        scratch.insert(0, ("transformer", None, None))
+    for dataset in args.datasets:
+        length = args.finetune_lengths[dataset]
+        finetune_common = common + [
+            "--dataset", dataset, "--sequence-length", str(length),
+            "--epochs", args.finetune_epochs[dataset],
+        ]
+        for run in [r for r in runs if r["stage"] == "pretrain"]:
+            directory = os.path.join(args.output_dir, dataset, run["model"])
+            argv = finetune_common + ["--pretrained", run["directory"], "--output-dir", directory]
+            runs.append(dict(run, stage="finetune", dataset=dataset, start="pretrained",
+                             directory=directory, module=FINETUNE, argv=argv))
+        for attention, k, sharing in scratch:
+            name = model_name(attention, k, sharing)
+            directory = os.path.join(args.output_dir, dataset, name + "-scratch")
+            argv = finetune_common + model_flags(args, attention, k, sharing) + [
+                "--output-dir", directory,
+            ]
+            runs.append(dict(stage="finetune", dataset=dataset, model=name, attention=attention,
+                             k=k, sharing=sharing, start="scratch", directory=directory,
+                             module=FINETUNE, argv=argv))
+    return runs
+
+
+def command_line(run):
+    return f"python -m {run['module']} {shlex.join(run['argv'])}"
+
+
+def is_finished(run):
+    """Whether `run` finished with this very command; refuses a finished run of another."""
+    summary = os.path.join(run["directory"], "summary.json")
+    if not os.path.isfile(summary):
+        return False
+    recorded = os.path.join(run["directory"], COMMAND_FILE)
+    previous = open(recorded, encoding="utf-8").read().strip() if os.path.isfile(recorded) else None
+    if previous != command_line(run):
+        raise ValueError(
+            f"--output-dir: {run['directory']} holds a finished run of another command "
+            f"({previous!r}, now {command_line(run)!r}). Use another --output-dir, or "
+            "remove that directory to rerun it."
+        )
+    return True
+
+
+def execute(run, position, total):
+    """Runs one stage in a fresh process, its output to DIR/output.log; echoes progress lines."""
+    os.makedirs(run["directory"], exist_ok=True)
+    with open(os.path.join(run["directory"], COMMAND_FILE), "w", encoding="utf-8") as file:
+        file.write(command_line(run) + "\n")
+    label = f"[{position}/{total}] {run['stage']} {run['dataset']} {run['model']} ({run['start']})"
+    cli.log(f"{label}: {command_line(run)}")
+    start = time.perf_counter()
+    with open(os.path.join(run["directory"], LOG_FILE), "a", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", run["module"], *run["argv"]],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+        )
+        for line in process.stdout:
+            log.write(line)
+            log.flush()
+            if line.startswith(("Round ", "Pretraining done", "Test accuracy", "python -m")) or "error:" in line:
+                cli.log(f"    {line.rstrip()}")
+        code = process.wait()
+    if code != 0:
+        raise RuntimeError(
+            f"{label} failed with exit code {code} after {time.perf_counter() - start:.0f} s; "
+            f"its output is in {os.path.join(run['directory'], LOG_FILE)}. Rerun the same "
+            "command to resume it."
+        )
+
+
+def check_commands(runs):
+    """Parses every run's flags with its program's own parser, before anything runs."""
+    import importlib
+
+    for run in runs:
+        importlib.import_module(run["module"]).parse_args(run["argv"])
+
+
+def run_all(args):
+    runs = plan(args)
+    check_commands(runs)
+    pending = [run for run in runs if not is_finished(run)]
+    cli.log(f"{len(runs)} runs, {len(runs) - len(pending)} already finished, "
+            f"{len(pending)} to run, into {args.output_dir}")
+    for position, run in enumerate(pending, 1):
+        execute(run, position, len(pending))
+    return runs
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+
+    def work(args):
+        try:
+            runs = plan(args) if args.report_only else run_all(args)
+        except RuntimeError as error:
+            parser.exit(1, f"{parser.prog}: error: {error}\n")
+        from keras_linformer.benchmarks import quality_report
+
+        paths = quality_report.write_results(
+            runs, args, results_dir=args.results_dir, name=args.name,
+            command="python -m training.quality " + shlex.join(sys.argv[1:] if argv is None else argv),
+        )
+        for path in paths:
+            cli.log(f"wrote {path}")
+
+    return cli.run(parser, work, args)
+
+
+if __name__ == "__main__":
+    main()
