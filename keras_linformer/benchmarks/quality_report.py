@@ -20,7 +20,8 @@ TARGET_K = 128
 FIELDS = (
     "stage", "dataset", "model", "attention", "projected_dim", "sharing", "start", "status",
     "steps", "test_perplexity", "test_accuracy", "test_loss", "test_examples",
-    "majority_accuracy", "final_validation_perplexity", "seconds", "tokens_per_second",
+    "majority_accuracy", "final_validation_perplexity", "total_steps", "seconds",
+    "tokens_per_second",
     "directory",
 )
 
@@ -132,7 +133,6 @@ def plot_curves(rows, path, title):
             axes.plot(*zip(*row["curve"]), color="black", linewidth=2, label=label(row))
         for row in group:
             axes.plot(*zip(*row["curve"]), marker="o", markersize=3, label=label(row))
-        axes.set_yscale("log")
         axes.set_xlabel("optimizer steps")
         axes.set_ylabel("validation perplexity (masked LM)")
         axes.set_title(f"by {name}", fontsize=10)
@@ -150,6 +150,13 @@ def _fmt(value, digits=1):
 def binomial_se(accuracy, examples):
     """The standard error of an accuracy on `examples` test examples, in points."""
     return 100 * math.sqrt(accuracy * (1 - accuracy) / examples)
+
+
+def _resumed(row):
+    """A note for a run that was resumed: its summary times only the last invocation."""
+    if row.get("steps") and row.get("total_steps") and row["steps"] < row["total_steps"]:
+        return f" (resumed: the last {row['steps']} of {row['total_steps']} steps)"
+    return ""
 
 
 def pretraining_table(rows):
@@ -173,7 +180,8 @@ def pretraining_table(rows):
         lines.append(
             f"| {label(row)} | {_fmt(row.get('test_perplexity'))} | {ratio} | "
             + " | ".join(_fmt(curve.get(s)) for s in shown)
-            + f" | {_fmt(row.get('seconds'), 0)} s | {_fmt(row.get('tokens_per_second'), 0)} |"
+            + f" | {_fmt(row.get('seconds'), 0)} s{_resumed(row)} | "
+            f"{_fmt(row.get('tokens_per_second'), 0)} |"
             + ("" if row["status"] == "finished" else f" ({row['status']})")
         )
     return "\n".join(lines)
