@@ -287,6 +287,12 @@ def run_all(args):
     return runs
 
 
+def run_command(argv):
+    """The command that runs the study (a `--report-only` rebuild names the runs' command)."""
+    argv = [str(a) for a in argv if a != "--report-only"]
+    return " ".join(["python -m training.quality", shlex.join(argv)]).strip()
+
+
 def main(argv=None):
     parser, args = parse_args(argv)
 
@@ -299,7 +305,7 @@ def main(argv=None):
 
         paths = quality_report.write_results(
             runs, args, results_dir=args.results_dir, name=args.name,
-            command="python -m training.quality " + shlex.join(sys.argv[1:] if argv is None else argv),
+            command=run_command(sys.argv[1:] if argv is None else argv),
         )
         for path in paths:
             cli.log(f"wrote {path}")
