@@ -14,10 +14,7 @@ validation perplexity curves against steps (PNG) and a markdown report.
 """
 
 import argparse
-import csv
-import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -33,6 +30,8 @@ DEFAULT_LINFORMERS = ("64:layerwise", "128:layerwise", "256:layerwise", "128:non
 FULL_GRID = tuple(f"{k}:{s}" for k in (64, 128, 256) for s in ("none", "key_value", "layerwise"))
 COMMAND_FILE = "command.txt"
 LOG_FILE = "output.log"
+# The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
+ECHOED = ("Round ", "Pretraining done", "Test accuracy", "python -m")
 
 
 def linformer_spec(text):
@@ -257,7 +256,7 @@ def execute(run, position, total):
         for line in process.stdout:
             log.write(line)
             log.flush()
-            if line.startswith(("Round ", "Pretraining done", "Test accuracy", "python -m")) or "error:" in line:
+            if line.startswith(ECHOED) or "error:" in line:
                 cli.log(f"    {line.rstrip()}")
         code = process.wait()
     if code != 0:

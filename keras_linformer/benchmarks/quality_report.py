@@ -33,17 +33,19 @@ def _read_json(path):
         return json.load(file)
 
 
-def validation_curve(directory, tag="epoch_perplexity"):
-    """`[(step, value), ...]`: a run's validation metric at the end of each round."""
+def validation_curve(directory, summary=None, tag="epoch_perplexity"):
+    """`[(step, value), ...]`: a run's validation metric at the end of each round.
+
+    `summary`: the run's `summary.json`, if it finished (its `total_steps`
+    places a shorter last round).
+    """
     from keras_linformer.training import runs
 
     config = _read_json(os.path.join(directory, "run.json"))
     log_dir = os.path.join(directory, "logs", "validation")
     if config is None or not os.path.isdir(log_dir):
         return []
-    summary = _read_json(os.path.join(directory, "summary.json")) or {}
-    # The last round may be shorter than the others.
-    total = summary.get("total_steps") or config["rounds"] * config["steps_per_round"]
+    total = (summary or {}).get("total_steps") or config["rounds"] * config["steps_per_round"]
     points = runs.logged_scalars(log_dir).get(tag, [])
     return [(min(r * config["steps_per_round"], total), value) for r, value in points]
 
@@ -63,7 +65,7 @@ def collect(runs):
         if summary:
             row.update({key: summary.get(key) for key in FIELDS if key in summary})
         if run["stage"] == "pretrain":
-            row["curve"] = validation_curve(run["directory"])
+            row["curve"] = validation_curve(run["directory"], summary)
             if row["curve"]:
                 row["final_validation_perplexity"] = row["curve"][-1][1]
         rows.append(row)
