@@ -23,6 +23,10 @@ temporaries alone, the closest analogue of the GPU memory the paper measures.
 Those statistics only count allocations of 256 KiB and more (checked on
 TensorFlow 2.21), so the figure is a lower bound, exact in all but the
 smallest cells, where the activations themselves are a few hundred KiB.
+TensorFlow keeps CPU allocator statistics only when oneDNN is on, which it
+turns on by default only on CPUs with AVX-512 (or with
+TF_ENABLE_ONEDNN_OPTS=1); elsewhere the figure is None and the result's
+`memory_measures` says which measures the cell has.
 """
 
 import ctypes
@@ -88,6 +92,16 @@ class PeakResidentMemory:
         return False
 
 
+def _allocator_bytes(field):
+    """The CPU allocator's `"current"` or `"peak"` bytes, or None without statistics."""
+    import tensorflow as tf
+
+    try:
+        return tf.config.experimental.get_memory_info("CPU:0")[field]
+    except ValueError:  # "Allocator stats not available": oneDNN is off.
+        return None
+
+
 def _time_calls(function, inputs, warmup, repeats):
     """Median and min seconds of `repeats` calls, after `warmup` untimed ones."""
     import numpy as np
@@ -111,8 +125,9 @@ def _time_calls(function, inputs, warmup, repeats):
     _release_free_heap()
     warm_kb = _status_kb("VmRSS")
     # Unlike RSS, the allocator's count drops when XLA's pool is idle.
-    baseline_allocated = tf.config.experimental.get_memory_info("CPU:0")["current"]
-    tf.config.experimental.reset_memory_stats("CPU:0")
+    baseline_allocated = _allocator_bytes("current")
+    if baseline_allocated is not None:
+        tf.config.experimental.reset_memory_stats("CPU:0")
     times, cpu_times = [], []
     with PeakResidentMemory() as memory:
         for _ in range(repeats):
@@ -121,14 +136,17 @@ def _time_calls(function, inputs, warmup, repeats):
             times.append(time.perf_counter() - start)
             # CPU seconds of all threads: the work done, whatever else runs.
             cpu_times.append(time.process_time() - cpu_start)
-    peak_allocated = tf.config.experimental.get_memory_info("CPU:0")["peak"]
+    peak_allocated = None if baseline_allocated is None else _allocator_bytes("peak")
     return {
         "median_s": statistics.median(times),
         "min_s": min(times),
         "times_s": times,
         "median_cpu_s": statistics.median(cpu_times),
         "peak_rss_bytes": max(0, memory.peak_kb - baseline_kb) * 1024,
-        "peak_allocated_bytes": max(0, peak_allocated - baseline_allocated),
+        "peak_allocated_bytes": (
+            None if peak_allocated is None else max(0, peak_allocated - baseline_allocated)
+        ),
+        "memory_measures": "rss" if peak_allocated is None else "rss+allocator",
         "baseline_rss_bytes": baseline_kb * 1024,
         "warm_rss_bytes": warm_kb * 1024,
         "memory_method": memory.method,

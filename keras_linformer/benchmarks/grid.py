@@ -234,7 +234,24 @@ def machine_description():
             memory = f", {int(meminfo.readline().split()[1]) / 2**20:.0f} GiB RAM"
     except OSError:
         pass
-    return f"{os.cpu_count()} CPU cores ({model}){memory}, {platform.python_version()}"
+    return (
+        f"{os.cpu_count()} CPU cores ({model}{cpu_vector_flags()}){memory}, "
+        f"{platform.python_version()}"
+    )
+
+
+def cpu_vector_flags():
+    """`", avx2 avx512f ..."`: the vector extensions that decide TF's oneDNN default."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = next(
+                (line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")),
+                [],
+            )
+    except OSError:
+        return ""
+    wanted = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
+    return ", " + " ".join(wanted) if wanted else ""
 
 
 def cell_flops(spec):
@@ -293,7 +310,9 @@ def result_row(result, spec, shape, args):
         row["min_s"] = result["min_s"]
         row["median_cpu_s"] = result["median_cpu_s"]
         row["peak_rss_mb"] = result["peak_rss_bytes"] / 2**20
-        row["peak_allocated_mb"] = result["peak_allocated_bytes"] / 2**20
+        allocated = result.get("peak_allocated_bytes")
+        row["peak_allocated_mb"] = None if allocated is None else allocated / 2**20
+        row["memory_measures"] = result.get("memory_measures", "rss+allocator")
         row["baseline_rss_mb"] = result["baseline_rss_bytes"] / 2**20
     row["flops"] = cell_flops(spec)
     return row
@@ -312,10 +331,12 @@ def describe(row):
     label = f"{row['model']} n={row['sequence_length']}{k} b={row['batch_size']}"
     if row["status"] != "ok":
         return f"{label:38s} {row['status']:8s} {row['note']}"
+    allocated = row["peak_allocated_mb"]
+    allocated = "n/a" if allocated is None else f"{allocated:7.1f} MB"
     return (
         f"{label:38s} ok       {row['median_s']:9.4f} s (CPU {row['median_cpu_s']:8.3f} s)  "
         f"{row['tokens_per_s']:10.0f} tok/s  peak RSS +{row['peak_rss_mb']:7.1f} MB  "
-        f"alloc {row['peak_allocated_mb']:7.1f} MB  (cell {row['cell_wall_s']:.0f} s, "
+        f"alloc {allocated}  (cell {row['cell_wall_s']:.0f} s, "
         f"load {row['load_average']:.1f})"
     )
 

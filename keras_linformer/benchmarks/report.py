@@ -40,6 +40,7 @@ FIELDS = (
     "masked_positions",
     "dropout",
     "vocabulary_size",
+    "memory_measures",
 )
 
 # Wang et al. (2020), Table 3: Transformer / Linformer (layerwise sharing) on
@@ -344,11 +345,32 @@ def _shape_text(rows):
     )
 
 
-def _header(title, command, machine):
+def _header(title, command, machine, rows=()):
     parts = [f"# {title}", "", "Produced by:", "", f"```sh\n{command}\n```", ""]
     if machine:
         parts += [f"Machine: {machine}", ""]
+    measures = memory_measures(rows)
+    if measures:
+        parts += [f"Memory measures available: {measures}.", ""]
     return parts
+
+
+def memory_measures(rows):
+    """Which memory figures the run's cells have, in words ("" for an old CSV).
+
+    TensorFlow's CPU allocator keeps statistics only with oneDNN on (by
+    default only on AVX-512 CPUs); without them a cell has RSS alone.
+    """
+    found = {r.get("memory_measures") for r in rows if _ok(r) and r["model"] != "matmul"}
+    found.discard(None)
+    if not found:
+        return ""
+    if found == {"rss"}:
+        return ("peak RSS only (TensorFlow keeps no CPU allocator statistics with "
+                "oneDNN off: set TF_ENABLE_ONEDNN_OPTS=1 for them)")
+    if found == {"rss+allocator"}:
+        return "peak RSS and TensorFlow's allocator peak"
+    return "mixed: some cells have no allocator peak (oneDNN was off for them)"
 
 
 def _longest_section(rows, batch):
@@ -398,7 +420,7 @@ def markdown_report(rows, command, machine="", images=()):
     dtype = encoder_rows[0]["dtype"] if encoder_rows else ""
     parts = _header(
         f"Inference benchmark: {preset}{_shape_text(rows)}, batch {batch}, {dtype}",
-        command, machine,
+        command, machine, rows,
     )
     parts += [
         "Ratios are Transformer / Linformer (layerwise sharing), both measured in "
@@ -451,7 +473,7 @@ def training_markdown_report(rows, command, machine="", images=()):
     batch = batches[0] if len(batches) == 1 else "per n"
     parts = _header(
         f"Training throughput: {preset}{_shape_text(rows)}, {first.get('dtype', '')}",
-        command, machine,
+        command, machine, rows,
     )
     parts += [
         "One masked-LM train step (forward, backward, AdamW update; XLA-compiled "

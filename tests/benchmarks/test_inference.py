@@ -23,20 +23,36 @@ def tiny_spec(**overrides):
     return spec
 
 
-def test_tiny_cell_runs_in_a_subprocess_and_yields_a_csv_row(tmp_path):
+# TensorFlow keeps CPU allocator statistics only with oneDNN on, its default
+# on AVX-512 CPUs alone; forcing it either way tests both paths on any x86.
+@pytest.mark.parametrize(
+    "onednn, measures", [("0", "rss"), ("1", "rss+allocator")], ids=["onednn-off", "onednn-on"]
+)
+def test_tiny_cell_runs_in_a_subprocess_and_yields_a_csv_row(
+    tmp_path, monkeypatch, onednn, measures
+):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", onednn)
     spec = tiny_spec()
     result = run_in_subprocess(spec, time_budget_s=120, memory_limit_bytes=4 * 2**30)
     assert result["status"] == "ok", result
+    assert result["memory_measures"] == measures
     args = inference.parse_args(TINY_FLAGS)
     row = grid.result_row(result, spec, grid.model_shape(args), args)
+    assert "n/a" in grid.describe(dict(row, peak_allocated_mb=None, tokens_per_s=1.0, load_average=0.0))
     report.write_csv([row], tmp_path / "cell.csv", "command")
     (read,), _ = report.read_csv(tmp_path / "cell.csv")
     assert read["status"] == "ok"
     assert read["median_s"] > 0 and read["min_s"] > 0
     assert read["peak_rss_mb"] > 0
-    # TensorFlow's allocator statistics skip allocations under 256 KiB, so
-    # this tiny model may show none.
-    assert read["peak_allocated_mb"] >= 0
+    assert read["memory_measures"] == measures
+    if measures == "rss":
+        assert read["peak_allocated_mb"] is None
+        assert "peak RSS only" in report.markdown_report([read], "command")
+    else:
+        # TensorFlow's allocator statistics skip allocations under 256 KiB, so
+        # this tiny model may show none.
+        assert read["peak_allocated_mb"] >= 0
+        assert "allocator peak" in report.markdown_report([read], "command")
     assert read["flops"] > 0
 
 
