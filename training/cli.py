@@ -10,6 +10,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# The layers' names (keras_linformer.layers.projection_initializers), spelled
+# here so that parsing flags imports no TensorFlow; a test keeps them equal.
+PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
+
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
   default                      one device: the CPU, or MirroredStrategy over all visible GPUs
@@ -120,6 +124,12 @@ def add_model_flags(parser, from_checkpoint):
                        help=described("How keys and values are projected from n to k positions: "
                                       "learned matrices E, F (the paper's), mean or max pooling, "
                                       "or a strided convolution.", "projection"))
+    group.add_argument("--projection-initializer", choices=list(PROJECTION_INITIALIZERS),
+                       default=None,
+                       help="How a learned linear E starts (--projection linear): "
+                            "window_average (the untrained layer is mean pooling), gaussian "
+                            "(N(0, 1/k), the paper's proofs) or fairseq (N(0, 0.02^2)). "
+                            "Default: the layer's default.")
     group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
                        metavar="K", help=described("k, the projected length of keys and values "
                                                   "(mean/max/conv need n %% k == 0).", "projected_dim"))
@@ -141,8 +151,8 @@ def add_model_flags(parser, from_checkpoint):
 
 
 ARCHITECTURE_FLAGS = (
-    "attention", "projection", "projected_dim", "sharing", "num_layers", "num_heads",
-    "hidden_dim", "intermediate_dim",
+    "attention", "projection", "projection_initializer", "projected_dim", "sharing",
+    "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
 )
 
 

@@ -224,6 +224,17 @@ def command_line(run):
     return f"python -m {run['module']} {shlex.join(run['argv'])}"
 
 
+def read_summary(directory):
+    """A finished run's summary.json as a dict, or None while it has none."""
+    import json
+
+    path = os.path.join(directory, "summary.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
 def is_finished(run):
     """Whether `run` finished with this very command; refuses a finished run of another."""
     summary = os.path.join(run["directory"], "summary.json")

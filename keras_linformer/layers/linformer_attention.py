@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
@@ -47,10 +48,12 @@ class LinformerAttention(keras.layers.Layer):
     Precision: the attention logits and the softmax are computed in float32
     under any mixed-precision policy; the output is in the compute dtype.
 
-    Initialisation: unless `projection_initializer` is given, a linear E is
-    drawn from N(0, 1/k), the distribution of the paper's proofs (its
-    Johnson-Lindenstrauss argument, Theorem 2); a conv kernel starts as a
-    window average plus N(0, 0.02^2) noise.
+    Initialisation: `projection_initializer` names how a linear E starts
+    (`"window_average"`, `"gaussian"`: N(0, 1/k), the distribution of the
+    paper's proofs, or `"fairseq"`: N(0, 0.02^2); see
+    `keras_linformer.layers.projection_initializers` for what each means and
+    the measurements behind the default) or is any Keras initializer; a conv
+    kernel starts as a window average plus N(0, 0.02^2) noise.
 
     Args:
         num_heads: int. Number of attention heads.
@@ -74,8 +77,10 @@ class LinformerAttention(keras.layers.Layer):
         output_shape: int. Size of the output features. Defaults to the last
             dimension of the query.
         kernel_initializer, bias_initializer: initializers of the dense layers.
-        projection_initializer: initializer of the projection weights. Defaults
-            to None, meaning N(0, 1/k) for a linear E (see above).
+        projection_initializer: str, Keras initializer or None. How the
+            projection weights start: a name from `PROJECTION_INITIALIZERS`
+            (linear E only) or a Keras initializer. Defaults to None, the
+            projection's default (see above).
         kernel_regularizer, bias_regularizer, activity_regularizer,
         projection_regularizer: regularizers. Default to None.
         kernel_constraint, bias_constraint, projection_constraint: constraints.
@@ -178,6 +183,7 @@ class LinformerAttention(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.projection_initializer = get_optional_initializer(projection_initializer)
+        projection_initializers.check(self.projection_initializer, projection)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
         self.projection_regularizer = keras.regularizers.get(projection_regularizer)

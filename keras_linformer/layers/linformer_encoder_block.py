@@ -3,6 +3,7 @@
 import keras
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.layers.config_utils import clone_initializer
@@ -43,6 +44,7 @@ def set_encoder_arguments(
     layer.kernel_initializer = keras.initializers.get(kernel_initializer)
     layer.bias_initializer = keras.initializers.get(bias_initializer)
     layer.projection_initializer = get_optional_initializer(projection_initializer)
+    projection_initializers.check(layer.projection_initializer, projection)
     layer.normalize_first = normalize_first
     layer.supports_masking = True
 
@@ -104,8 +106,9 @@ class LinformerEncoderBlock(keras.layers.Layer):
         kernel_initializer: initializer for dense kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for biases. Defaults to `"zeros"`.
-        projection_initializer: initializer for the projection. Defaults to
-            None: N(0, 1/k) for a linear E (see `LinformerAttention`).
+        projection_initializer: str, initializer or None. How the projection
+            starts (see `LinformerAttention`). Defaults to None, the
+            projection's default.
         normalize_first: bool. Pre-layer normalisation if True. Defaults to
             False, like BERT.
         **kwargs: base layer arguments, such as `name` and `dtype`.

@@ -6,12 +6,11 @@ mask over the k projected slots, so that attention never looks at a slot built
 only from padding.
 """
 
-import math
-
 import keras
 import ml_dtypes
 from keras import ops
 
+from keras_linformer.layers import projection_initializers
 from keras_linformer.layers.config_utils import clone_initializer
 
 PROJECTIONS = ("linear", "mean", "max", "conv")
@@ -87,20 +86,23 @@ def add_projection_weight(
 ):
     """Adds one projection weight to `layer`.
 
-    The default initializer is N(0, 1/k) for E (the distribution of the
-    paper's proofs) and, for conv, a window average plus N(0, 0.02^2) noise so
-    that an untrained model already sees every position.
+    `initializer` is a Keras initializer, a name from
+    `projection_initializers.PROJECTION_INITIALIZERS` (linear E only), or
+    None: `DEFAULT_PROJECTION_INITIALIZER` for E and, for conv, a window
+    average plus N(0, 0.02^2) noise so that an untrained model already sees
+    every position.
     """
-    if initializer is None:
-        if projection == "linear":
-            initializer = keras.initializers.RandomNormal(
-                stddev=1.0 / math.sqrt(projected_dim), seed=seed
-            )
-        else:
-            window = sequence_length // projected_dim
-            initializer = keras.initializers.RandomNormal(
-                mean=1.0 / window, stddev=0.02, seed=seed
-            )
+    if projection == "linear" and (initializer is None or isinstance(initializer, str)):
+        initializer = projection_initializers.projection_initializer(
+            initializer or projection_initializers.DEFAULT_PROJECTION_INITIALIZER,
+            projected_dim,
+            seed=seed,
+        )
+    elif initializer is None:
+        window = sequence_length // projected_dim
+        initializer = keras.initializers.RandomNormal(
+            mean=1.0 / window, stddev=0.02, seed=seed
+        )
     else:
         initializer = clone_initializer(initializer)
     return layer.add_weight(

@@ -8,6 +8,7 @@ from keras_hub.src.utils.keras_utils import gelu_approximate
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers.config_utils import serialize_optional_initializer
 
 ATTENTIONS = ("linformer", "transformer")
 
@@ -43,6 +44,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
         max_sequence_length: int. n, the longest input. Defaults to 512.
         projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`.
             Defaults to `"linear"`.
+        projection_initializer: str, Keras initializer or None. How a learned
+            E starts (see `keras_linformer.layers.LinformerAttention`).
+            Defaults to None, the layer's default.
         sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
             Defaults to `"layerwise"`.
         attention: str. `"linformer"` or `"transformer"` (full attention, the
@@ -79,6 +83,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         attention="linformer",
         dropout=0.1,
         num_segments=2,
+        projection_initializer=None,
         dtype=None,
         **kwargs,
     ):
@@ -140,6 +145,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 projected_dim=projected_dim,
                 projection=projection,
                 sharing=sharing,
+                projection_initializer=projection_initializer,
                 name="linformer_encoder",
                 **block_arguments,
             )
@@ -202,6 +208,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.attention = attention
         self.dropout = dropout
         self.num_segments = num_segments
+        self.projection_initializer = projection_initializer
         self.cls_token_index = 0
 
     def get_config(self):
@@ -220,6 +227,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 "attention": self.attention,
                 "dropout": self.dropout,
                 "num_segments": self.num_segments,
+                "projection_initializer": serialize_optional_initializer(
+                    self.projection_initializer
+                ),
             }
         )
         return config

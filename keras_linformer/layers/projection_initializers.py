@@ -1,0 +1,131 @@
+"""Named initialisers of a learned (`projection="linear"`) sequence projection E.
+
+`projection_initializer` takes one of these names, or any Keras initializer:
+
+| name               | E (n x k) starts as                                          |
+|--------------------|--------------------------------------------------------------|
+| `"window_average"` | the mean over k contiguous windows of w = n / k positions,   |
+|                    | plus N(0, (0.1 / w)^2) noise: the untrained layer is close   |
+|                    | to mean pooling, so attention starts near-uniform over the   |
+|                    | sequence, as an untrained Transformer's does                 |
+| `"gaussian"`       | N(0, 1/k), the distribution of the paper's proofs            |
+| `"fairseq"`        | N(0, 0.02^2), what the authors' fairseq code effectively     |
+|                    | uses (`init_bert_params` overwrites its declared xavier init)|
+
+Why it matters: with a zero-mean E, every projected slot is a random signed
+mix of the tokens, so the average of the values (the bag of words that a
+freshly initialised Transformer passes through attention) is lost until E is
+learned. RESULTS.md has the measurements behind the default.
+"""
+
+import math
+
+import keras
+import numpy as np
+
+from keras_linformer.api_export import keras_linformer_export
+
+PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
+DEFAULT_PROJECTION_INITIALIZER = "gaussian"
+
+
+def window_average_matrix(sequence_length, projected_dim):
+    """`(n, k)` E whose column j averages the positions of window j.
+
+    Position s belongs to window `floor(s * k / n)`, so the windows are
+    contiguous and their sizes differ by at most one when k does not divide n.
+    With k dividing n, `x^T E` is exactly mean pooling with window n / k.
+    """
+    slots = np.arange(sequence_length) * projected_dim // sequence_length
+    matrix = np.zeros((sequence_length, projected_dim), "float64")
+    matrix[np.arange(sequence_length), slots] = 1.0
+    return matrix / matrix.sum(axis=0, keepdims=True)
+
+
+@keras_linformer_export("keras_linformer.layers.WindowAverage")
+@keras.saving.register_keras_serializable(package="keras_linformer")
+class WindowAverage(keras.initializers.Initializer):
+    """Initialises an `(..., n, k)` projection as window averaging plus noise.
+
+    Every `(n, k)` matrix in the shape (one per head for per-head E_i) is
+    `window_average_matrix(n, k)` plus N(0, (relative_noise / w)^2) noise,
+    where w = n / k is the mean window size: every weight is off by about
+    `relative_noise` of an in-window weight, enough to break the symmetry
+    between slots without hiding the average.
+
+    Args:
+        relative_noise: float. Noise standard deviation as a fraction of the
+            in-window weight 1 / w. Defaults to 0.1; 0 gives exact averaging.
+        seed: int or None. Seed of the noise.
+
+    Example:
+
+    >>> init = WindowAverage(relative_noise=0.0)
+    >>> init((4, 2)).numpy().tolist()
+    [[0.5, 0.0], [0.5, 0.0], [0.0, 0.5], [0.0, 0.5]]
+    """
+
+    def __init__(self, relative_noise=0.1, seed=None):
+        if not (isinstance(relative_noise, (int, float)) and math.isfinite(relative_noise)
+                and relative_noise >= 0):
+            raise ValueError(
+                "`relative_noise` must be a finite number >= 0. Received: "
+                f"relative_noise={relative_noise!r}"
+            )
+        self.relative_noise = relative_noise
+        self.seed = seed
+        self._noise = keras.initializers.RandomNormal(seed=seed)
+
+    def __call__(self, shape, dtype=None):
+        if len(shape) < 2:
+            raise ValueError(
+                "WindowAverage initialises `(..., sequence_length, projected_dim)` "
+                f"weights. Received: shape={tuple(shape)}"
+            )
+        n, k = shape[-2], shape[-1]
+        average = np.broadcast_to(window_average_matrix(n, k), tuple(shape))
+        weights = keras.ops.convert_to_tensor(average, dtype=dtype or "float32")
+        if self.relative_noise:
+            stddev = self.relative_noise * k / n
+            weights = weights + stddev * self._noise(shape, dtype=dtype)
+        return weights
+
+    def get_config(self):
+        return {"relative_noise": self.relative_noise, "seed": self.seed}
+
+
+def projection_initializer(name, projected_dim, seed=None):
+    """The Keras initializer for one of `PROJECTION_INITIALIZERS`."""
+    if name == "window_average":
+        return WindowAverage(seed=seed)
+    if name == "gaussian":
+        return keras.initializers.RandomNormal(stddev=1.0 / math.sqrt(projected_dim), seed=seed)
+    if name == "fairseq":
+        return keras.initializers.RandomNormal(stddev=0.02, seed=seed)
+    raise ValueError(
+        f"Invalid `projection_initializer`: {name!r}. Expected one of "
+        f"{list(PROJECTION_INITIALIZERS)} or a Keras initializer."
+    )
+
+
+def check(identifier, projection):
+    """Raises unless `identifier` (already through `get`) suits `projection`."""
+    if isinstance(identifier, str) and projection != "linear":
+        raise ValueError(
+            f"`projection_initializer={identifier!r}` initialises a learned linear E; "
+            f"it does not apply to projection={projection!r}. Pass None (the "
+            "projection's default) or a Keras initializer."
+        )
+
+
+def get(identifier):
+    """None and the names above stay as they are; anything else is a Keras initializer."""
+    if identifier is None or identifier in PROJECTION_INITIALIZERS:
+        return identifier
+    try:
+        return keras.initializers.get(identifier)
+    except ValueError:
+        raise ValueError(
+            f"Invalid `projection_initializer`: {identifier!r}. Expected None, one of "
+            f"{list(PROJECTION_INITIALIZERS)}, or a Keras initializer."
+        ) from None

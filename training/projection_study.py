@@ -1,0 +1,223 @@
+"""From scratch: does a learned projection E train as well as full attention?
+
+Fine-tunes from random weights, on each dataset and with several seeds, the
+full-attention Transformer and Linformers that differ only in how keys and
+values are projected: mean pooling, and a learned linear E under each named
+initialiser (`--projection-initializer`). Same shape, data, steps and flags
+otherwise. Every run is `python -m training.finetune` in its own process and
+directory under `--output-dir`; rerunning the same command skips finished
+runs and resumes an interrupted one. Writes, under `--results-dir`, a CSV
+of every run and a markdown table of test accuracy (mean and standard
+deviation over the seeds) per model and dataset.
+
+    python -m training.projection_study [--seeds 0 1 2] [--report-only]
+"""
+
+import argparse
+import csv
+import os
+import shlex
+import statistics
+import sys
+
+from training import cli
+from training import quality
+
+DATASETS = {"rotten_tomatoes": (128, 32, "2"), "bbc_news": (512, 128, "4")}
+MODELS = (
+    "transformer", "mean", "linear-window_average", "linear-gaussian", "linear-fairseq",
+)
+DEFAULT_MODELS = ("transformer", "mean", "linear-window_average", "linear-gaussian")
+FIELDS = (
+    "dataset", "model", "attention", "projection", "projection_initializer", "sequence_length",
+    "projected_dim", "seed", "status", "test_accuracy", "test_loss", "test_examples",
+    "majority_accuracy", "total_steps", "seconds", "tokens_per_second", "directory",
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m training.projection_study",
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
+    )
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS),
+                        help="transformer, mean pooling, or linear-<initialiser>.")
+    parser.add_argument("--datasets", nargs="+", choices=list(DATASETS),
+                        default=list(DATASETS),
+                        help="rotten_tomatoes runs at n = 128, k = 32 for 2 epochs; bbc_news "
+                             "at n = 512, k = 128 for 4 epochs.")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
+                        help="One run per seed (the seed of the weights, the data order and "
+                             "the vocabulary sample).")
+    parser.add_argument("--max-train-examples", type=cli.positive_int, default=None,
+                        help="Trial runs: train on the first N documents only.")
+    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
+                        help="Trial runs: validate and test on the first N documents only.")
+    parser.add_argument("--epochs", type=cli.positive_float, default=None,
+                        help="Passes over the training split (default: per dataset, above).")
+    parser.add_argument("--output-dir", default="artifacts/projection_study",
+                        help="Every run writes to OUTPUT_DIR/<dataset>/<model>-seed<S>.")
+    parser.add_argument("--results-dir", default="benchmarks/results",
+                        help="Where the CSV and markdown report go.")
+    parser.add_argument("--name", default="projection-study",
+                        help="File name stem of the results.")
+    parser.add_argument("--report-only", action="store_true",
+                        help="Run nothing: rebuild the results from the runs in --output-dir.")
+    return parser, parser.parse_args(argv)
+
+
+def model_flags(model, projected_dim):
+    if model == "transformer":
+        return ["--attention", "transformer"]
+    flags = ["--attention", "linformer", "--projected-dim", str(projected_dim),
+             "--sharing", "layerwise"]
+    if model == "mean":
+        return flags + ["--projection", "mean"]
+    return flags + ["--projection", "linear",
+                    "--projection-initializer", model.split("-", 1)[1]]
+
+
+def plan(args):
+    """Every run, in order: by dataset, then seed, so a stopped study has whole seeds."""
+    runs = []
+    for dataset in args.datasets:
+        length, k, epochs = DATASETS[dataset]
+        for seed in args.seeds:
+            for model in args.models:
+                directory = os.path.join(args.output_dir, dataset, f"{model}-seed{seed}")
+                argv = [
+                    "--dataset", dataset, "--sequence-length", str(length),
+                    "--epochs", str(args.epochs or epochs), "--seed", str(seed),
+                    "--jit-compile", *model_flags(model, k), "--output-dir", directory,
+                ]
+                for flag, value in (("--max-train-examples", args.max_train_examples),
+                                    ("--max-eval-examples", args.max_eval_examples)):
+                    if value:
+                        argv += [flag, str(value)]
+                projection, _, initializer = model.partition("-")
+                linformer = model != "transformer"
+                runs.append(dict(
+                    stage="finetune", dataset=dataset, model=model,
+                    attention="linformer" if linformer else "transformer",
+                    projection=projection if linformer else None,
+                    projection_initializer=initializer or None,
+                    sequence_length=length, projected_dim=None if model == "transformer" else k,
+                    seed=seed, start="scratch", directory=directory,
+                    module=quality.FINETUNE, argv=argv,
+                ))
+    return runs
+
+
+def collect(runs):
+    rows = []
+    for run in runs:
+        summary = quality.read_summary(run["directory"])
+        row = {key: run.get(key) for key in FIELDS}
+        row["status"] = "finished" if summary else (
+            "unfinished" if os.path.isdir(run["directory"]) else "not run")
+        if summary:
+            row.update({key: summary.get(key) for key in FIELDS if key in summary})
+        rows.append(row)
+    return rows
+
+
+def summarise(rows):
+    """{(dataset, model): (mean, standard deviation, [accuracies])} over the finished seeds."""
+    groups = {}
+    for row in rows:
+        if row["status"] == "finished":
+            groups.setdefault((row["dataset"], row["model"]), []).append(100 * row["test_accuracy"])
+    return {
+        key: (statistics.mean(values),
+              statistics.stdev(values) if len(values) > 1 else None, values)
+        for key, values in groups.items()
+    }
+
+
+def markdown(rows, command):
+    stats = summarise(rows)
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    lines = [
+        "# From scratch: learned projection initialisers against full attention", "",
+        "Produced by:", "", f"```sh\n{command}\n```", "",
+        "Test accuracy in percent, mean ± standard deviation over the seeds (each seed's "
+        "value in brackets), and the difference of the means to the Transformer. "
+        "Every model is the main job's shape (2 layers, hidden 128, 4 heads, FFN 256) "
+        "trained from random weights; Linformers use layerwise sharing.", "",
+        "| model | " + " | ".join(
+            f"{d.replace('_', ' ')} (n = {DATASETS[d][0]}, k = {DATASETS[d][1]}) | vs Transformer"
+            for d in datasets) + " |",
+        "|---|" + "---|---|" * len(datasets),
+    ]
+    for model in models:
+        cells = []
+        for dataset in datasets:
+            mean, spread, values = stats.get((dataset, model), (None, None, []))
+            reference = stats.get((dataset, "transformer"), (None,))[0]
+            if mean is None:
+                cells += ["not finished", "-"]
+                continue
+            spread_text = f" ± {spread:.1f}" if spread is not None else ""
+            each = ", ".join(f"{v:.1f}" for v in values)
+            cells.append(f"{mean:.1f}{spread_text} [{each}]")
+            cells.append("-" if reference is None or model == "transformer"
+                         else f"{mean - reference:+.1f}")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    majority = {r["dataset"]: r.get("majority_accuracy") for r in rows if r.get("majority_accuracy")}
+    if majority:
+        lines += ["", "Majority class: " + ", ".join(
+            f"{d.replace('_', ' ')} {100 * m:.1f}" for d, m in majority.items()) + "."]
+    unfinished = [r for r in rows if r["status"] != "finished"]
+    if unfinished:
+        lines += ["", f"{len(unfinished)} of {len(rows)} runs have not finished."]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(rows, args, command):
+    finished = [r for r in rows if r["status"] == "finished"]
+    if not finished:
+        raise ValueError(
+            f"--output-dir: no finished run under {args.output_dir!r}; nothing to report "
+            "(the results in --results-dir are left as they are)."
+        )
+    os.makedirs(args.results_dir, exist_ok=True)
+    base = os.path.join(args.results_dir, args.name)
+    with open(base + ".csv", "w", newline="", encoding="utf-8") as file:
+        file.write(f"# {command}\n")
+        writer = csv.DictWriter(file, fieldnames=FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row.get(k) is None else row[k] for k in FIELDS})
+    with open(base + ".md", "w", encoding="utf-8") as file:
+        file.write(markdown(rows, command))
+    return [base + ".csv", base + ".md"]
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+
+    def work(args):
+        runs = plan(args)
+        if not args.report_only:
+            quality.check_commands(runs)
+            pending = [run for run in runs if not quality.is_finished(run)]
+            cli.log(f"{len(runs)} runs, {len(runs) - len(pending)} already finished, "
+                    f"{len(pending)} to run, into {args.output_dir}")
+            for position, run in enumerate(pending, 1):
+                try:
+                    quality.execute(run, position, len(pending))
+                except RuntimeError as error:
+                    parser.exit(1, f"{parser.prog}: error: {error}\n")
+        given = sys.argv[1:] if argv is None else argv
+        command = "python -m training.projection_study " + shlex.join(
+            [a for a in given if a != "--report-only"])
+        for path in write_results(collect(runs), args, command.strip()):
+            cli.log(f"wrote {path}")
+
+    return cli.run(parser, work, args)
+
+
+if __name__ == "__main__":
+    main()
