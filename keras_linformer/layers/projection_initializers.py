@@ -74,7 +74,7 @@ class WindowAverage(keras.initializers.Initializer):
             )
         self.relative_noise = relative_noise
         self.seed = seed
-        self._noise = keras.initializers.RandomNormal(seed=seed)
+        self._noise = keras.initializers.RandomNormal(stddev=1.0, seed=seed)
 
     def __call__(self, shape, dtype=None):
         if len(shape) < 2:
