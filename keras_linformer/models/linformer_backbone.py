@@ -17,6 +17,56 @@ def bert_kernel_initializer(stddev=0.02):
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+def _bert_architecture(backbone):
+    """The constructor arguments a Linformer conversion keeps from a BERT backbone."""
+    is_baseline = isinstance(backbone, LinformerBackbone) and backbone.attention == "transformer"
+    if not (isinstance(backbone, keras_hub.models.BertBackbone) or is_baseline):
+        raise TypeError(
+            "`backbone` must be a keras_hub.models.BertBackbone or a "
+            "LinformerBackbone(attention='transformer'). Received: backbone of type "
+            f"{type(backbone).__name__}"
+            + (f" with attention={backbone.attention!r}"
+               if isinstance(backbone, LinformerBackbone) else "")
+        )
+    names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+             "max_sequence_length", "num_segments", "dropout")
+    return {name: getattr(backbone, name) for name in names}
+
+
+def _bert_path(linformer_path):
+    """A Linformer variable's path in a BERT backbone (its blocks are `transformer_layer_i`)."""
+    prefix = "linformer_encoder/linformer_encoder_block_"
+    if linformer_path.startswith(prefix):
+        return "transformer_layer_" + linformer_path[len(prefix):]
+    return linformer_path
+
+
+def _copy_bert_weights(bert, target):
+    """Assigns every BERT variable to its twin in `target`; only projections are left."""
+    source = {variable.path: variable for variable in bert.weights}
+    for variable in target.weights:
+        if "projection" in variable.path.rsplit("/", 1)[-1]:
+            continue  # E/F: new, and initialised as asked.
+        value = source.pop(_bert_path(variable.path), None)
+        if value is None:
+            raise ValueError(
+                f"The BERT backbone has no variable for the converted model's {variable.path!r}."
+            )
+        value = keras.ops.convert_to_numpy(value)
+        if variable.path == "position_embedding/embeddings":
+            value = value[: variable.shape[0]]  # A shorter n keeps the first positions.
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(
+                f"{variable.path!r} has shape {tuple(variable.shape)} in the converted model "
+                f"and {tuple(value.shape)} in the BERT backbone."
+            )
+        variable.assign(value)
+    if source:
+        raise ValueError(
+            f"BERT variables without a counterpart in the converted model: {sorted(source)}."
+        )
+
+
 @keras_linformer_export("keras_linformer.models.LinformerBackbone")
 class LinformerBackbone(keras_hub.models.Backbone):
     """BERT-style bidirectional encoder with Linformer self-attention.
@@ -210,6 +260,80 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.num_segments = num_segments
         self.projection_initializer = projection_initializer
         self.cls_token_index = 0
+
+    @classmethod
+    def from_bert(
+        cls,
+        backbone,
+        projected_dim=None,
+        projection="linear",
+        sharing="layerwise",
+        projection_initializer=None,
+        max_sequence_length=None,
+        dropout=None,
+        attention="linformer",
+        dtype=None,
+    ):
+        """A Linformer with every weight of a pretrained BERT backbone.
+
+        Embeddings, every encoder block's attention kernels, layer norms and
+        feedforward layers, and the pooler are copied from `backbone`; only
+        the projections E/F are new, initialised by `projection_initializer`.
+        With `projection="mean"` and `projected_dim == max_sequence_length`
+        (windows of one position) the result computes exactly what `backbone`
+        does, padding included. `attention="transformer"` copies the BERT
+        into the full-attention baseline instead (same weights, same
+        outputs), so a study can compare the two on one code path.
+
+        Args:
+            backbone: a `keras_hub.models.BertBackbone` (any BERT preset
+                keras-hub loads, e.g. `BertBackbone.from_preset(DIR)` on a
+                Hugging Face BERT directory) or a
+                `LinformerBackbone(attention="transformer")`.
+            projected_dim: int or list of ints. k.
+            projection, sharing, projection_initializer: as in the
+                constructor.
+            max_sequence_length: int or None. n; at most the source's
+                (its first n position embeddings are kept). Defaults to the
+                source's.
+            dropout: float or None. Defaults to the source's.
+            attention: str. `"linformer"` (the default) or `"transformer"`.
+            dtype: dtype policy. Defaults to the source's.
+
+        Example:
+
+        >>> bert = LinformerBackbone(
+        ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+        ...     intermediate_dim=32, projected_dim=None, max_sequence_length=64,
+        ...     attention="transformer")
+        >>> linformer = LinformerBackbone.from_bert(
+        ...     bert, projected_dim=8, max_sequence_length=32)
+        >>> linformer.max_sequence_length, linformer.projected_dim
+        (32, 8)
+        """
+        source = _bert_architecture(backbone)
+        source_dropout = source.pop("dropout")
+        if max_sequence_length is None:
+            max_sequence_length = source["max_sequence_length"]
+        sp.validate_positive_int("max_sequence_length", max_sequence_length)
+        if max_sequence_length > source["max_sequence_length"]:
+            raise ValueError(
+                "`max_sequence_length` must not exceed the source model's "
+                f"({source['max_sequence_length']} position embeddings). Received: "
+                f"max_sequence_length={max_sequence_length}"
+            )
+        linformer = cls(
+            **{**source, "max_sequence_length": max_sequence_length},
+            projected_dim=projected_dim,
+            projection=projection,
+            sharing=sharing,
+            projection_initializer=projection_initializer,
+            attention=attention,
+            dropout=source_dropout if dropout is None else dropout,
+            dtype=backbone.dtype_policy if dtype is None else dtype,
+        )
+        _copy_bert_weights(backbone, linformer)
+        return linformer
 
     def get_config(self):
         config = super().get_config()

@@ -109,23 +109,15 @@ def test_a_missing_tensor_is_named(tmp_path, rng):
     tensors = tiny_bert_tensors(TINY_CONFIG, rng)
     del tensors["encoder.layer.1.output.dense.bias"]
     directory = write_checkpoint(tmp_path / "bert", TINY_CONFIG, tensors)
-    with pytest.raises(ValueError, match="has no tensor 'encoder.layer.1.output.dense.bias'"):
+    with pytest.raises(ValueError, match="encoder.layer.1.output.dense.bias"):
         hf_bert.load_hf_bert(directory)
 
 
-def test_an_extra_tensor_is_named(tmp_path, rng):
-    tensors = tiny_bert_tensors(TINY_CONFIG, rng)
-    tensors["cls.predictions.bias"] = np.zeros(30, "float32")
-    directory = write_checkpoint(tmp_path / "bert", TINY_CONFIG, tensors)
-    with pytest.raises(ValueError, match=r"tensors not loaded: \['cls.predictions.bias'\]"):
-        hf_bert.load_hf_bert(directory)
-
-
-def test_a_tensor_of_the_wrong_shape_is_named(tmp_path, rng):
+def test_a_tensor_of_the_wrong_shape_is_refused(tmp_path, rng):
     tensors = tiny_bert_tensors(TINY_CONFIG, rng)
     tensors["encoder.layer.0.intermediate.dense.weight"] = np.zeros((8, 8), "float32")
     directory = write_checkpoint(tmp_path / "bert", TINY_CONFIG, tensors)
-    with pytest.raises(ValueError, match="'encoder.layer.0.intermediate.dense.weight' has shape"):
+    with pytest.raises(ValueError, match="is not a BERT checkpoint keras-hub can load"):
         hf_bert.load_hf_bert(directory)
 
 

