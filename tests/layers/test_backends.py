@@ -1,15 +1,17 @@
-"""The layers are backend-agnostic: a model saved under TensorFlow loads and
-predicts the same under the PyTorch backend (a separate process, since Keras
-picks its backend at import)."""
+"""The layers are backend-agnostic: a model saved under TensorFlow loads,
+predicts the same and trains under the PyTorch and JAX backends (each in a
+separate process, since Keras picks its backend at import)."""
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
 
 import keras
 import numpy as np
+import pytest
 
 from keras_linformer.layers import LinformerEncoderStack
 
@@ -20,32 +22,78 @@ CASES = [
     ("max", "key_value"),
     ("conv", "headwise"),
 ]
+TRAIN_STEPS = 5
 
-LOAD_AND_PREDICT = textwrap.dedent(
+# Runs under the backend in argv[1]. Loads the model, predicts, then trains it
+# on one batch, recording each output's losses and the weights training left
+# as they were (a weight without a gradient on that backend would be one).
+LOAD_PREDICT_AND_TRAIN = textwrap.dedent(
     """
     import json, sys
     import numpy as np
     import keras
     import keras_linformer  # registers the layers
-    assert keras.backend.backend() == "torch", keras.backend.backend()
-    paths, tokens, out = json.loads(sys.argv[1]), np.load(sys.argv[2]), sys.argv[3]
-    outputs = {}
-    for name, path in paths.items():
-        model = keras.saving.load_model(path, safe_mode=True)
-        outputs[name] = keras.ops.convert_to_numpy(model(tokens))
-    np.savez(out, **outputs)
+    backend, path, tokens, steps, out = (
+        sys.argv[1], sys.argv[2], np.load(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    )
+    assert keras.backend.backend() == backend, keras.backend.backend()
+    model = keras.saving.load_model(path, safe_mode=True)
+    results = {
+        f"{name}.outputs": keras.ops.convert_to_numpy(value)
+        for name, value in model(tokens).items()
+    }
+    before = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    labels = {name: tokens % 3 for name in model.output_names}
+    logs = [model.train_on_batch(tokens, labels, return_dict=True) for _ in range(steps)]
+    for name in model.output_names:
+        results[f"{name}.losses"] = np.array([float(log[f"{name}_loss"]) for log in logs])
+    results["unchanged"] = np.array([
+        w.path for w, old in zip(model.trainable_weights, before)
+        if np.array_equal(keras.ops.convert_to_numpy(w), old)
+    ], dtype=str)
+    np.savez(out, **results)
     """
 )
 
 
-def test_models_saved_with_tensorflow_predict_the_same_under_torch(tmp_path):
+def run_under_backend(backend, model_path, tokens, tmp_path):
+    """Runs LOAD_PREDICT_AND_TRAIN in a fresh process under `backend`.
+
+    The process imports this checkout's `keras_linformer`, not whichever copy
+    is installed. Returns the saved results.
+    """
+    np.save(tmp_path / "tokens.npy", tokens)
+    script = tmp_path / "load_predict_and_train.py"
+    script.write_text(LOAD_PREDICT_AND_TRAIN)
+    out = tmp_path / f"{backend}.npz"
+    root = str(pathlib.Path(__file__).parents[2])
+    python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    subprocess.run(
+        [sys.executable, str(script), backend, str(model_path),
+         str(tmp_path / "tokens.npy"), str(TRAIN_STEPS), str(out)],
+        check=True,
+        env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": python_path},
+        timeout=300,
+    )
+    return np.load(out)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_model_saved_with_tensorflow_predicts_the_same_and_trains_under(backend, tmp_path):
     rng = np.random.default_rng(0)
     tokens = rng.integers(1, 30, size=(3, 16))
     tokens[1, 9:] = 0
-    paths, expected = {}, {}
+    # One stack per projection kind and sharing mode, side by side in one
+    # model: one load and one compiled train step cover them all.
+    inputs = keras.Input((16,), dtype="int32")
+    embedded = keras.layers.Embedding(30, 16, mask_zero=True)(inputs)
+    outputs = {}
     for projection, sharing in CASES:
-        inputs = keras.Input((16,), dtype="int32")
-        x = keras.layers.Embedding(30, 16, mask_zero=True)(inputs)
+        name = f"{projection}_{sharing}"
         x = LinformerEncoderStack(
             num_layers=2,
             intermediate_dim=32,
@@ -54,23 +102,19 @@ def test_models_saved_with_tensorflow_predict_the_same_under_torch(tmp_path):
             projected_dim=4,
             projection=projection,
             sharing=sharing,
-        )(x)
-        model = keras.Model(inputs, keras.layers.Dense(3)(x))
-        name = f"{projection}_{sharing}"
-        paths[name] = str(tmp_path / f"{name}.keras")
-        model.save(paths[name])
-        expected[name] = keras.ops.convert_to_numpy(model(tokens))
-    np.save(tmp_path / "tokens.npy", tokens)
-    script = tmp_path / "predict.py"
-    script.write_text(LOAD_AND_PREDICT)
-    subprocess.run(
-        [sys.executable, str(script), json.dumps(paths), str(tmp_path / "tokens.npy"),
-         str(tmp_path / "torch.npz")],
-        check=True,
-        env={**os.environ, "KERAS_BACKEND": "torch"},
-        timeout=300,
-    )
-    actual = np.load(tmp_path / "torch.npz")
-    assert sorted(actual.files) == sorted(expected)
+        )(embedded)
+        outputs[name] = keras.layers.Dense(3, name=name)(x)
+    model = keras.Model(inputs, outputs)
+    model_path = tmp_path / "model.keras"
+    model.save(model_path)
+    expected = model(tokens)
+
+    results = run_under_backend(backend, model_path, tokens, tmp_path)
+
     for name, value in expected.items():
-        np.testing.assert_allclose(actual[name], value, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(
+            results[f"{name}.outputs"], keras.ops.convert_to_numpy(value), atol=1e-5, err_msg=name
+        )
+        losses = results[f"{name}.losses"]
+        assert np.all(np.isfinite(losses)) and losses[-1] < losses[0], (name, losses)
+    assert results["unchanged"].size == 0, results["unchanged"]
