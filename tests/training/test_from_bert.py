@@ -1,0 +1,83 @@
+"""`python -m training.finetune --from-bert`: a pretrained BERT, converted, fine-tuned, saved."""
+
+import json
+
+import keras
+import keras_hub
+import pytest
+
+import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
+
+from tests.training.harness import NEGATIVE
+from tests.training.harness import NEUTRAL
+from tests.training.harness import POSITIVE
+from tests.training.harness import run_program
+from tests.training.harness import scalars
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    """A keras-hub BERT preset directory with a vocabulary that covers the reviews."""
+    directory = tmp_path_factory.mktemp("bert")
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ",", "."]
+    tokens += sorted(set(POSITIVE + NEGATIVE + NEUTRAL))
+    keras.utils.set_random_seed(0)
+    keras_hub.models.BertBackbone(
+        vocabulary_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=32,
+    ).save_to_preset(str(directory))
+    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(directory))
+    return directory
+
+
+def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_file, tmp_path):
+    output = tmp_path / "run"
+    result = run_program(
+        "training.finetune", "--table", reviews_file, "--from-bert", tiny_bert,
+        "--projected-dim", "8", "--projection-initializer", "window_average",
+        "--sequence-length", "16", "--epochs", "4", "--batch-size", "16",
+        "--output-dir", output,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "converted from BERT" in result.stdout
+    vocabulary = (output / "vocab.txt").read_text().split("\n")[:-1]
+    assert vocabulary == keras_hub.models.BertTokenizer.from_preset(
+        str(tiny_bert)).get_vocabulary()
+    record = json.loads((output / "run.json").read_text())
+    assert record["from_bert"] == str(tiny_bert)
+    assert record["backbone"]["projected_dim"] == 8
+    assert record["backbone"]["max_sequence_length"] == 16
+    classifier = keras.saving.load_model(output / "classifier.keras")
+    assert classifier.backbone.projection_initializer == "window_average"
+    losses = scalars(output / "logs" / "train")["epoch_loss"]
+    assert len(losses) == 4 and losses[-1] < losses[0], losses
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--hidden-dim", "32", "--projected-dim", "8"],
+         "argument --hidden-dim: not allowed with --from-bert"),
+        ([], "argument --projected-dim: required with --from-bert"),
+        (["--projected-dim", "64", "--sequence-length", "16"],
+         "projected_dim=64, sequence_length=16"),
+        (["--projected-dim", "8", "--sequence-length", "64"],
+         "sequence_length: 64 is longer than the BERT's 32 position embeddings"),
+        (["--projected-dim", "8", "--pretrained", "somewhere"],
+         "argument --pretrained: not allowed with argument --from-bert"),
+    ],
+)
+def test_bad_conversion_flags_fail_before_training(tiny_bert, tmp_path, flags, message):
+    result = run_program("training.finetune", "--from-bert", tiny_bert, *flags,
+                         "--output-dir", tmp_path / "run")
+    assert result.returncode == 2, result.stdout[-2000:]
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path):
+    result = run_program("training.finetune", "--from-bert", tmp_path, "--projected-dim", "8",
+                         "--output-dir", tmp_path / "run")
+    assert result.returncode == 2
+    assert f"{str(tmp_path)!r} is not a BERT checkpoint keras-hub can load" in result.stderr
