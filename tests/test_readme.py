@@ -21,3 +21,18 @@ def test_quickstart_trains_saves_and_reloads(tmp_path, monkeypatch):
     )
     # The task is learnable: it finishes well above chance on the held-out 20%.
     assert model.history.history["val_accuracy"][-1] > 0.75, model.history.history
+
+
+def test_the_bert_conversion_example_converts_the_bundled_minilm():
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+              if "from_bert" in b]
+    assert len(blocks) == 1, "the README shows one from_bert example"
+    namespace = {}
+    exec(compile(blocks[0], "README.md from_bert example", "exec"), namespace)
+    bert, linformer = namespace["bert"], namespace["linformer"]
+    assert linformer.count_params() < bert.count_params()  # 384 fewer positions, one E of 128 x 64
+    assert linformer.max_sequence_length == 128 and linformer.projected_dim == 64
+    token_ids = np.full((1, 128), 1000, "int32")
+    outputs = linformer({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+                         "padding_mask": np.ones_like(token_ids)})
+    assert outputs["sequence_output"].shape == (1, 128, 384)
