@@ -175,6 +175,43 @@ def markdown(rows, command):
     return "\n".join(lines) + "\n"
 
 
+def plot(rows, path):
+    """Test accuracy of every seed, and the mean, per model; one panel per dataset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from keras_linformer.benchmarks import report
+
+    stats = summarise(rows)
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    figure, all_axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.6),
+                                    dpi=90, squeeze=False)
+    for axes, dataset in zip(all_axes[0], datasets):
+        for position, model in enumerate(models):
+            mean, spread, values = stats.get((dataset, model), (None, None, []))
+            if mean is None:
+                continue
+            axes.scatter([position] * len(values), values, color="grey", s=12, zorder=2)
+            axes.errorbar([position], [mean], yerr=[spread or 0], fmt="o", color="black",
+                          capsize=4, zorder=3)
+        majority = next((r.get("majority_accuracy") for r in rows
+                         if r["dataset"] == dataset and r.get("majority_accuracy")), None)
+        if majority:
+            axes.axhline(100 * majority, color="red", linestyle=":", label="majority class")
+            axes.legend(fontsize=7, loc="lower right")
+        axes.set_xticks(range(len(models)), models, rotation=20, fontsize=7, ha="right")
+        axes.set_ylabel("test accuracy (%)")
+        length, k, _ = DATASETS[dataset]
+        axes.set_title(f"{dataset.replace('_', ' ')} (n = {length}, k = {k}), from scratch",
+                       fontsize=9)
+        axes.grid(True, axis="y", alpha=0.3)
+    figure.tight_layout()
+    report.save_palette_png(figure, path)
+
+
 def write_results(rows, args, command):
     finished = [r for r in rows if r["status"] == "finished"]
     if not finished:
@@ -190,9 +227,10 @@ def write_results(rows, args, command):
         writer.writeheader()
         for row in rows:
             writer.writerow({k: "" if row.get(k) is None else row[k] for k in FIELDS})
+    plot(rows, base + ".png")
     with open(base + ".md", "w", encoding="utf-8") as file:
-        file.write(markdown(rows, command))
-    return [base + ".csv", base + ".md"]
+        file.write(markdown(rows, command) + f"\n![test accuracy]({args.name}.png)\n")
+    return [base + ".csv", base + ".md", base + ".png"]
 
 
 def main(argv=None):

@@ -1,0 +1,80 @@
+"""The from-scratch projection study (`python -m training.projection_study`): plan and report.
+
+The runs themselves are `training.finetune` processes, tested elsewhere; here
+the plan's flags are parsed by finetune's own parser and the report is built
+from run directories holding the files a finished run leaves.
+"""
+
+import csv
+import json
+import os
+
+import pytest
+
+from training import finetune
+from training import projection_study as study
+
+
+def parse(*flags):
+    return study.parse_args(list(flags))[1]
+
+
+def test_models_differ_only_in_their_attention_flags():
+    runs = study.plan(parse("--datasets", "bbc_news", "--seeds", "0",
+                            "--models", *study.MODELS))
+    parsed = {run["model"]: vars(finetune.parse_args(run["argv"])[1]) for run in runs}
+    attention_flags = {"attention", "projection", "projection_initializer", "projected_dim",
+                       "sharing", "output_dir"}
+    reference = {k: v for k, v in parsed["transformer"].items() if k not in attention_flags}
+    for model, flags in parsed.items():
+        assert {k: v for k, v in flags.items() if k not in attention_flags} == reference, model
+    assert reference["sequence_length"] == 512 and reference["epochs"] == 4
+    assert parsed["transformer"]["attention"] == "transformer"
+    assert parsed["mean"]["projection"] == "mean" and parsed["mean"]["projected_dim"] == 128
+    assert parsed["linear-fairseq"]["projection_initializer"] == "fairseq"
+
+
+def test_runs_go_by_dataset_then_seed_each_in_its_own_directory(tmp_path):
+    runs = study.plan(parse("--seeds", "0", "1", "--models", "transformer", "mean",
+                            "--output-dir", str(tmp_path)))
+    assert [(r["dataset"], r["seed"], r["model"]) for r in runs][:5] == [
+        ("rotten_tomatoes", 0, "transformer"), ("rotten_tomatoes", 0, "mean"),
+        ("rotten_tomatoes", 1, "transformer"), ("rotten_tomatoes", 1, "mean"),
+        ("bbc_news", 0, "transformer"),
+    ]
+    assert len({r["directory"] for r in runs}) == len(runs) == 8
+
+
+def finish(run, accuracy):
+    directory = run["directory"]
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "summary.json"), "w") as file:
+        json.dump({"test_accuracy": accuracy, "majority_accuracy": 0.5, "test_examples": 100,
+                   "seconds": 1.0, "tokens_per_second": 10.0, "total_steps": 2}, file)
+
+
+def test_the_report_gives_mean_and_spread_over_seeds_against_the_transformer(tmp_path):
+    args = parse("--seeds", "0", "1", "2", "--datasets", "rotten_tomatoes", "--models",
+                 "transformer", "linear-gaussian", "--output-dir", str(tmp_path / "runs"),
+                 "--results-dir", str(tmp_path / "results"))
+    runs = study.plan(args)
+    accuracies = {"transformer": [0.70, 0.72, 0.74], "linear-gaussian": [0.60, 0.61, 0.65]}
+    for run in runs[:-1]:  # The last gaussian seed has not finished.
+        finish(run, accuracies[run["model"]][run["seed"]])
+    paths = study.write_results(study.collect(runs), args, "python -m training.projection_study")
+    markdown = open(paths[1]).read()
+    assert "| transformer | 72.0 ± 2.0 [70.0, 72.0, 74.0] | - |" in markdown
+    assert "| linear-gaussian | 60.5 ± 0.7 [60.0, 61.0] | -11.5 |" in markdown
+    assert "1 of 6 runs have not finished." in markdown
+    with open(paths[0], newline="") as file:
+        assert file.readline() == "# python -m training.projection_study\n"
+        rows = list(csv.DictReader(file))
+    assert [r["status"] for r in rows].count("finished") == 5
+    assert {r["projection_initializer"] for r in rows} == {"", "gaussian"}
+
+
+def test_a_report_without_a_finished_run_is_an_error_and_writes_nothing(tmp_path):
+    args = parse("--output-dir", str(tmp_path / "typo"), "--results-dir", str(tmp_path / "r"))
+    with pytest.raises(ValueError, match="no finished run under"):
+        study.write_results(study.collect(study.plan(args)), args, "command")
+    assert not (tmp_path / "r").exists()
