@@ -16,6 +16,7 @@ import time
 
 from keras_linformer.benchmarks import flops as flop_count
 from keras_linformer.benchmarks import report
+from keras_linformer.benchmarks.runner import busy_cores
 from keras_linformer.benchmarks.runner import run_in_subprocess
 
 PRESETS = {
@@ -95,6 +96,22 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         help=f"timed {unit}s per cell; the median is reported (default: %(default)s)",
     )
     parser.add_argument(
+        "--rounds", type=int, default=2,
+        help="times every cell of an n is run, interleaved: the Transformer, each "
+        "Linformer, a reference matmul, then again, each in a fresh process, so that "
+        "drift in the machine's speed hits both models alike (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-busy-cores", type=float, default=0.25, metavar="CORES",
+        help="before each cell, wait while other processes keep more than this many "
+        "cores busy (measured over 1 s; recorded with the cell) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--busy-timeout", type=float, default=900.0, metavar="SECONDS",
+        help="stop the run, recording the remaining cells as skipped, when the machine "
+        "stays busy this long before a cell (default: %(default)s)",
+    )
+    parser.add_argument(
         "--warmup", type=int, default=1,
         help=f"untimed {unit}s per cell before timing (the first compiles; "
         "default: %(default)s)",
@@ -123,7 +140,8 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
     parser.add_argument(
         "--matmul-size", type=int, default=4096,
         help="side of the square matmul that measures this machine's peak "
-        "GFLOP/s, at the start and the end of the run (default: %(default)s)",
+        "GFLOP/s, once in every round of every n, beside the models' cells "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--output-dir", default="benchmarks/results",
@@ -138,7 +156,7 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
 
 def check_arguments(parser, args):
     """Rejects values argparse's types let through, naming the flag and the value."""
-    for flag in ("repeats", "matmul_size"):
+    for flag in ("repeats", "matmul_size", "rounds"):
         if getattr(args, flag) < 1:
             parser.error(
                 f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}"
@@ -161,7 +179,9 @@ def check_arguments(parser, args):
             f"--hidden-dim ({shape['hidden_dim']}) must be divisible by "
             f"--num-heads ({shape['num_heads']})"
         )
-    for flag in ("cell_time_budget", "memory_limit_gb"):
+    if not args.max_busy_cores >= 0:
+        parser.error(f"--max-busy-cores must be at least 0, got {args.max_busy_cores}")
+    for flag in ("cell_time_budget", "memory_limit_gb", "busy_timeout"):
         if not getattr(args, flag) > 0:
             parser.error(
                 f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}"
@@ -177,13 +197,21 @@ def model_shape(args):
 
 
 def plan_cells(args):
-    """The (model, n, k) cells in run order: per n, the Transformer, then each k < n."""
+    """The (model, n, k, round) cells in run order.
+
+    Per n, `--rounds` times: the Transformer, each Linformer k < n, then the
+    reference matmul (model "matmul", n and k None), so every pair of models
+    is measured side by side, interleaved, with the machine's speed beside it.
+    """
     cells = []
     for n in sorted(set(args.sequence_lengths)):
-        if "transformer" in args.models:
-            cells.append(("transformer", n, None))
-        if "linformer" in args.models:
-            cells += [("linformer", n, k) for k in sorted(set(args.projected_dims)) if k < n]
+        for round_ in range(1, args.rounds + 1):
+            if "transformer" in args.models:
+                cells.append(("transformer", n, None, round_))
+            if "linformer" in args.models:
+                cells += [("linformer", n, k, round_)
+                          for k in sorted(set(args.projected_dims)) if k < n]
+            cells.append(("matmul", n, None, round_))
     return cells
 
 
@@ -336,62 +364,96 @@ def describe(row):
     return (
         f"{label:38s} ok       {row['median_s']:9.4f} s (CPU {row['median_cpu_s']:8.3f} s)  "
         f"{row['tokens_per_s']:10.0f} tok/s  peak RSS +{row['peak_rss_mb']:7.1f} MB  "
-        f"alloc {allocated}  (cell {row['cell_wall_s']:.0f} s, "
-        f"load {row['load_average']:.1f})"
+        f"alloc {allocated}  (cell {row['cell_wall_s']:.0f} s{_busy_text(row)})"
     )
 
 
-def run(args):
-    """Runs every cell of the grid (and the reference matmuls); returns the rows."""
-    shape = model_shape(args)
-    matmul_dtypes = ["float32"] + (["bfloat16"] if "bfloat16" in args.dtype else [])
-    rows, peaks = [], {}
+def _busy_text(row):
+    busy = row.get("busy_cores")
+    return "" if busy is None else f", others used {busy:.2f} cores before it"
+
+
+def wait_until_idle(args, log=print):
+    """Waits while other processes keep more than `--max-busy-cores` busy.
+
+    Returns `(busy cores measured last, whether the machine became idle in
+    time)`; past `--busy-timeout` seconds of waiting it gives up.
+    """
+    busy = busy_cores()
     start = time.monotonic()
+    while busy is not None and busy > args.max_busy_cores:
+        waited = time.monotonic() - start
+        log(f"machine busy: other processes use {busy:.2f} cores (limit "
+            f"{args.max_busy_cores:g}); waited {waited:.0f} of {args.busy_timeout:g} s")
+        if waited >= args.busy_timeout:
+            return busy, False
+        time.sleep(min(10.0, args.busy_timeout - waited))
+        busy = busy_cores()
+    return busy, True
 
-    def reference_matmuls(when):
-        for dtype in matmul_dtypes:
-            spec = dict(
-                model="matmul", matmul_size=args.matmul_size, dtype=dtype,
-                batch_size=1, warmup=args.warmup, repeats=args.repeats,
-            )
-            row = result_row(measure(spec, args), spec, shape, args)
-            row["task"] = "forward"
-            row["note"] = row["note"] or f"at the {when} of the run"
-            if row["status"] == "ok":
-                rate = row["flops"] / row["median_s"] / 1e9
-                row["gflops_per_s"] = rate
-                peaks[dtype] = max(peaks.get(dtype, 0.0), rate)
-                print(f"matmul {args.matmul_size}^2 {dtype} ({when}): {rate:.0f} GFLOP/s",
-                      flush=True)
-            else:
-                print(f"matmul {dtype} ({when}): {row['status']} {row['note']}", flush=True)
-            rows.append(row)
 
-    reference_matmuls("start")
+def run(args):
+    """Runs every cell of the grid, interleaved in rounds; returns the rows.
+
+    Every row records the other processes' load before it (`busy_cores`) and
+    its round; the fraction of peak of a cell is taken against the reference
+    matmul of its own n and round.
+    """
+    shape = model_shape(args)
+    rows = []
+    start = time.monotonic()
     cells = plan_cells(args)
     failed_at = {}  # (model, k) -> (status, n) of the first cell that did not fit.
-    for index, (model, n, k) in enumerate(cells, 1):
-        spec = cell_spec(args, shape, model, n, k)
+    group = []  # The rows of the current (n, round), until its matmul.
+    stopped = None  # Why the remaining cells are not run.
+    for index, (model, n, k, round_) in enumerate(cells, 1):
+        if model == "matmul":
+            spec = dict(model="matmul", matmul_size=args.matmul_size, dtype="float32",
+                        batch_size=1, warmup=args.warmup, repeats=args.repeats)
+        else:
+            spec = cell_spec(args, shape, model, n, k)
         elapsed = time.monotonic() - start
-        if (model, k) in failed_at and not args.keep_going:
+        busy = None
+        if stopped is None and args.total_time_budget is not None \
+                and elapsed > args.total_time_budget:
+            stopped = f"not run: the {args.total_time_budget:g} s total budget was spent"
+        if stopped is None:
+            busy, idle = wait_until_idle(args)
+            if not idle:
+                stopped = (f"not run: the machine stayed busy ({busy:.2f} cores in use by "
+                           f"other processes) for the {args.busy_timeout:g} s --busy-timeout")
+                print(f"stopping: {stopped[9:]}", flush=True)
+        if stopped is not None:
+            result = {"status": "skipped", "note": stopped}
+        elif (model, k) in failed_at and not args.keep_going:
             status, at = failed_at[(model, k)]
             result = {"status": status, "note": f"not run: {status} at n={at} already"}
-        elif args.total_time_budget is not None and elapsed > args.total_time_budget:
-            result = {"status": "skipped",
-                      "note": f"not run: the {args.total_time_budget:g} s total budget was spent"}
         else:
             result = measure(spec, args)
-            if result["status"] in FAILED:
+            if model != "matmul" and result["status"] in FAILED:
                 failed_at[(model, k)] = (result["status"], n)
         row = result_row(result, spec, shape, args)
-        derive(row, spec, peaks)
+        row.update(round=round_, busy_cores=busy)
+        if model == "matmul":
+            row["task"] = "forward"
+            row["note"] = row["note"] or f"beside n={n}, round {round_}"
+            if row["status"] == "ok":
+                row["gflops_per_s"] = row["flops"] / row["median_s"] / 1e9
+                for cell in group:
+                    derive(cell, cell["_spec"], {"float32": row["gflops_per_s"]})
+            group = []
+        else:
+            row["_spec"] = spec
+            derive(row, spec, {})
+            group.append(row)
         rows.append(row)
-        print(f"[{index:3d}/{len(cells)}] {describe(row)}", flush=True)
-    reference_matmuls("end")
-    # The fraction of peak uses the best reference matmul of the whole run.
+        label = describe(row) if model != "matmul" else (
+            f"matmul {args.matmul_size}^2 float32: " + (
+                f"{row['gflops_per_s']:.0f} GFLOP/s" if row["status"] == "ok"
+                else f"{row['status']} {row['note']}"))
+        print(f"[{index:3d}/{len(cells)}] round {round_} {label}", flush=True)
     for row in rows:
-        if row["model"] != "matmul" and row["status"] == "ok" and peaks.get("float32"):
-            row["fraction_of_peak"] = row["gflops_per_s"] / peaks["float32"]
+        row.pop("_spec", None)
     return rows
 
 
@@ -423,7 +485,8 @@ def main(argv, parse_args, write_outputs, program):
     reads `--report-only`'s CSV), writes the outputs with
     `write_outputs(rows, command, args, machine)` (which returns the paths
     written), prints a summary line, and returns 1 if any cell failed with
-    an error (OOM and timeouts are results, not errors).
+    an error or was not run because the machine stayed busy (OOM and
+    timeouts are results, not errors).
     """
     args = parse_args(argv)
     machine = machine_description()
@@ -443,7 +506,11 @@ def main(argv, parse_args, write_outputs, program):
         flush=True,
     )
     errors = [r for r in encoder_rows if r["status"] == "error"]
-    return 1 if errors else 0
+    busy = [r for r in rows if "machine stayed busy" in (r.get("note") or "")]
+    if busy:
+        print(f"{len(busy)} cells not run: the machine was busy (see --max-busy-cores)",
+              flush=True)
+    return 1 if errors or busy else 0
 
 
 def positive_int(text):

@@ -30,6 +30,35 @@ def _rss_bytes(pid):
     return 0
 
 
+def _cpu_jiffies():
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user time
+    return total - idle, total
+
+
+def busy_cores(interval=1.0):
+    """How many cores other processes keep busy, averaged over `interval` seconds.
+
+    Measured between cells, while this process sleeps and no cell runs, so
+    all the CPU time counted belongs to something else. Unlike the load
+    average, it does not remember the cell that just finished. Returns None
+    where /proc/stat cannot be read.
+    """
+    try:
+        busy_before, total_before = _cpu_jiffies()
+        time.sleep(interval)
+        busy_after, total_after = _cpu_jiffies()
+    except (OSError, ValueError, IndexError):
+        return None
+    elapsed = total_after - total_before
+    if elapsed <= 0:
+        return 0.0
+    return (busy_after - busy_before) / elapsed * (os.cpu_count() or 1)
+
+
 def _tail(path, limit=300):
     with open(path, errors="replace") as file:
         text = file.read().strip()

@@ -8,9 +8,11 @@ from keras_linformer.benchmarks import report
 from keras_linformer.benchmarks.runner import run_in_subprocess
 
 TINY_SHAPE = dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32)
+# The suite runs beside other tests, so the busy-machine wait is off here;
+# test_protocol.py tests it on its own.
 TINY_FLAGS = [
     "--num-layers", "1", "--hidden-dim", "16", "--num-heads", "2",
-    "--intermediate-dim", "32", "--matmul-size", "64",
+    "--intermediate-dim", "32", "--matmul-size", "64", "--max-busy-cores", "1000",
 ]
 
 
@@ -79,21 +81,23 @@ def test_cells_that_do_not_fit_stay_in_every_output(tmp_path, capsys):
     assert code == 0
     rows, command = report.read_csv(tmp_path / "run.csv")
     assert command.startswith("python -m keras_linformer.benchmarks.inference")
-    cells = [(r["model"], r["sequence_length"], r["projected_dim"]) for r in rows
-             if r["model"] != "matmul"]
+    # Two rounds per n, interleaved, each closed by the reference matmul.
+    cells = [(r["model"], r["sequence_length"] if r["model"] != "matmul" else None,
+              r["projected_dim"], r["round"]) for r in rows]
+    per_round = [("transformer", None), ("linformer", 16), ("linformer", 32), ("matmul", None)]
     assert cells == [
-        ("transformer", 64, None), ("linformer", 64, 16), ("linformer", 64, 32),
-        ("transformer", 128, None), ("linformer", 128, 16), ("linformer", 128, 32),
+        (model, n if model != "matmul" else None, k, round_)
+        for n in (64, 128) for round_ in (1, 2) for model, k in per_round
     ]
     assert {r["status"] for r in rows} == {"timeout"}
     markdown = (tmp_path / "run.md").read_text()
     assert "| 64 | T timeout, L timeout | T timeout, L timeout |" in markdown
     assert "| 128 | T timeout, L timeout (1.7x) | T timeout, L timeout |" not in markdown
-    assert markdown.split("## Every cell")[1].count("| timeout |") == 6
+    assert markdown.split("## Every cell")[1].count("| timeout |") == 12
     assert (tmp_path / "run-time.png").exists()
     printed = capsys.readouterr().out
     assert printed.startswith("python -m keras_linformer.benchmarks.inference")
-    assert "[  6/6]" in printed
+    assert "[ 16/16] round 2" in printed
 
 
 @pytest.mark.parametrize("flag", ["--batch-size", "--repeats"])
@@ -104,6 +108,7 @@ def test_nonpositive_counts_are_rejected(flag):
 
 def test_cells_are_planned_with_k_below_n():
     args = inference.parse_args(["--sequence-lengths", "256", "512", "--projected-dims", "256"])
-    assert grid.plan_cells(args) == [
-        ("transformer", 256, None), ("transformer", 512, None), ("linformer", 512, 256),
+    assert [cell for cell in grid.plan_cells(args) if cell[3] == 1] == [
+        ("transformer", 256, None, 1), ("matmul", 256, None, 1),
+        ("transformer", 512, None, 1), ("linformer", 512, 256, 1), ("matmul", 512, None, 1),
     ]

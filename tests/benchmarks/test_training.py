@@ -10,7 +10,7 @@ from keras_linformer.benchmarks.runner import run_in_subprocess
 
 TINY_FLAGS = [
     "--num-layers", "1", "--hidden-dim", "16", "--num-heads", "2",
-    "--intermediate-dim", "32", "--matmul-size", "64",
+    "--intermediate-dim", "32", "--matmul-size", "64", "--max-busy-cores", "1000",
 ]
 
 
@@ -43,11 +43,13 @@ def test_batch_size_follows_tokens_per_batch_unless_given():
 
 def test_defaults_are_the_issue_grid():
     args = training.parse_args([])
-    assert grid.plan_cells(args) == [
+    assert [cell[:3] for cell in grid.plan_cells(args) if cell[0] != "matmul"] == [
         ("transformer", 512, None), ("linformer", 512, 128),
+    ] * 2 + [
         ("transformer", 2048, None), ("linformer", 2048, 128),
+    ] * 2 + [
         ("transformer", 4096, None), ("linformer", 4096, 128),
-    ]
+    ] * 2
     assert grid.model_shape(args) == dict(
         num_layers=4, hidden_dim=256, num_heads=4, intermediate_dim=1024, vocabulary_size=8192
     )

@@ -1,0 +1,104 @@
+"""The measuring protocol: interleaved rounds, a busy machine refused, rounds combined."""
+
+import subprocess
+import sys
+
+import pytest
+
+from keras_linformer.benchmarks import grid
+from keras_linformer.benchmarks import inference
+from keras_linformer.benchmarks import report
+from keras_linformer.benchmarks.runner import busy_cores
+
+TINY_FLAGS = [
+    "--num-layers", "1", "--hidden-dim", "16", "--num-heads", "2",
+    "--intermediate-dim", "32", "--matmul-size", "64",
+]
+
+
+def test_each_n_runs_its_models_interleaved_in_rounds_with_a_matmul_beside_them():
+    args = inference.parse_args(["--sequence-lengths", "512", "1024", "--projected-dims",
+                                 "128", "512", "--rounds", "3"])
+    cells = grid.plan_cells(args)
+    assert cells[:7] == [
+        ("transformer", 512, None, 1), ("linformer", 512, 128, 1), ("matmul", 512, None, 1),
+        ("transformer", 512, None, 2), ("linformer", 512, 128, 2), ("matmul", 512, None, 2),
+        ("transformer", 512, None, 3),
+    ]
+    assert cells[9:13] == [
+        ("transformer", 1024, None, 1), ("linformer", 1024, 128, 1),
+        ("linformer", 1024, 512, 1), ("matmul", 1024, None, 1),
+    ]
+    assert len(cells) == 3 * 3 + 3 * 4
+
+
+@pytest.fixture
+def two_busy_processes():
+    spin = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
+    processes = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    yield
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def test_busy_cores_sees_other_processes(two_busy_processes):
+    assert busy_cores(interval=1.0) > 1.0
+
+
+def test_a_busy_machine_is_refused_and_every_cell_is_recorded_as_not_run(
+    two_busy_processes, tmp_path, capsys
+):
+    code = inference.main(TINY_FLAGS + [
+        "--sequence-lengths", "64", "--projected-dims", "16", "--rounds", "1",
+        "--max-busy-cores", "0.5", "--busy-timeout", "1",
+        "--output-dir", str(tmp_path), "--name", "run",
+    ])
+    assert code == 1
+    rows, _ = report.read_csv(tmp_path / "run.csv")
+    assert [r["status"] for r in rows] == ["skipped"] * 3
+    assert all("machine stayed busy" in r["note"] for r in rows)
+    assert rows[0]["busy_cores"] > 0.5  # The load that stopped it is recorded.
+    printed = capsys.readouterr().out
+    assert "machine busy: other processes use" in printed
+    assert "3 cells not run: the machine was busy" in printed
+
+
+def row(model, k, round_, median_s, cpu_s=None):
+    return dict(model=model, sequence_length=512, projected_dim=k, batch_size=1, status="ok",
+                round=round_, median_s=median_s, min_s=median_s * 0.9,
+                median_cpu_s=cpu_s or median_s, flops=4 if model == "transformer" else 1,
+                peak_rss_mb=10.0, peak_allocated_mb=None)
+
+
+def test_rounds_of_a_cell_combine_by_their_median():
+    rows = [row("transformer", None, 1, 4.0), row("linformer", 128, 1, 1.0),
+            row("transformer", None, 2, 6.0), row("linformer", 128, 2, 1.5),
+            row("transformer", None, 3, 5.0), row("linformer", 128, 3, 2.0)]
+    by_key = report._index(rows)
+    transformer = by_key[("transformer", 512, None)]
+    assert transformer["median_s"] == 5.0 and transformer["rounds"] == 3
+    assert transformer["min_s"] == pytest.approx(3.6)
+    assert transformer["round_spread"] == pytest.approx(1.5)
+    assert report.ratio_cell(by_key, 512, 128, "median_s") == pytest.approx(5.0 / 1.5)
+    assert "| 512 | 3.3x (1.5x) |" in report.ratio_table(rows, "median_s",
+                                                         report.PAPER_TIME_RATIO)
+
+
+def test_a_cell_that_failed_in_one_round_reports_the_failure():
+    rows = [row("transformer", None, 1, 4.0), dict(row("transformer", None, 2, 4.0),
+                                                   status="OOM"),
+            row("linformer", 128, 1, 1.0), row("linformer", 128, 2, 1.0)]
+    assert report.ratio_cell(report._index(rows), 512, 128, "median_s") == "T OOM"
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [(["--rounds", "0"], "--rounds must be at least 1, got 0"),
+     (["--max-busy-cores", "-1"], "--max-busy-cores must be at least 0, got -1.0"),
+     (["--busy-timeout", "0"], "--busy-timeout must be positive, got 0.0")],
+)
+def test_bad_protocol_flags_are_refused(flags, message, capsys):
+    with pytest.raises(SystemExit):
+        inference.parse_args(flags)
+    assert message in capsys.readouterr().err
