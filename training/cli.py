@@ -130,6 +130,10 @@ def add_model_flags(parser, from_checkpoint):
                             "window_average (the untrained layer is mean pooling), gaussian "
                             "(N(0, 1/k), the paper's proofs) or fairseq (N(0, 0.02^2)). "
                             "Default: the layer's default.")
+    group.add_argument("--no-padding-compensation", dest="padding_compensation",
+                       action="store_false", default=None,
+                       help="With --projection linear: do not scale the projected values by "
+                            "n / (real tokens) on padded texts (the layer's default does).")
     group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
                        metavar="K", help=described("k, the projected length of keys and values "
                                                   "(mean/max/conv need n %% k == 0).", "projected_dim"))
@@ -151,8 +155,8 @@ def add_model_flags(parser, from_checkpoint):
 
 
 ARCHITECTURE_FLAGS = (
-    "attention", "projection", "projection_initializer", "projected_dim", "sharing",
-    "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+    "attention", "projection", "projection_initializer", "padding_compensation",
+    "projected_dim", "sharing", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
 )
 
 

@@ -24,12 +24,16 @@ from training import cli
 from training import quality
 
 DATASETS = {"rotten_tomatoes": (128, 32, "2"), "bbc_news": (512, 128, "4")}
-MODELS = (
-    "transformer", "mean", "linear-window_average", "linear-gaussian", "linear-fairseq",
+INITIALIZERS = ("window_average", "gaussian", "fairseq")
+# linear-<initialiser> has the layer's padding compensation; -uncompensated turns it off.
+MODELS = ("transformer", "mean") + tuple(
+    f"linear-{name}{suffix}" for name in INITIALIZERS for suffix in ("", "-uncompensated")
 )
-DEFAULT_MODELS = ("transformer", "mean", "linear-window_average", "linear-gaussian")
+DEFAULT_MODELS = ("transformer", "mean", "linear-window_average", "linear-gaussian",
+                  "linear-window_average-uncompensated")
 FIELDS = (
-    "dataset", "model", "attention", "projection", "projection_initializer", "sequence_length",
+    "dataset", "model", "attention", "projection", "projection_initializer",
+    "padding_compensation", "sequence_length",
     "projected_dim", "seed", "status", "test_accuracy", "test_loss", "test_examples",
     "majority_accuracy", "total_steps", "seconds", "tokens_per_second", "directory",
 )
@@ -42,7 +46,9 @@ def parse_args(argv=None):
         formatter_class=cli.HelpFormatter,
     )
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS),
-                        help="transformer, mean pooling, or linear-<initialiser>.")
+                        help="transformer, mean pooling, or a learned linear E: "
+                             "linear-<initialiser> (with the layer's padding compensation) or "
+                             "linear-<initialiser>-uncompensated.")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS),
                         default=list(DATASETS),
                         help="rotten_tomatoes runs at n = 128, k = 32 for 2 epochs; bbc_news "
@@ -74,8 +80,9 @@ def model_flags(model, projected_dim):
              "--sharing", "layerwise"]
     if model == "mean":
         return flags + ["--projection", "mean"]
-    return flags + ["--projection", "linear",
-                    "--projection-initializer", model.split("-", 1)[1]]
+    initializer, _, uncompensated = model.split("-", 1)[1].partition("-")
+    flags += ["--projection", "linear", "--projection-initializer", initializer]
+    return flags + (["--no-padding-compensation"] if uncompensated else [])
 
 
 def plan(args):
@@ -96,12 +103,15 @@ def plan(args):
                     if value:
                         argv += [flag, str(value)]
                 projection, _, initializer = model.partition("-")
+                initializer = initializer.replace("-uncompensated", "")
                 linformer = model != "transformer"
                 runs.append(dict(
                     stage="finetune", dataset=dataset, model=model,
                     attention="linformer" if linformer else "transformer",
                     projection=projection if linformer else None,
                     projection_initializer=initializer or None,
+                    padding_compensation=(projection == "linear"
+                                          and not model.endswith("-uncompensated")),
                     sequence_length=length, projected_dim=None if model == "transformer" else k,
                     seed=seed, start="scratch", directory=directory,
                     module=quality.FINETUNE, argv=argv,

@@ -86,6 +86,14 @@ class LinformerAttention(keras.layers.Layer):
         kernel_constraint, bias_constraint, projection_constraint: constraints.
             Default to None.
         seed: int. Seed for dropout and the default projection initializer.
+        padding_compensation: bool. With a learned linear E, scale the
+            projected values by n / (number of real key positions): E sums
+            over positions, so padding (or an input shorter than n) would
+            otherwise shrink what attention passes on by that factor, and a
+            short text would reach the next layer scaled down. A no-op on
+            full-length unpadded inputs and for pooling and conv projections.
+            Defaults to True (layers saved before this option load with
+            False, and compute what they computed).
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -137,6 +145,7 @@ class LinformerAttention(keras.layers.Layer):
         bias_constraint=None,
         projection_constraint=None,
         seed=None,
+        padding_compensation=True,
         **kwargs,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
@@ -191,6 +200,7 @@ class LinformerAttention(keras.layers.Layer):
         self.bias_constraint = keras.constraints.get(bias_constraint)
         self.projection_constraint = keras.constraints.get(projection_constraint)
         self.seed = seed
+        self.padding_compensation = bool(padding_compensation)
         self.supports_masking = True
         self._projects_input = sp.projects_before_kernel(projection, sharing)
 
@@ -346,6 +356,8 @@ class LinformerAttention(keras.layers.Layer):
             )
             value, _ = self._project_output(self._value_dense(value), mask, value_projection)
 
+        if self.projection == "linear" and self.padding_compensation:
+            value = value * self._padding_scale(mask, value.dtype)
         # Logits and softmax in float32, whatever the compute dtype.
         scale = 1.0 / math.sqrt(self.key_dim)
         logits = ops.einsum(
@@ -364,6 +376,12 @@ class LinformerAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, ops.cast(probabilities, self.compute_dtype)
         return output
+
+    def _padding_scale(self, mask, dtype):
+        """n / (real positions), `(B, 1, 1, 1)`: see `padding_compensation`."""
+        real = ops.maximum(ops.sum(ops.cast(mask, "float32"), axis=1), 1.0)
+        scale = ops.cast(self.sequence_length, "float32") / real
+        return ops.cast(ops.reshape(scale, (-1, 1, 1, 1)), dtype)
 
     def _projection_kernels(self, projection_kernel):
         if self.sharing != "layerwise":
@@ -444,6 +462,12 @@ class LinformerAttention(keras.layers.Layer):
                     self.projection_constraint
                 ),
                 "seed": self.seed,
+                "padding_compensation": self.padding_compensation,
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # Saved before the option existed: keep computing what it computed.
+        return super().from_config({"padding_compensation": False, **config})

@@ -26,6 +26,7 @@ def set_encoder_arguments(
     bias_initializer,
     projection_initializer,
     normalize_first,
+    padding_compensation,
 ):
     """Validates and stores the arguments a block and a stack of blocks share."""
     sp.validate_positive_int("intermediate_dim", intermediate_dim)
@@ -46,6 +47,7 @@ def set_encoder_arguments(
     layer.projection_initializer = get_optional_initializer(projection_initializer)
     projection_initializers.check(layer.projection_initializer, projection)
     layer.normalize_first = normalize_first
+    layer.padding_compensation = bool(padding_compensation)
     layer.supports_masking = True
 
 
@@ -67,6 +69,7 @@ def encoder_config(layer):
             layer.projection_initializer
         ),
         "normalize_first": layer.normalize_first,
+        "padding_compensation": layer.padding_compensation,
     }
 
 
@@ -109,6 +112,8 @@ class LinformerEncoderBlock(keras.layers.Layer):
         projection_initializer: str, initializer or None. How the projection
             starts (see `LinformerAttention`). Defaults to None, the
             projection's default.
+        padding_compensation: bool. See `LinformerAttention`. Defaults to
+            True.
         normalize_first: bool. Pre-layer normalisation if True. Defaults to
             False, like BERT.
         **kwargs: base layer arguments, such as `name` and `dtype`.
@@ -142,6 +147,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         bias_initializer="zeros",
         projection_initializer=None,
         normalize_first=False,
+        padding_compensation=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -159,6 +165,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
             bias_initializer,
             projection_initializer,
             normalize_first,
+            padding_compensation,
         )
         sp.validate_projected_dim(projected_dim, sequence_length, projection)
         self.projected_dim = projected_dim
@@ -186,6 +193,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
                 if self.projection_initializer is None
                 else clone_initializer(self.projection_initializer)
             ),
+            padding_compensation=self.padding_compensation,
             dtype=self.dtype_policy,
             name="self_attention_layer",
         )
@@ -277,6 +285,11 @@ class LinformerEncoderBlock(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
+
+    @classmethod
+    def from_config(cls, config):
+        # Saved before the option existed: keep computing what it computed.
+        return super().from_config({"padding_compensation": False, **config})
 
     def get_config(self):
         config = super().get_config()

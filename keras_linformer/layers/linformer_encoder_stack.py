@@ -41,7 +41,8 @@ class LinformerEncoderStack(keras.layers.Layer):
         sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
             Defaults to `"layerwise"`, the paper's best downstream setting.
         dropout, activation, layer_norm_epsilon, kernel_initializer,
-        bias_initializer, projection_initializer, normalize_first: as in
+        bias_initializer, projection_initializer, normalize_first,
+        padding_compensation: as in
             `LinformerEncoderBlock`.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
@@ -80,6 +81,7 @@ class LinformerEncoderStack(keras.layers.Layer):
         bias_initializer="zeros",
         projection_initializer=None,
         normalize_first=False,
+        padding_compensation=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -98,6 +100,7 @@ class LinformerEncoderStack(keras.layers.Layer):
             bias_initializer,
             projection_initializer,
             normalize_first,
+            padding_compensation,
         )
         if isinstance(projected_dim, (list, tuple)):
             projected_dims = list(projected_dim)
@@ -138,6 +141,7 @@ class LinformerEncoderStack(keras.layers.Layer):
                 bias_initializer=bias_initializer,
                 projection_initializer=projection_initializer,
                 normalize_first=normalize_first,
+                padding_compensation=padding_compensation,
                 dtype=self.dtype_policy,
                 name=f"linformer_encoder_block_{i}",
             )
@@ -196,6 +200,11 @@ class LinformerEncoderStack(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
+
+    @classmethod
+    def from_config(cls, config):
+        # Saved before the option existed: keep computing what it computed.
+        return super().from_config({"padding_compensation": False, **config})
 
     def get_config(self):
         config = super().get_config()

@@ -97,6 +97,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
         projection_initializer: str, Keras initializer or None. How a learned
             E starts (see `keras_linformer.layers.LinformerAttention`).
             Defaults to None, the layer's default.
+        padding_compensation: bool. Scale a learned E's projected values by
+            n / (real positions) (see `LinformerAttention`). Defaults to True.
         sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
             Defaults to `"layerwise"`.
         attention: str. `"linformer"` or `"transformer"` (full attention, the
@@ -134,6 +136,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         dropout=0.1,
         num_segments=2,
         projection_initializer=None,
+        padding_compensation=True,
         dtype=None,
         **kwargs,
     ):
@@ -196,6 +199,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 projection=projection,
                 sharing=sharing,
                 projection_initializer=projection_initializer,
+                padding_compensation=padding_compensation,
                 name="linformer_encoder",
                 **block_arguments,
             )
@@ -259,6 +263,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.dropout = dropout
         self.num_segments = num_segments
         self.projection_initializer = projection_initializer
+        self.padding_compensation = padding_compensation
         self.cls_token_index = 0
 
     @classmethod
@@ -272,6 +277,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         max_sequence_length=None,
         dropout=None,
         attention="linformer",
+        padding_compensation=True,
         dtype=None,
     ):
         """A Linformer with every weight of a pretrained BERT backbone.
@@ -291,8 +297,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 Hugging Face BERT directory) or a
                 `LinformerBackbone(attention="transformer")`.
             projected_dim: int or list of ints. k.
-            projection, sharing, projection_initializer: as in the
-                constructor.
+            projection, sharing, projection_initializer,
+            padding_compensation: as in the constructor.
             max_sequence_length: int or None. n; at most the source's
                 (its first n position embeddings are kept). Defaults to the
                 source's.
@@ -328,12 +334,18 @@ class LinformerBackbone(keras_hub.models.Backbone):
             projection=projection,
             sharing=sharing,
             projection_initializer=projection_initializer,
+            padding_compensation=padding_compensation,
             attention=attention,
             dropout=source_dropout if dropout is None else dropout,
             dtype=backbone.dtype_policy if dtype is None else dtype,
         )
         _copy_bert_weights(backbone, linformer)
         return linformer
+
+    @classmethod
+    def from_config(cls, config):
+        # Saved before the option existed: keep computing what it computed.
+        return super().from_config({"padding_compensation": False, **config})
 
     def get_config(self):
         config = super().get_config()
@@ -354,6 +366,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 "projection_initializer": serialize_optional_initializer(
                     self.projection_initializer
                 ),
+                "padding_compensation": self.padding_compensation,
             }
         )
         return config

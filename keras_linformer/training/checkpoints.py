@@ -35,6 +35,8 @@ ARCHITECTURE_KEYS = (
     "sharing",
     "attention",
     "num_segments",
+    "projection_initializer",
+    "padding_compensation",
 )
 
 

@@ -45,7 +45,10 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
 
 
 # The options a BERT conversion takes; the rest of the architecture is the BERT's.
-CONVERSION_KEYS = ("attention", "projection", "projection_initializer", "projected_dim", "sharing")
+CONVERSION_KEYS = (
+    "attention", "projection", "projection_initializer", "padding_compensation",
+    "projected_dim", "sharing",
+)
 
 
 def finetune(

@@ -63,6 +63,8 @@ def numpy_reference(layer, query, value, mask=None):
             m = mask[b][:, None]
             k_bar, live = project(kk[b, :, h] * m, mask[b], "key", h)
             v_bar, _ = project(vv[b, :, h] * m, mask[b], "value", h)
+            if layer.projection == "linear" and layer.padding_compensation:
+                v_bar = v_bar * n / max(mask[b].sum(), 1)  # F V over the real positions.
             logits = q[b, :, h] @ k_bar.T / np.sqrt(layer.key_dim)
             logits = np.where(live[None], logits, -1e9)
             p = np.exp(logits - logits.max(-1, keepdims=True))

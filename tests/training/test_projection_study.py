@@ -24,7 +24,7 @@ def test_models_differ_only_in_their_attention_flags():
                             "--models", *study.MODELS))
     parsed = {run["model"]: vars(finetune.parse_args(run["argv"])[1]) for run in runs}
     attention_flags = {"attention", "projection", "projection_initializer", "projected_dim",
-                       "sharing", "output_dir"}
+                       "sharing", "padding_compensation", "output_dir"}
     reference = {k: v for k, v in parsed["transformer"].items() if k not in attention_flags}
     for model, flags in parsed.items():
         assert {k: v for k, v in flags.items() if k not in attention_flags} == reference, model
@@ -32,6 +32,8 @@ def test_models_differ_only_in_their_attention_flags():
     assert parsed["transformer"]["attention"] == "transformer"
     assert parsed["mean"]["projection"] == "mean" and parsed["mean"]["projected_dim"] == 128
     assert parsed["linear-fairseq"]["projection_initializer"] == "fairseq"
+    assert parsed["linear-fairseq"]["padding_compensation"] is None  # The layer's default: on.
+    assert parsed["linear-gaussian-uncompensated"]["padding_compensation"] is False
 
 
 def test_runs_go_by_dataset_then_seed_each_in_its_own_directory(tmp_path):
