@@ -159,20 +159,21 @@ def test_a_directory_without_a_checkpoint_is_refused(tmp_path):
         bert_presets.load_bert(str(tmp_path), argument="--from-bert")
 
 
+def bert_preset_with(directory, tokens):
+    """A random 100-token keras-hub BERT saved with `tokens` as its vocabulary."""
+    random_keras_hub_bert().save_to_preset(str(directory))
+    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(directory))
+    return str(directory)
+
+
 def test_a_vocabulary_that_does_not_pad_with_id_0_is_refused(tmp_path):
-    source = random_keras_hub_bert()
-    source.save_to_preset(str(tmp_path))
     # The pipeline pads with id 0, so [PAD] must come first.
     tokens = ["[UNK]", "[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
-    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(tmp_path))
     with pytest.raises(ValueError, match=r"--from-bert .*\[PAD\] at id 0"):
-        bert_presets.load_bert(str(tmp_path), argument="--from-bert")
+        bert_presets.load_bert(bert_preset_with(tmp_path, tokens), argument="--from-bert")
 
 
 def test_a_vocabulary_of_another_size_than_the_embedding_is_refused(tmp_path):
-    source = random_keras_hub_bert()
-    source.save_to_preset(str(tmp_path))
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(20)]
-    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(tmp_path))
     with pytest.raises(ValueError, match="25 tokens in its vocabulary but 100 token embeddings"):
-        bert_presets.load_bert(str(tmp_path), argument="--from-bert")
+        bert_presets.load_bert(bert_preset_with(tmp_path, tokens), argument="--from-bert")
