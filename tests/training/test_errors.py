@@ -34,7 +34,7 @@ def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path):
     missing = tmp_path / "missing.csv"
     result = run_program("training.finetune", "--table", missing, "--output-dir", tmp_path / "out")
     assert result.returncode == 2
-    assert f"error: path: '{missing}' does not exist or is not a file." in result.stderr
+    assert f"error: --table: '{missing}' does not exist or is not a file." in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -44,7 +44,7 @@ def test_empty_table_is_refused(tmp_path, capsys):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     status, stderr = run_in_process(pretrain, ["--table", empty], capsys)
-    assert status == 2 and f"path: '{empty}' is empty." in stderr
+    assert status == 2 and f"--table: '{empty}' is empty." in stderr
 
 
 def test_missing_text_file_is_refused(tmp_path, capsys):
