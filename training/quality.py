@@ -61,7 +61,7 @@ def dataset_epochs(text):
         value = float(epochs)
     except ValueError:
         value = -1.0
-    if name not in DATASETS or not value > 0:
+    if name not in DATASETS or not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(
             f"expected DATASET=EPOCHS with DATASET one of {', '.join(DATASETS)} and EPOCHS "
             f"> 0; received {text!r}"
