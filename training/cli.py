@@ -104,24 +104,23 @@ def open_fraction(text):
     return value
 
 
-def random_seed(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"must be an integer from 0 to 2**32 - 1, got {text!r}")
-    return value
+def integer_in(low, high, expected):
+    """An argparse type: an integer from `low` to `high`, described as `expected`."""
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
+        return value
+
+    return parse
 
 
-def tcp_port(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a TCP port from 1 to 65535, got {text!r}")
-    return value
+random_seed = integer_in(0, 2**32 - 1, "an integer from 0 to 2**32 - 1")
+tcp_port = integer_in(1, 65535, "a TCP port from 1 to 65535")
 
 
 def text_encoding(text):
@@ -393,14 +392,19 @@ def one_line(error):
     return lines[0][:1000] if lines else type(error).__name__
 
 
+# The library's parameters that every training program sets with a flag.
+TRAINING_FLAGS = {"output_dir": "--output-dir", "sequence_length": "--sequence-length"}
+
+
 @contextlib.contextmanager
 def flag_names(**flags):
     """Names flags, not Python parameters, in the library's errors raised inside.
 
     The library's messages start with the parameter's name (`path: ...`) and
     suggest values as `name=...`; `flags` maps each parameter to the flag
-    that sets it (`path="--table"`).
+    that sets it (`path="--table"`), in addition to `TRAINING_FLAGS`.
     """
+    flags = {**TRAINING_FLAGS, **flags}
     try:
         yield
     except (ValueError, OSError) as error:
@@ -441,6 +445,18 @@ def check_output_dir(path, task):
 
     if is_chief_process():  # Other workers write nothing there.
         run_directory.check_output_dir(path, task, argument="--output-dir")
+
+
+def prepare_run(args, task, load_corpus, strategy=None):
+    """What a training program does before training: `(corpus, strategy)`.
+
+    Checks `--output-dir` (see `check_output_dir`), reads and checks the
+    data, and only then starts TensorFlow's devices (unless `strategy` is
+    given), so that a mistake costs no start-up.
+    """
+    check_output_dir(args.output_dir, task)
+    corpus = load_corpus(args)
+    return corpus, strategy or set_up_hardware(args)
 
 
 def physical_memory_bytes():

@@ -81,11 +81,8 @@ def finetune(args, strategy=None):
     """Runs the fine-tuning the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    cli.check_output_dir(args.output_dir, "classification")
-    with cli.flag_names(output_dir="--output-dir", sequence_length="--sequence-length",
-                        pretrained="--pretrained"):
-        corpus = load_corpus(args)  # Read and checked before TensorFlow starts.
-        strategy = strategy or cli.set_up_hardware(args)
+    with cli.flag_names(pretrained="--pretrained"):
+        corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
         return training.finetune(
             corpus,
             args.output_dir,

@@ -96,11 +96,8 @@ def pretrain(args, strategy=None):
     """Runs the pretraining the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    cli.check_output_dir(args.output_dir, "masked_lm")
-    with cli.flag_names(output_dir="--output-dir", sequence_length="--sequence-length",
-                        mask_selection_rate="--mask-rate"):
-        corpus = load_corpus(args)  # Read and checked before TensorFlow starts.
-        strategy = strategy or cli.set_up_hardware(args)
+    with cli.flag_names(mask_selection_rate="--mask-rate"):
+        corpus, strategy = cli.prepare_run(args, "masked_lm", load_corpus, strategy)
         return training.pretrain(
             corpus,
             args.output_dir,
