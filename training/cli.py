@@ -454,6 +454,9 @@ def prepare_run(args, task, load_corpus, strategy=None):
     data, and only then starts TensorFlow's devices (unless `strategy` is
     given), so that a mistake costs no start-up.
     """
+    from keras_linformer.training import devices
+
+    devices.read_tf_config()  # A wrong TF_CONFIG is named before the data are read.
     check_output_dir(args.output_dir, task)
     corpus = load_corpus(args)
     return corpus, strategy or set_up_hardware(args)
