@@ -28,9 +28,11 @@ Hardware options that combine (TensorFlow 2.21):
                                `python -m training.launch` starts local workers;
                                --mixed-precision works, --cpu-replicas does not
 
-One trainer runs every case. Outputs under --output-dir: checkpoints/ (every
---checkpoint-every steps, and on SIGTERM; run the same command again to resume a killed
-or preempted run), logs/ (TensorBoard), run.json, summary.json.
+One trainer runs every case. Outputs under --output-dir: run.json (written first: the
+options, which a resumed run must repeat), checkpoints/ (every --checkpoint-every steps,
+and on SIGTERM; run the same command again to resume a killed or preempted run), logs/
+(TensorBoard), summary.json (written last; a finished run is never written again).
+--output-dir must be new, empty, or a run of the same program: anything else is refused.
 Watch with `tensorboard --logdir OUTPUT_DIR/logs`; the --profile-batches trace needs
 `pip install tensorboard-plugin-profile` to be shown (Profile tab).
 """
