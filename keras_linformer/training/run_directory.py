@@ -16,9 +16,21 @@ CHECKPOINT_DIR = "checkpoints"
 # Written by `python -m training.quality` beside a run before starting it.
 COMMAND_FILE = "command.txt"
 LOG_FILE = "output.log"
-DRIVER_FILES = (COMMAND_FILE, LOG_FILE)
+
+
+def is_log_of_the_run(name):
+    """Whether a file may precede the run: its command, or a log of its output (`*.log`).
+
+    A driver, or a shell redirection, may create these before the program
+    starts; a run never writes such names, so none is lost.
+    """
+    return name == COMMAND_FILE or name.endswith(".log")
+
 # The `task` in run.json, and the program that writes such runs.
-PROGRAMS = {"masked_lm": "python -m training.pretrain", "classification": "python -m training.finetune"}
+PROGRAMS = {
+    "masked_lm": "python -m training.pretrain",
+    "classification": "python -m training.finetune",
+}
 
 
 def read_json(path, argument="output_dir"):
@@ -60,7 +72,7 @@ def read_summary(directory, argument="output_dir"):
 def check_output_dir(path, task, argument="output_dir"):
     """Raises unless `path` may receive a run of `task` (a key of `PROGRAMS`).
 
-    It may: not exist yet, be empty (but for `DRIVER_FILES`), or hold a run
+    It may: not exist yet, be empty (but for logs: `is_log_of_the_run`), or hold a run
     of the same task (its `run.json`), which the run then resumes, or
     reports as finished.
 
@@ -77,7 +89,7 @@ def check_output_dir(path, task, argument="output_dir"):
             f"{argument}: {path!r} is a file, not a directory. Give a new directory "
             "(or the directory of an earlier run to resume it)."
         )
-    present = sorted(name for name in os.listdir(path) if name not in DRIVER_FILES)
+    present = sorted(name for name in os.listdir(path) if not is_log_of_the_run(name))
     if not present:
         return
     run = read_run(path, argument)

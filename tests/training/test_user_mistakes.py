@@ -11,9 +11,7 @@ import time
 
 import pytest
 
-from tests.training.harness import Run, run_program
-from tests.training.test_errors import pretrained_dir  # noqa: F401 (a fixture)
-from tests.training.test_errors import run_in_process
+from tests.training.harness import Run, run_in_process, run_program
 
 
 def contents(directory):
@@ -146,7 +144,7 @@ def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
     assert status == 2 and "--label-column: " in stderr and "has no column 'sentiment'" in stderr
 
 
-def test_a_truncated_pretrained_weights_file_is_named(pretrained_dir, reviews_file, tmp_path, capsys):  # noqa: F811
+def test_a_truncated_pretrained_weights_file_is_named(pretrained_dir, reviews_file, tmp_path, capsys):
     from training import finetune
 
     weights = pretrained_dir / "model.weights.h5"
