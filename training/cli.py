@@ -376,7 +376,8 @@ def run(parser, function, args):
     except loop.CheckpointWriteError as error:
         parser.exit(74, f"{parser.prog}: error: {error}\n")
     except (ValueError, OSError, ModuleNotFoundError) as error:
-        parser.exit(2, f"{parser.prog}: error: {one_line(error)}\n")
+        message = str(error).strip() or type(error).__name__
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
     except FloatingPointError as error:
         parser.exit(3, f"{parser.prog}: error: {error}\n")
     except loop.Preempted as error:
@@ -389,7 +390,7 @@ def run(parser, function, args):
 
 
 def one_line(error):
-    """The first line of an error's message (TensorFlow's run on for pages)."""
+    """The first line of an unexpected error's message (TensorFlow's run on for pages)."""
     lines = str(error).strip().splitlines()
     return lines[0][:1000] if lines else type(error).__name__
 
