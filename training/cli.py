@@ -5,8 +5,13 @@ before TensorFlow starts (and before `--cpu-replicas` must take effect).
 """
 
 import argparse
+import codecs
+import contextlib
 import dataclasses
+import json
+import math
 import os
+import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -27,9 +32,11 @@ Hardware options that combine (TensorFlow 2.21):
                                `python -m training.launch` starts local workers;
                                --mixed-precision works, --cpu-replicas does not
 
-One trainer runs every case. Outputs under --output-dir: checkpoints/ (every
---checkpoint-every steps, and on SIGTERM; run the same command again to resume a killed
-or preempted run), logs/ (TensorBoard), run.json, summary.json.
+One trainer runs every case. Outputs under --output-dir: run.json (written first: the
+options, which a resumed run must repeat), checkpoints/ (every --checkpoint-every steps,
+and on SIGTERM; run the same command again to resume a killed or preempted run), logs/
+(TensorBoard), summary.json (written last; a finished run is never written again).
+--output-dir must be new, empty, or a run of the same program: anything else is refused.
 Watch with `tensorboard --logdir OUTPUT_DIR/logs`; the --profile-batches trace needs
 `pip install tensorboard-plugin-profile` to be shown (Profile tab).
 """
@@ -64,24 +71,71 @@ def sequence_length(text):
     return value
 
 
-def positive_float(text):
+def _number(text, expected):
+    """`text` as a finite float; `expected` describes the valid values for the message."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
+    return value
+
+
+def positive_float(text):
+    value = _number(text, "a positive number")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
     return value
 
 
+def non_negative_float(text):
+    value = _number(text, "a number >= 0")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value}")
+    return value
+
+
 def fraction(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}") from None
+    value = _number(text, "a number in [0, 1)")
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {value}")
     return value
+
+
+def open_fraction(text):
+    value = _number(text, "a number in (0, 1)")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {value}")
+    return value
+
+
+def integer_in(low, high, expected):
+    """An argparse type: an integer from `low` to `high`, described as `expected`."""
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+random_seed = integer_in(0, 2**32 - 1, "an integer from 0 to 2**32 - 1")
+tcp_port = integer_in(1, 65535, "a TCP port from 1 to 65535")
+
+
+def text_encoding(text):
+    try:
+        return codecs.lookup(text).name
+    except LookupError:
+        raise argparse.ArgumentTypeError(
+            f"must be a text encoding Python knows (e.g. utf-8, latin-1, cp1252), got {text!r}"
+        ) from None
 
 
 def batch_range(text):
@@ -97,13 +151,17 @@ def batch_range(text):
     return first, last
 
 
+# The model flags' values from scratch (as `pretraining.DEFAULT_ARCHITECTURE`, without TensorFlow).
+FROM_SCRATCH = {
+    "attention": "linformer", "projection": "mean", "projected_dim": 16,
+    "sharing": "layerwise", "num_layers": 2, "num_heads": 4, "hidden_dim": 128,
+    "intermediate_dim": 256,
+}
+
+
 def add_model_flags(parser, from_checkpoint):
     """The LinformerBackbone's options. With `from_checkpoint`, they default to the checkpoint's."""
-    from_scratch_default = {
-        "attention": "linformer", "projection": "mean", "projected_dim": 16,
-        "sharing": "layerwise", "num_layers": 2, "num_heads": 4, "hidden_dim": 128,
-        "intermediate_dim": 256,
-    }
+    from_scratch_default = FROM_SCRATCH
     if from_checkpoint:
         defaults = dict.fromkeys(from_scratch_default)
         note = " Default: {} from scratch; with --pretrained, the checkpoint's (another value is refused)."
@@ -180,14 +238,14 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
                             "decay to 0 at the last step.")
     group.add_argument("--warmup-fraction", type=fraction, default=0.1,
                        help="Share of the steps spent in linear warmup.")
-    group.add_argument("--weight-decay", type=float, default=0.01,
+    group.add_argument("--weight-decay", type=non_negative_float, default=0.01,
                        help="AdamW weight decay (not on biases and LayerNorm).")
     group.add_argument("--max-train-examples", type=positive_int, default=None,
                        help="Use only the first N training documents (for trial runs).")
     group.add_argument("--max-eval-examples", type=positive_int, default=None,
                        help="Validate and test on the first N held-out documents only (for "
                             "trial runs; the reported numbers are then not comparable).")
-    group.add_argument("--seed", type=int, default=0,
+    group.add_argument("--seed", type=random_seed, default=0,
                        help="Seed of weights, shuffling, masking and vocabulary sample.")
 
     group = parser.add_argument_group("hardware (see the combinations below)")
@@ -199,6 +257,10 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
                             "weights stay float32.")
     group.add_argument("--jit-compile", action="store_true",
                        help="Compile the training step with XLA.")
+    group.add_argument("--connect-timeout", type=positive_float, default=300.0,
+                       metavar="SECONDS",
+                       help="With TF_CONFIG: how long to wait for every other worker to "
+                            "start; then the run ends with an error naming the missing ones.")
     group.add_argument("--deterministic", action="store_true",
                        help="Make every TensorFlow op deterministic "
                             "(tf.config.experimental.enable_op_determinism), so that a run, "
@@ -293,7 +355,8 @@ def set_up_hardware(args):
                 f"--cpu-replicas {args.cpu_replicas} cannot be combined with TF_CONFIG "
                 "(multi-worker training): run one worker per host or device."
             )
-        strategy = devices.make_multi_worker_strategy()
+        with flag_names(connect_timeout="--connect-timeout"):
+            strategy = devices.make_multi_worker_strategy(args.connect_timeout, log=log)
         training.check_jit_compile(strategy, args.jit_compile)
         training.set_mixed_precision(args.mixed_precision)
         return strategy
@@ -304,15 +367,24 @@ def set_up_hardware(args):
     return strategy
 
 
-def run(parser, function, args):
-    """Runs `function(args)`; a bad input ends the program with its message and status 2.
+def add_debug_flag(parser):
+    parser.add_argument("--debug", action="store_true",
+                        help="On an error, show Python's traceback instead of one line.")
 
-    A diverged run (NaN loss) exits with status 3, a checkpoint that could
-    not be written (disk full) with 74 (EX_IOERR), a preempted one (SIGTERM,
-    after saving a checkpoint) with 143, as a process killed by SIGTERM.
+
+def run(parser, function, args):
+    """Runs `function(args)`; an error ends the program with one line and a non-zero status.
+
+    Bad input exits with status 2, a diverged run (NaN loss) with 3, a
+    checkpoint that could not be written (disk full) with 74 (EX_IOERR), a
+    preempted one (SIGTERM, after saving a checkpoint) with 143, as a
+    process killed by SIGTERM, Ctrl-C with 130, any other failure with 1.
+    With `--debug`, errors are raised with their traceback instead.
     """
     from keras_linformer.training import loop
 
+    if getattr(args, "debug", False):
+        return function(args)
     try:
         return function(args)
     except loop.CheckpointWriteError as error:
@@ -324,6 +396,131 @@ def run(parser, function, args):
         parser.exit(3, f"{parser.prog}: error: {error}\n")
     except loop.Preempted as error:
         parser.exit(143, f"{parser.prog}: {error} Run the same command again to resume.\n")
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted.\n")
+    except Exception as error:  # noqa: BLE001 (one line for every failure; --debug shows it)
+        parser.exit(1, f"{parser.prog}: error: {type(error).__name__}: {one_line(error)} "
+                       "(run again with --debug for the traceback)\n")
+
+
+def one_line(error):
+    """The first line of an unexpected error's message (TensorFlow's run on for pages)."""
+    lines = str(error).strip().splitlines()
+    return lines[0][:1000] if lines else type(error).__name__
+
+
+# The library's parameters that every training program sets with a flag.
+TRAINING_FLAGS = {"output_dir": "--output-dir", "sequence_length": "--sequence-length"}
+
+
+@contextlib.contextmanager
+def flag_names(**flags):
+    """Names flags, not Python parameters, in the library's errors raised inside.
+
+    The library's messages start with the parameter's name (`path: ...`) and
+    suggest values as `name=...`; `flags` maps each parameter to the flag
+    that sets it (`path="--table"`), in addition to `TRAINING_FLAGS`.
+    """
+    flags = {**TRAINING_FLAGS, **flags}
+    try:
+        yield
+    except (ValueError, OSError) as error:
+        message = str(error)
+        for name, flag in flags.items():
+            if message.startswith(f"{name}: "):
+                message = flag + message[len(name):]
+            message = re.sub(rf"\b{name}=", f"{flag} ", message)
+        if message == str(error):
+            raise
+        try:
+            renamed = type(error)(message)
+        except TypeError:
+            renamed = ValueError(message)
+        raise renamed from None
+
+
+def is_chief_process(environ=None):
+    """Whether TF_CONFIG (if any) makes this process the chief, the one that writes outputs.
+
+    Read without TensorFlow; a malformed TF_CONFIG counts as chief (it is
+    refused, with its own error, when the strategy is made).
+    """
+    text = (os.environ if environ is None else environ).get("TF_CONFIG", "").strip()
+    try:
+        config = json.loads(text) if text else {}
+        task, cluster = config.get("task") or {}, config.get("cluster") or {}
+        return task.get("type") == "chief" or (
+            task.get("type") == "worker" and task.get("index") == 0 and "chief" not in cluster
+        )
+    except (ValueError, AttributeError):
+        return True
+
+
+def check_output_dir(path, task):
+    """Refuses an `--output-dir` that is not new, empty or a run of `task` (see run_directory)."""
+    from keras_linformer.training import run_directory
+
+    if is_chief_process():  # Other workers write nothing there.
+        run_directory.check_output_dir(path, task, argument="--output-dir")
+
+
+def prepare_run(args, task, load_corpus, strategy=None):
+    """What a training program does before training: `(corpus, strategy)`.
+
+    Checks `--output-dir` (see `check_output_dir`), reads and checks the
+    data, and only then starts TensorFlow's devices (unless `strategy` is
+    given), so that a mistake costs no start-up.
+    """
+    from keras_linformer.training import devices
+
+    devices.read_tf_config()  # A wrong TF_CONFIG is named before the data are read.
+    check_output_dir(args.output_dir, task)
+    corpus = load_corpus(args)
+    return corpus, strategy or set_up_hardware(args)
+
+
+def physical_memory_bytes():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def training_memory_lower_bound(args, sequence_length):
+    """Bytes that one training step at `sequence_length` needs at least, in float32.
+
+    Counts only what grows with the sequence length: the position
+    embeddings and learned projections with their gradients and two Adam
+    moments, and one batch's per-layer activations and attention scores
+    (n x n for the Transformer, n x k for the Linformer).
+    """
+    value = {name: getattr(args, name, None) for name in FROM_SCRATCH}
+    value = {name: FROM_SCRATCH[name] if v is None else v for name, v in value.items()}
+    linformer = value["attention"] == "linformer"
+    attended = value["projected_dim"] if linformer else sequence_length
+    weights = sequence_length * value["hidden_dim"]
+    if linformer and value["projection"] == "linear":
+        weights += sequence_length * value["projected_dim"]
+    activations = args.batch_size * sequence_length * value["num_layers"] * (
+        2 * value["hidden_dim"] + value["intermediate_dim"] + value["num_heads"] * attended
+    )
+    return 4 * (4 * weights + activations)
+
+
+def check_sequence_length_fits(parser, args):
+    """Refuses a `--sequence-length` whose training step cannot fit in this machine's memory."""
+    memory = physical_memory_bytes()
+    if args.sequence_length is None or memory is None:
+        return
+    needed = training_memory_lower_bound(args, args.sequence_length)
+    if needed > memory:
+        parser.error(
+            f"argument --sequence-length: {args.sequence_length} cannot fit in memory: a "
+            f"training step at batch size {args.batch_size} needs at least "
+            f"{needed / 2**30:,.1f} GiB (position embeddings, activations, attention "
+            f"scores), more than this machine's {memory / 2**30:,.1f} GiB. Use a shorter "
+            "--sequence-length (or a smaller --batch-size)."
+        )
 
 
 def log(message):

@@ -50,6 +50,7 @@ def parse_args(argv=None):
     parser.add_argument("--verify", action="store_true",
                         help="Afterwards, check the export as `python -m training.verify` "
                              "does; exit with status 1 if a check fails.")
+    cli.add_debug_flag(parser)
     return parser, parser.parse_args(argv)
 
 

@@ -34,6 +34,8 @@ def parse_args(argv=None):
     group.add_argument("--text-column", default="text", help="With --table: the text column.")
     group.add_argument("--label-column", default="label",
                        help="With --table: the label column (strings or integers).")
+    group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
+                       help="With --table: the file's text encoding.")
     group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
                        help="Tokens per text, [CLS] and [SEP] included; longer texts keep "
                             "their head. Default: 64 from scratch, the checkpoint's with "
@@ -62,6 +64,7 @@ def parse_args(argv=None):
     parser.add_argument("--output-dir", default="artifacts/finetune",
                         help="Where the vocabulary, classifier.keras, checkpoints and logs go; "
                              "a rerun with the same directory resumes an unfinished run.")
+    cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     if args.from_bert:
         fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim",
@@ -73,6 +76,9 @@ def parse_args(argv=None):
         if args.attention != "transformer" and args.projected_dim is None:
             parser.error("argument --projected-dim: required with --from-bert (k, e.g. 128), "
                          "unless --attention transformer keeps full attention")
+    # Else the checkpoint's positions, which fitted, cap the length.
+    if args.pretrained is None and args.from_bert is None:
+        cli.check_sequence_length_fits(parser, args)
     return parser, args
 
 
@@ -80,10 +86,12 @@ def load_corpus(args):
     from keras_linformer import data
 
     if args.table:
-        corpus = data.load_table(
-            args.table, text_column=args.text_column, label_column=args.label_column,
-            seed=args.seed,
-        )
+        with cli.flag_names(path="--table", text_column="--text-column",
+                            label_column="--label-column", encoding="--encoding"):
+            corpus = data.load_table(
+                args.table, text_column=args.text_column, label_column=args.label_column,
+                encoding=args.encoding, seed=args.seed,
+            )
     elif args.dataset == "bbc_news":
         corpus = data.load_bbc_news(seed=args.seed)
     else:
@@ -95,20 +103,21 @@ def finetune(args, strategy=None):
     """Runs the fine-tuning the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    strategy = strategy or cli.set_up_hardware(args)
-    return training.finetune(
-        load_corpus(args),
-        args.output_dir,
-        pretrained=args.pretrained,
-        from_bert=args.from_bert,
-        architecture=cli.architecture_from(args),
-        sequence_length=args.sequence_length,
-        vocabulary_size=args.vocabulary_size,
-        vocabulary_characters=args.vocabulary_characters,
-        dropout=args.dropout,
-        strategy=strategy,
-        **cli.training_options(args),
-    )
+    with cli.flag_names(pretrained="--pretrained", from_bert="--from-bert"):
+        corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
+        return training.finetune(
+            corpus,
+            args.output_dir,
+            pretrained=args.pretrained,
+            from_bert=args.from_bert,
+            architecture=cli.architecture_from(args),
+            sequence_length=args.sequence_length,
+            vocabulary_size=args.vocabulary_size,
+            vocabulary_characters=args.vocabulary_characters,
+            dropout=args.dropout,
+            strategy=strategy,
+            **cli.training_options(args),
+        )
 
 
 def main(argv=None):

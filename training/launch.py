@@ -59,8 +59,9 @@ def parse_args(argv=None):
                         help="Number of local worker processes.")
     parser.add_argument("--log-dir", default="artifacts/launch",
                         help="Where worker-I.log files go.")
-    parser.add_argument("--ports", type=cli.positive_int, nargs="+", default=None,
+    parser.add_argument("--ports", type=cli.tcp_port, nargs="+", default=None,
                         help="The workers' ports (one each); default: free ports picked now.")
+    cli.add_debug_flag(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="The command every worker runs, after `--`.")
     args = parser.parse_args(argv)
@@ -73,6 +74,9 @@ def parse_args(argv=None):
             f"--ports: give one port per worker ({args.workers}), got {len(args.ports)}: "
             f"{args.ports}"
         )
+    if args.ports is not None and len(set(args.ports)) != len(args.ports):
+        repeated = sorted({port for port in args.ports if args.ports.count(port) > 1})
+        parser.error(f"argument --ports: each worker needs its own port; {repeated} given twice")
     return parser, args
 
 

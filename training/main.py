@@ -68,7 +68,7 @@ def parse_args(argv=None):
     parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
                         help="Validate and test both stages on the first N held-out documents "
                              "only (for trial runs).")
-    parser.add_argument("--seed", type=int, default=0, help="Seed of both stages.")
+    parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of both stages.")
     parser.add_argument("--output-dir", default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
     parser.add_argument("--export-dir", default="saved_models",
@@ -76,6 +76,7 @@ def parse_args(argv=None):
                              "EXPORT_DIR/MODEL_NAME/<next version>/ and verified there.")
     parser.add_argument("--model-name", default="linformer_sentiment",
                         help="The exported model's name (TF Serving's MODEL_NAME).")
+    cli.add_debug_flag(parser)
     return parser, parser.parse_args(argv)
 
 
@@ -121,6 +122,18 @@ def run(args):
     if not args.no_pretraining:
         cli.log(f"[1/2] {pretrain_parser.prog} {shlex.join(pretrain_argv)}")
     cli.log(f"[2/2] {finetune_parser.prog} {shlex.join(finetune_argv)}")
+    from keras_linformer.export import layout
+
+    # Everything a user can get wrong is checked before the first stage starts.
+    if not layout.MODEL_NAME_PATTERN.fullmatch(args.model_name):
+        raise ValueError(
+            f"--model-name: {args.model_name!r} cannot be a model name: use letters, digits, "
+            "'_', '.' and '-', starting with a letter or digit (it becomes a directory and "
+            "TF Serving's MODEL_NAME)."
+        )
+    if not args.no_pretraining:
+        cli.check_output_dir(pretrain_args.output_dir, "masked_lm")
+    cli.check_output_dir(finetune_args.output_dir, "classification")
     strategy = cli.set_up_hardware(finetune_args)
     pretraining = None
     if not args.no_pretraining:

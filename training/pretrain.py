@@ -44,6 +44,8 @@ def parse_args(argv=None):
                        help="With --text-files: one document per file, or per blank-line-"
                             "separated paragraph.")
     group.add_argument("--text-column", default="text", help="With --table: the text column.")
+    group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
+                       help="With --text-files or --table: the files' text encoding.")
     group.add_argument("--sequence-length", type=cli.sequence_length, default=64,
                        help="n: tokens per sequence, [CLS] and [SEP] included; the longest "
                             "input the model will take.")
@@ -51,7 +53,7 @@ def parse_args(argv=None):
                        help="Largest WordPiece vocabulary to train.")
     group.add_argument("--vocabulary-characters", type=cli.positive_int, default=1_000_000,
                        help="Train the vocabulary on a sample of this many characters.")
-    group.add_argument("--mask-rate", type=cli.fraction, default=0.15,
+    group.add_argument("--mask-rate", type=cli.open_fraction, default=0.15,
                        help="Share of tokens masked and predicted.")
     group.add_argument("--validation-batches", type=cli.positive_int, default=20,
                        help="Validation batches per round (the whole test split is "
@@ -62,18 +64,27 @@ def parse_args(argv=None):
     parser.add_argument("--output-dir", default="artifacts/pretrain",
                         help="Where the vocabulary, model, checkpoints and logs go; a rerun "
                              "with the same directory resumes an unfinished run.")
-    return parser, parser.parse_args(argv)
+    cli.add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    cli.check_sequence_length_fits(parser, args)
+    return parser, args
 
 
 def load_corpus(args):
     from keras_linformer import data
 
     if args.text_files:
-        corpus = data.load_text_files(args.text_files, documents=args.documents, seed=args.seed)
+        with cli.flag_names(paths="--text-files", documents="--documents", encoding="--encoding"):
+            corpus = data.load_text_files(
+                args.text_files, documents=args.documents, encoding=args.encoding,
+                seed=args.seed,
+            )
     elif args.table:
-        corpus = data.load_table(
-            args.table, text_column=args.text_column, label_column=None, seed=args.seed
-        )
+        with cli.flag_names(path="--table", text_column="--text-column", encoding="--encoding"):
+            corpus = data.load_table(
+                args.table, text_column=args.text_column, label_column=None,
+                encoding=args.encoding, seed=args.seed,
+            )
     else:
         corpus = cli.concatenate([
             getattr(data, BUNDLED[name])(seed=args.seed) for name in dict.fromkeys(args.corpus)
@@ -85,22 +96,23 @@ def pretrain(args, strategy=None):
     """Runs the pretraining the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    strategy = strategy or cli.set_up_hardware(args)
-    return training.pretrain(
-        load_corpus(args),
-        args.output_dir,
-        architecture=dict(
-            cli.architecture_from(args),
-            max_sequence_length=args.sequence_length,
-            dropout=args.dropout,
-        ),
-        vocabulary_size=args.vocabulary_size,
-        vocabulary_characters=args.vocabulary_characters,
-        mask_selection_rate=args.mask_rate,
-        validation_batches=args.validation_batches,
-        strategy=strategy,
-        **cli.training_options(args),
-    )
+    with cli.flag_names(mask_selection_rate="--mask-rate"):
+        corpus, strategy = cli.prepare_run(args, "masked_lm", load_corpus, strategy)
+        return training.pretrain(
+            corpus,
+            args.output_dir,
+            architecture=dict(
+                cli.architecture_from(args),
+                max_sequence_length=args.sequence_length,
+                dropout=args.dropout,
+            ),
+            vocabulary_size=args.vocabulary_size,
+            vocabulary_characters=args.vocabulary_characters,
+            mask_selection_rate=args.mask_rate,
+            validation_batches=args.validation_batches,
+            strategy=strategy,
+            **cli.training_options(args),
+        )
 
 
 def main(argv=None):

@@ -120,9 +120,11 @@ def plan(args):
 
 
 def collect(runs):
+    from keras_linformer.training.run_directory import read_summary
+
     rows = []
     for run in runs:
-        summary = quality.read_summary(run["directory"])
+        summary = read_summary(run["directory"])
         row = {key: run.get(key) for key in FIELDS}
         row["status"] = "finished" if summary else (
             "unfinished" if os.path.isdir(run["directory"]) else "not run")

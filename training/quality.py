@@ -28,8 +28,6 @@ DATASETS = ("rotten_tomatoes", "bbc_news")
 SHARING_MODES = ("none", "headwise", "key_value", "layerwise")
 DEFAULT_LINFORMERS = ("64:layerwise", "128:layerwise", "256:layerwise", "128:none", "128:key_value")
 FULL_GRID = tuple(f"{k}:{s}" for k in (64, 128, 256) for s in ("none", "key_value", "layerwise"))
-COMMAND_FILE = "command.txt"
-LOG_FILE = "output.log"
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
 ECHOED = ("Round ", "Pretraining done", "Test accuracy", "python -m")
 
@@ -63,7 +61,7 @@ def dataset_epochs(text):
         value = float(epochs)
     except ValueError:
         value = -1.0
-    if name not in DATASETS or not value > 0:
+    if name not in DATASETS or not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(
             f"expected DATASET=EPOCHS with DATASET one of {', '.join(DATASETS)} and EPOCHS "
             f"> 0; received {text!r}"
@@ -118,7 +116,7 @@ def parse_args(argv=None):
                        help="Every run trains on the first N training documents only.")
     group.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
                        help="Every run validates and tests on the first N held-out documents.")
-    parser.add_argument("--seed", type=int, default=0, help="Seed of every run.")
+    parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of every run.")
     parser.add_argument("--no-jit-compile", dest="jit_compile", action="store_false",
                         help="Train without XLA (default: every run with --jit-compile).")
     parser.add_argument("--output-dir", default="artifacts/quality",
@@ -129,6 +127,7 @@ def parse_args(argv=None):
                         help="File name stem of the results (default: quality-n<N>).")
     parser.add_argument("--report-only", action="store_true",
                         help="Run nothing: rebuild the results from the runs in --output-dir.")
+    cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     if args.full_grid:
         args.linformers = [linformer_spec(s) for s in FULL_GRID]
@@ -224,21 +223,12 @@ def command_line(run):
     return f"python -m {run['module']} {shlex.join(run['argv'])}"
 
 
-def read_summary(directory):
-    """A finished run's summary.json as a dict, or None while it has none."""
-    import json
-
-    path = os.path.join(directory, "summary.json")
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
-
-
 def is_finished(run):
     """Whether `run` finished with this very command; refuses a finished run of another."""
-    summary = os.path.join(run["directory"], "summary.json")
-    if not os.path.isfile(summary):
+    from keras_linformer.training.run_directory import COMMAND_FILE
+    from keras_linformer.training.run_directory import SUMMARY_FILE
+
+    if not os.path.isfile(os.path.join(run["directory"], SUMMARY_FILE)):
         return False
     recorded = os.path.join(run["directory"], COMMAND_FILE)
     previous = open(recorded, encoding="utf-8").read().strip() if os.path.isfile(recorded) else None
@@ -253,6 +243,9 @@ def is_finished(run):
 
 def execute(run, position, total):
     """Runs one stage in a fresh process, its output to DIR/output.log; echoes progress lines."""
+    from keras_linformer.training.run_directory import COMMAND_FILE
+    from keras_linformer.training.run_directory import LOG_FILE
+
     os.makedirs(run["directory"], exist_ok=True)
     with open(os.path.join(run["directory"], COMMAND_FILE), "w", encoding="utf-8") as file:
         file.write(command_line(run) + "\n")

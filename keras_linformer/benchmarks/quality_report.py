@@ -6,12 +6,12 @@ time, also from a study still running (unfinished runs are listed as such).
 """
 
 import csv
-import json
 import math
 import os
 
 from keras_linformer.benchmarks import report
 from keras_linformer.benchmarks.grid import machine_description
+from keras_linformer.training import run_directory
 
 PERPLEXITY_TARGET = 0.05  # Linformer within 5% of the Transformer's perplexity
 ACCURACY_TARGET = 1.0  # and within 1 point of its fine-tuned accuracy
@@ -26,13 +26,6 @@ FIELDS = (
 )
 
 
-def _read_json(path):
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
-
-
 def validation_curve(directory, summary=None, tag="epoch_perplexity"):
     """`[(step, value), ...]`: a run's validation metric at the end of each round.
 
@@ -41,7 +34,7 @@ def validation_curve(directory, summary=None, tag="epoch_perplexity"):
     """
     from keras_linformer.training import runs
 
-    config = _read_json(os.path.join(directory, "run.json"))
+    config = run_directory.read_run(directory, "--output-dir")
     log_dir = os.path.join(directory, "logs", "validation")
     if config is None or not os.path.isdir(log_dir):
         return []
@@ -54,7 +47,7 @@ def collect(runs):
     """One row per planned run, with its results if it finished."""
     rows = []
     for run in runs:
-        summary = _read_json(os.path.join(run["directory"], "summary.json"))
+        summary = run_directory.read_summary(run["directory"], "--output-dir")
         row = {
             "stage": run["stage"], "dataset": run["dataset"], "model": run["model"],
             "attention": run["attention"], "projected_dim": run["k"], "sharing": run["sharing"],
@@ -308,8 +301,14 @@ def markdown(rows, command, machine, images):
 
 def write_results(runs, args, results_dir, name, command):
     """Writes NAME.csv, NAME-curves.csv, NAME-perplexity.png and NAME.md; returns their paths."""
-    os.makedirs(results_dir, exist_ok=True)
     rows = collect(runs)
+    if not any(row["status"] == "finished" for row in rows):
+        raise ValueError(
+            f"--output-dir: none of the {len(rows)} runs under {args.output_dir!r} has "
+            f"finished (no {run_directory.SUMMARY_FILE}); nothing written to "
+            f"{results_dir!r}, whose results stay as they are. Check --output-dir."
+        )
+    os.makedirs(results_dir, exist_ok=True)
     stem = os.path.join(results_dir, name)
     paths = [stem + ".csv", stem + "-curves.csv"]
     write_csv(rows, paths[0], command)

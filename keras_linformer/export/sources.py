@@ -5,9 +5,9 @@ A fine-tuning output directory (`python -m training.finetune`) holds
 (`python -m training.pretrain`) holds `masked_lm.keras` and `vocab.txt`.
 """
 
-import json
 import os
 import warnings
+import zipfile
 
 import keras
 
@@ -18,7 +18,7 @@ from keras_linformer.training.checkpoints import VOCABULARY_FILE
 from keras_linformer.training.finetuning import CLASSIFIER_FILE
 from keras_linformer.training.finetuning import LABELS_FILE
 from keras_linformer.training.pretraining import MASKED_LM_FILE
-from keras_linformer.training.runs import RUN_FILE
+from keras_linformer.training import run_directory
 
 TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
 TASK_CLASSES = {"classifier": LinformerTextClassifier, "masked_lm": LinformerMaskedLM}
@@ -124,7 +124,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
         with warnings.catch_warnings():
             # Serving needs no optimizer; Keras warns that it skips its state.
             warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
-            model = keras.saving.load_model(model_path, compile=False)
+            model = load_keras_file(model_path)
     if not isinstance(model, cls):
         raise TypeError(
             f"model: expected a {cls.__name__}, its .keras file or {kind} "
@@ -176,6 +176,22 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
     return Source(task, model, vocabulary, label_names, sequence_length, model_path)
 
 
+def load_keras_file(path):
+    """`keras.saving.load_model(path)`, with an error naming a file that cannot be read.
+
+    Keras reports a truncated or corrupted file as "File not found".
+    """
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
+        lines = str(error).strip().splitlines()
+        raise ValueError(
+            f"model: {path!r} cannot be loaded: it is unreadable, truncated or not a "
+            f"Keras model ({lines[0][:200] if lines else type(error).__name__}). Export "
+            "from a complete copy, or train again."
+        ) from None
+
+
 def resolve_label_names(label_names, directory, num_classes):
     if label_names is None:
         if directory is None:
@@ -185,8 +201,10 @@ def resolve_label_names(label_names, directory, num_classes):
                 "the labels.txt of the fine-tuning run)."
             )
         label_names = os.path.join(directory, LABELS_FILE)
+    where = "class names"
     if isinstance(label_names, (str, os.PathLike)):
         path = os.fspath(label_names)
+        where = f"the class names in {path!r}"
         if not os.path.isfile(path):
             raise FileNotFoundError(
                 f"label_names: file {path!r} does not exist (a fine-tuning run "
@@ -199,6 +217,12 @@ def resolve_label_names(label_names, directory, num_classes):
         raise ValueError(
             "label_names: class names must be non-empty single-line str. "
             f"Received: {label_names!r:.200}"
+        )
+    repeated = sorted({name for name in label_names if label_names.count(name) > 1})
+    if repeated:
+        raise ValueError(
+            f"label_names: {where} must be distinct, but {repeated!r:.200} appear more "
+            "than once; served predictions could not tell those classes apart."
         )
     if len(label_names) != num_classes:
         raise ValueError(
@@ -215,10 +239,6 @@ def trained_sequence_length(directory):
     sequences shorter than the backbone's `max_sequence_length`; serving
     must cut texts where training did.
     """
-    path = os.path.join(directory, RUN_FILE)
-    try:
-        with open(path, encoding="utf-8") as file:
-            value = json.load(file).get("sequence_length")
-    except (OSError, ValueError, AttributeError):
-        return None
+    run = run_directory.read_run(directory, "model")
+    value = None if run is None else run.get("sequence_length")
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -170,8 +170,13 @@ def load_pretrained(directory, architecture=None, dropout=None):
     if dropout is not None:
         config["dropout"] = dropout
     backbone = LinformerBackbone.from_config(config)
+    path = os.path.join(directory, WEIGHTS_FILE)
     try:
-        backbone.load_weights(os.path.join(directory, WEIGHTS_FILE))
+        backbone.load_weights(path)
+    except OSError as error:  # h5py: "Unable to open file (truncated file ...)"
+        raise ValueError(
+            f"pretrained: {path!r} is unreadable or truncated ({str(error).splitlines()[0]})."
+        ) from None
     except ValueError as error:
         raise ValueError(
             f"pretrained: the weights in {directory!r} do not fit its "

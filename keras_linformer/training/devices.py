@@ -4,9 +4,13 @@
 (before the first op); `make_strategy` then mirrors over what is visible.
 """
 
+import contextlib
 import json
+import math
 import os
+import signal
 import socket
+import time
 
 import keras
 import tensorflow as tf
@@ -192,11 +196,28 @@ def read_tf_config(environ=None):
     return config
 
 
-def make_multi_worker_strategy():
+def make_multi_worker_strategy(connect_timeout=300.0, log=print):
     """`MultiWorkerMirroredStrategy` from a checked `TF_CONFIG` (see `read_tf_config`).
 
     Every worker must run the same program with the same arguments;
     `output_dir` must be on storage every worker reaches.
+
+    TensorFlow's start-up waits for every worker without a time limit, in
+    C++ code that holds Python's interpreter lock, so that neither a
+    Python timer nor a signal handler can end it. So this task first
+    listens on its own port and waits, in Python, until every other task's
+    address accepts a connection (theirs do the same, or TensorFlow's server
+    already answers there); only then does TensorFlow start. Meanwhile and
+    during TensorFlow's start-up, SIGTERM and SIGINT end the process.
+
+    Args:
+        connect_timeout: float, seconds to wait for the other tasks.
+        log: callable for progress messages.
+
+    Raises:
+        ValueError: `TF_CONFIG` is unset or wrong, this task's port is
+            taken, or a task did not answer within `connect_timeout`
+            (naming its address).
     """
     config = read_tf_config()
     if config is None:
@@ -204,28 +225,88 @@ def make_multi_worker_strategy():
             "TF_CONFIG is not set: a multi-worker run needs it in every worker's "
             "environment (see `python -m training.launch --help`)."
         )
+    if not (connect_timeout > 0 and math.isfinite(connect_timeout)):
+        raise ValueError(
+            f"connect_timeout: must be a positive number of seconds. Received: "
+            f"connect_timeout={connect_timeout!r}"
+        )
     task = config["task"]
     address = config["cluster"][task["type"]][task["index"]]
     port = int(address.rpartition(":")[2])
-    # TensorFlow's gRPC server listens on all interfaces at this task's
-    # port; when that is taken it fails with "Could not start gRPC server".
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    deadline = time.monotonic() + connect_timeout
+    with _signals_end_process():
+        # TensorFlow's gRPC server listens on all interfaces at this task's
+        # port; when that is taken it fails with "Could not start gRPC server".
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            try:
+                listener.bind(("", port))
+            except OSError as error:
+                raise ValueError(
+                    f'TF_CONFIG: this task ({task["type"]} {task["index"]}, {address}) cannot '
+                    f"listen on port {port}: {error.strerror}. Another process holds it; stop "
+                    "it or give this task another port (the same TF_CONFIG cluster on every "
+                    "worker)."
+                ) from None
+            listener.listen(128)
+            peers = [
+                peer for addresses in config["cluster"].values() for peer in addresses
+                if peer != address
+            ]
+            log(f"Waiting up to {connect_timeout:g} s for the other tasks ({', '.join(peers)}).")
+            wait_for_addresses(peers, deadline, connect_timeout)
+        # Should a task vanish between answering and joining, TensorFlow would
+        # wait forever: an alarm (SIGALRM ends the process) bounds it.
+        signal.alarm(math.ceil(max(deadline - time.monotonic(), 0)) + 60)
         try:
-            probe.bind(("", port))
-        except OSError as error:
+            # Collectives over gRPC on CPU; NCCL is picked automatically on GPUs.
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        except tf.errors.UnknownError as error:
+            if "gRPC server" not in str(error):
+                raise
             raise ValueError(
-                f'TF_CONFIG: this task ({task["type"]} {task["index"]}, {address}) cannot '
-                f"listen on port {port}: {error.strerror}. Another process holds it; stop "
-                "it or give this task another port (the same TF_CONFIG cluster on every "
-                "worker)."
+                f"TF_CONFIG: this task ({address}) could not start its gRPC server "
+                f"({error.message}); the port was probably taken meanwhile."
             ) from None
-    # Collectives over gRPC on CPU; NCCL is picked automatically on GPUs.
+        finally:
+            signal.alarm(0)
+    return strategy
+
+
+def wait_for_addresses(addresses, deadline, connect_timeout):
+    """Returns once every `host:port` accepts a TCP connection; ValueError at `deadline`."""
+    missing = list(addresses)
+    while missing:
+        for address in list(missing):
+            host, _, port = address.rpartition(":")
+            try:
+                socket.create_connection((host, int(port)), timeout=1.0).close()
+            except OSError:
+                continue
+            missing.remove(address)
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise ValueError(
+                f"TF_CONFIG: no answer from {', '.join(missing)} within "
+                f"connect_timeout={connect_timeout:g} s: "
+                + ("that task has" if len(missing) == 1 else "those tasks have")
+                + " not started, or cannot be reached from here. Start every task with "
+                "the same TF_CONFIG cluster (or raise the timeout)."
+            )
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def _signals_end_process():
+    """SIGTERM and SIGINT end the process at once (the default action), also inside C++ code."""
     try:
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    except tf.errors.UnknownError as error:
-        if "gRPC server" not in str(error):
-            raise
-        raise ValueError(
-            f"TF_CONFIG: this task ({address}) could not start its gRPC server "
-            f"({error.message}); the port was probably taken meanwhile."
-        ) from None
+        previous = {number: signal.signal(number, signal.SIG_DFL)
+                    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
+    except ValueError:  # Not the main thread: signals stay as they are.
+        yield
+        return
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

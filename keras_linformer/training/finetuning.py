@@ -17,6 +17,7 @@ from keras_linformer.training import devices
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import optimizers
+from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
 
@@ -143,11 +144,13 @@ def finetune(
             "`sequence_length` must be an integer of at least 3 ([CLS], a token, "
             f"[SEP]). Received: sequence_length={sequence_length!r}"
         )
-    if not epochs > 0:
-        raise ValueError(f"`epochs` must be positive. Received: epochs={epochs!r}")
+    if not (epochs > 0 and math.isfinite(epochs)):
+        raise ValueError(f"`epochs` must be positive and finite. Received: epochs={epochs!r}")
     strategy = strategy or devices.make_strategy()
     devices.check_jit_compile(strategy, jit_compile)
     chief = loop_lib.is_chief(strategy)
+    if chief:
+        run_directory.check_output_dir(output_dir, "classification")
     keras.utils.set_random_seed(seed)
     os.makedirs(output_dir, exist_ok=True)
     vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
@@ -209,6 +212,9 @@ def finetune(
         log=log,
         chief=chief,
     )
+    finished = runs.finished_summary(output_dir, log)
+    if finished is not None:
+        return finished
 
     with strategy.scope():
         if bert is not None:

@@ -49,7 +49,7 @@ import time
 import keras
 import tensorflow as tf
 
-CHECKPOINT_DIR = "checkpoints"
+from keras_linformer.training.run_directory import CHECKPOINT_DIR
 LOG_DIR = "logs"
 
 
@@ -428,11 +428,17 @@ class Trainer:
                     if self.chief and profile_batches and local_step == profile_batches[1]:
                         tf.profiler.experimental.stop()
                     if not math.isfinite(logs.get("loss", 0.0)):
+                        latest = self.manager.latest_checkpoint if self.chief else None
                         raise FloatingPointError(
                             f"The training loss became {logs['loss']} at step {step + 1}; "
-                            "stopped without saving. The last good checkpoint is in "
-                            f"{self.manager.directory!r} (lower the learning rate, or "
-                            "resume from it)."
+                            "stopped without saving. "
+                            + (
+                                f"The last good checkpoint is {latest!r}. "
+                                if latest
+                                else "No checkpoint was written before it. "
+                            )
+                            + "The optimizer diverged: check the optimizer's settings "
+                            "(learning rate, warmup, weight decay) and the data."
                         )
                     step += 1
                     progress.update(step - round_first, list(logs.items()))

@@ -1,5 +1,6 @@
 """Masked-language-model pretraining of a LinformerBackbone on `tf.distribute`."""
 
+import math
 import os
 import time
 
@@ -14,6 +15,7 @@ from keras_linformer.training import devices
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import optimizers
+from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 
 MASKED_LM_FILE = "masked_lm.keras"
@@ -63,6 +65,22 @@ def build_masked_lm(backbone_config, optimizer, jit_compile=False):
         jit_compile=jit_compile,
     )
     return model
+
+
+def check_results(results, mask_selection_rate):
+    """Raises ValueError for test metrics no trained masked LM can have.
+
+    Perplexity is at least 1; a lower (or missing) one means that no token
+    of the test split was masked, so nothing was measured.
+    """
+    perplexity = results.get("perplexity")
+    if perplexity is None or not perplexity >= 1 or not math.isfinite(results["loss"]):
+        raise ValueError(
+            f"mask_selection_rate: the test perplexity came out as {perplexity!r} (a "
+            "masked LM's is at least 1): no test token was masked and predicted, so the "
+            f"run measured nothing. Raise the mask rate ({mask_selection_rate}) or give "
+            "longer held-out documents; nothing was saved."
+        )
 
 
 def pretrain(
@@ -153,19 +171,21 @@ def pretrain(
             "`max_sequence_length` must be an integer of at least 3 ([CLS], a "
             f"token, [SEP]). Received: max_sequence_length={sequence_length!r}"
         )
-    if not epochs > 0:
-        raise ValueError(f"`epochs` must be positive. Received: epochs={epochs!r}")
+    if not (epochs > 0 and math.isfinite(epochs)):
+        raise ValueError(f"`epochs` must be positive and finite. Received: epochs={epochs!r}")
+    if not 0 < mask_selection_rate < 1:
+        raise ValueError(
+            "`mask_selection_rate` must be in (0, 1): with no masked token there is "
+            f"nothing to learn. Received: mask_selection_rate={mask_selection_rate!r}"
+        )
+    if chief:
+        run_directory.check_output_dir(output_dir, "masked_lm")
     keras.utils.set_random_seed(seed)
     os.makedirs(output_dir, exist_ok=True)
 
     vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
     vocabulary = runs.vocabulary_for(
-        output_dir,
-        corpus.train.texts,
-        vocabulary_size,
-        vocabulary_characters,
-        seed,
-        output_file=vocabulary_path if chief else None,
+        output_dir, corpus.train.texts, vocabulary_size, vocabulary_characters, seed
     )
     tokenizer = data.make_tokenizer(vocabulary)
     sequences = inputs.count_sequences(corpus.train.texts, tokenizer, sequence_length)
@@ -194,6 +214,12 @@ def pretrain(
         log=log,
         chief=chief,
     )
+    finished = runs.finished_summary(output_dir, log)
+    if finished is not None:
+        return finished
+    if chief:
+        # Written after run.json, which marks the directory as this run's.
+        data.save_vocabulary(vocabulary, vocabulary_path)
 
     def make_dataset(texts, shuffle):
         return lambda context: data.pretraining_dataset(
@@ -234,6 +260,7 @@ def pretrain(
         model, make_train, validation, plan, output_dir, profile_batches, strategy, log
     )
     results = loop_lib.evaluate(model, strategy, test)
+    check_results(results, mask_selection_rate)
     if chief:
         checkpoints.save_pretrained(model.backbone, vocabulary, output_dir)
         # The whole masked LM (backbone and tied head), for fill-mask use and export.

@@ -1,9 +1,11 @@
 """What the pretraining and fine-tuning runs share: the run record, training, the summary.
 
 A run writes `run.json` (its configuration, and a digest of its training
-data) when it starts. A restart that finds checkpoints of a run of another
-configuration, or of other data, stops with an error instead of loading
-that state into a different model, schedule or data stream.
+data) when it starts, before any other file. A restart in a directory
+whose `run.json` records another configuration, or other data, stops with
+an error instead of loading that state into a different model, schedule or
+data stream; checkpoints without a `run.json` are refused too. A finished
+run is never written again (`finished_summary`).
 """
 
 import hashlib
@@ -16,9 +18,9 @@ from keras_linformer import data
 from keras_linformer.training import checkpoints
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
-
-RUN_FILE = "run.json"
-SUMMARY_FILE = "summary.json"
+from keras_linformer.training import run_directory
+from keras_linformer.training.run_directory import RUN_FILE
+from keras_linformer.training.run_directory import SUMMARY_FILE
 
 
 def texts_digest(texts, labels=None):
@@ -39,48 +41,69 @@ def start_run(output_dir, run_config, log=print, chief=True):
         output_dir: str, the run's output directory (created if missing).
         run_config: dict of JSON values that a resumed run must share with
             the run it resumes (model config, step plan, batch size, data
-            digest, ...).
+            digest, ...); its `task` names the program.
         log: callable for progress messages.
         chief: bool, whether this process writes (only the chief of several
             workers does).
 
     Raises:
-        ValueError: `output_dir` holds the checkpoints of a run whose
-            `run.json` differs from `run_config`.
+        ValueError: `output_dir` holds a `run.json` that differs from
+            `run_config`, or checkpoints without a `run.json`.
     """
     os.makedirs(output_dir, exist_ok=True)
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
     path = os.path.join(output_dir, RUN_FILE)
     resuming = loop_lib.has_checkpoint(output_dir)
-    if resuming and os.path.isfile(path):
-        with open(path, encoding="utf-8") as file:
-            previous = json.load(file)
+    previous = run_directory.read_run(output_dir)
+    if previous is None and resuming:
+        raise ValueError(
+            f"output_dir: {output_dir!r} holds {loop_lib.CHECKPOINT_DIR}/ but no "
+            f"{RUN_FILE}: the options that produced those checkpoints are unknown, so "
+            "they are not resumed. Use another output directory, or remove this one "
+            "to start over."
+        )
+    if previous is not None:
         differences = [
             f"{key}: {previous.get(key)!r} then, {run_config.get(key)!r} now"
             for key in sorted(set(previous) | set(run_config))
             if previous.get(key) != run_config.get(key)
         ]
         if differences:
-            state = "an unfinished run" if is_unfinished(output_dir) else "a finished run"
+            state = ("the checkpoints of " if resuming else "the record of ") + (
+                "a finished run" if is_finished(output_dir) else "an unfinished run"
+            )
             raise ValueError(
-                f"output_dir: {output_dir!r} holds the checkpoints of {state} "
+                f"output_dir: {output_dir!r} holds {state} "
                 "with another configuration or data ("
                 + "; ".join(differences)
                 + "). Resume it with the same options and data, or use another "
-                f"output directory (or remove its {loop_lib.CHECKPOINT_DIR}/) "
-                "to start over."
+                "output directory (or remove this one) to start over."
             )
-    if chief:
+    if chief and previous is None:
         with open(path, "w", encoding="utf-8") as file:
             json.dump(run_config, file, indent=2)
     return resuming
 
 
-def is_unfinished(output_dir):
-    """Whether `output_dir` holds checkpoints of a run that has not written its summary."""
-    return loop_lib.has_checkpoint(output_dir) and not os.path.isfile(
-        os.path.join(output_dir, SUMMARY_FILE)
-    )
+def is_finished(output_dir):
+    """Whether `output_dir` holds a finished run (its summary)."""
+    return os.path.isfile(os.path.join(output_dir, SUMMARY_FILE))
+
+
+def finished_summary(output_dir, log=print):
+    """The summary of the finished run in `output_dir` (reported), or `None` when unfinished.
+
+    A finished run is reported and left as it is: running its command again
+    changes nothing.
+    """
+    summary = run_directory.read_summary(output_dir)
+    if summary is not None:
+        log(
+            f"{output_dir} holds a finished run of these options and data "
+            f"({SUMMARY_FILE}); nothing to do, nothing changed. Use another output "
+            "directory to train again."
+        )
+    return summary
 
 
 def fit(
@@ -117,7 +140,7 @@ def fit(
     return history, steps, time.perf_counter() - start
 
 
-def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed, output_file=None):
+def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed):
     """The run's vocabulary: the saved one when resuming, else one trained on `texts`.
 
     A resumed run must keep its vocabulary: the checkpoint's embeddings
@@ -131,7 +154,6 @@ def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, se
         vocabulary_size=vocabulary_size,
         max_characters=vocabulary_characters,
         seed=seed,
-        output_file=output_file,
     )
 
 

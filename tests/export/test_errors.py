@@ -122,3 +122,27 @@ def test_verify_comparison_catches_wrong_outputs(classifier_export, classifier):
     renamed = {**good, "labels": np.array([b"other"] * len(labels), dtype=object)}
     passed, detail = reference.compare(renamed, 1e-5)
     assert not passed and "labels do NOT match label_ids" in detail
+
+
+def copy_of(directory, tmp_path):
+    import shutil
+
+    return shutil.copytree(directory, tmp_path / "copy")
+
+
+def test_a_truncated_model_file_is_named(finetune_dir, tmp_path):
+    directory = copy_of(finetune_dir, tmp_path)
+    model_file = directory / "classifier.keras"
+    model_file.write_bytes(model_file.read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"model: '.*classifier\.keras' cannot be loaded: it is unreadable, truncated"):
+        export.export_classifier(directory, base_dir=tmp_path / "out")
+
+
+def test_class_names_must_be_distinct(finetune_dir, classifier, tmp_path):
+    directory = copy_of(finetune_dir, tmp_path)
+    (directory / "labels.txt").write_text("negative\npositive\npositive\n")
+    with pytest.raises(ValueError, match=r"label_names: the class names in '.*labels\.txt' must be distinct, but \['positive'\]"):
+        export.export_classifier(directory, base_dir=tmp_path / "out")
+    # `verify` reads the names the export recorded through the same check.
+    with pytest.raises(ValueError, match=r"label_names: class names must be distinct"):
+        sources.load_source("classifier", classifier, VOCABULARY, ["a", "b", "a"])

@@ -9,3 +9,20 @@ from tests.training.harness import write_reviews
 def reviews_file(tmp_path_factory):
     """120 labelled synthetic reviews in a CSV file (text, label)."""
     return write_reviews(tmp_path_factory.mktemp("reviews") / "reviews.csv")
+
+
+@pytest.fixture
+def pretrained_dir(reviews_file, tmp_path):
+    """A pretraining output directory of a tiny model (hidden_dim 16, linear projection)."""
+    from keras_linformer import data
+    from keras_linformer import training
+    from keras_linformer.models import LinformerBackbone
+
+    corpus = data.load_table(reviews_file, label_column=None)
+    vocabulary = data.train_vocabulary(corpus.train.texts, vocabulary_size=100)
+    backbone = LinformerBackbone(
+        vocabulary_size=len(vocabulary), num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, projected_dim=4, max_sequence_length=16,
+    )
+    training.save_pretrained(backbone, vocabulary, tmp_path / "pretrained")
+    return tmp_path / "pretrained"

@@ -32,6 +32,15 @@ def program_environment():
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 
 
+def run_in_process(program, arguments, capsys):
+    """Runs a program's main() in this process; returns (exit status, stderr)."""
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_info:
+        program.main([str(a) for a in arguments])
+    return exit_info.value.code, capsys.readouterr().err
+
+
 def run_program(module, *arguments, timeout=300):
     """Runs `python -m module arguments` in the repository; returns the CompletedProcess."""
     return subprocess.run(

@@ -4,37 +4,15 @@ import json
 
 import pytest
 
-from keras_linformer import data
-from keras_linformer import training
-from keras_linformer.models import LinformerBackbone
+from tests.training.harness import run_in_process
 from tests.training.harness import run_program
-
-
-def run_in_process(program, arguments, capsys):
-    """Runs a program's main() here; returns (exit status, stderr)."""
-    with pytest.raises(SystemExit) as exit_info:
-        program.main([str(a) for a in arguments])
-    return exit_info.value.code, capsys.readouterr().err
-
-
-@pytest.fixture
-def pretrained_dir(reviews_file, tmp_path):
-    """A pretraining output directory of a tiny model (hidden_dim 16, linear projection)."""
-    corpus = data.load_table(reviews_file, label_column=None)
-    vocabulary = data.train_vocabulary(corpus.train.texts, vocabulary_size=100)
-    backbone = LinformerBackbone(
-        vocabulary_size=len(vocabulary), num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, projected_dim=4, max_sequence_length=16,
-    )
-    training.save_pretrained(backbone, vocabulary, tmp_path / "pretrained")
-    return tmp_path / "pretrained"
 
 
 def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path):
     missing = tmp_path / "missing.csv"
     result = run_program("training.finetune", "--table", missing, "--output-dir", tmp_path / "out")
     assert result.returncode == 2
-    assert f"error: path: '{missing}' does not exist or is not a file." in result.stderr
+    assert f"error: --table: '{missing}' does not exist or is not a file." in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -44,7 +22,7 @@ def test_empty_table_is_refused(tmp_path, capsys):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     status, stderr = run_in_process(pretrain, ["--table", empty], capsys)
-    assert status == 2 and f"path: '{empty}' is empty." in stderr
+    assert status == 2 and f"--table: '{empty}' is empty." in stderr
 
 
 def test_missing_text_file_is_refused(tmp_path, capsys):

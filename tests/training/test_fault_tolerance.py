@@ -123,7 +123,8 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
     previous = sorted(checkpoint_steps(interrupted))[-2]
     assert f"ckpt-{previous} at step {previous}" in result.stdout
 
-    # With every checkpoint damaged, the run stops and names them.
+    # With every checkpoint of an unfinished run damaged, the run stops and names them.
+    (output_dir / "summary.json").unlink()
     for data_file in (output_dir / "checkpoints").glob("ckpt-*.data-*"):
         data_file.write_bytes(b"")
     result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))

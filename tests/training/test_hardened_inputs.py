@@ -101,6 +101,13 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(re
     assert f"Resuming from checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} at step 20" in result.stdout
     assert checkpoint_steps(tmp_path)[-1] == 30 and read_summary(tmp_path)["total_steps"] == 30
 
+    # 4. Run again, finished: reported, and the run's record is left as it is.
+    record = {name: (tmp_path / name).read_bytes() for name in ("run.json", "summary.json")}
+    result = run_program(*arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "holds a finished run of these options and data (summary.json); nothing to do" in result.stdout
+    assert {name: (tmp_path / name).read_bytes() for name in record} == record
+
 
 @pytest.fixture()
 def text_files(tmp_path):

@@ -1,0 +1,114 @@
+"""What a run's output directory holds, and which directories a run may write into.
+
+A run records its options in `run.json` when it starts; its `task` names
+the program that wrote it, so that `run.json` marks a directory as that
+program's run. `summary.json` is written last: a directory with it holds a
+finished run. An output directory must be new, empty, or a run of the same
+program: anything else would have files replaced or mixed with the run's.
+"""
+
+import json
+import os
+
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+CHECKPOINT_DIR = "checkpoints"
+# Written by `python -m training.quality` beside a run before starting it.
+COMMAND_FILE = "command.txt"
+LOG_FILE = "output.log"
+
+
+def is_log_of_the_run(name):
+    """Whether a file may precede the run: its command, or a log of its output (`*.log`).
+
+    A driver, or a shell redirection, may create these before the program
+    starts; a run never writes such names, so none is lost.
+    """
+    return name == COMMAND_FILE or name.endswith(".log")
+
+# The `task` in run.json, and the program that writes such runs.
+PROGRAMS = {
+    "masked_lm": "python -m training.pretrain",
+    "classification": "python -m training.finetune",
+}
+
+
+def read_json(path, argument="output_dir"):
+    """The JSON value in `path`, or `None` when there is no such file.
+
+    Raises:
+        ValueError: the file exists but cannot be read or parsed (e.g. a
+            write cut short), naming `argument` and the file.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(
+            f"{argument}: {path!r} is unreadable or truncated ({error}). Restore it, "
+            "or use another output directory."
+        ) from None
+
+
+def read_run(directory, argument="output_dir"):
+    """The options recorded in `directory`'s `run.json` (a dict), or `None` without one."""
+    run = read_json(os.path.join(directory, RUN_FILE), argument)
+    if run is not None and not isinstance(run, dict):
+        raise ValueError(
+            f"{argument}: {os.path.join(directory, RUN_FILE)!r} holds "
+            f"{type(run).__name__}, not the JSON object a run records."
+        )
+    return run
+
+
+def read_summary(directory, argument="output_dir"):
+    """A finished run's `summary.json` (a dict), or `None` when the run has not finished."""
+    return read_json(os.path.join(directory, SUMMARY_FILE), argument)
+
+
+def check_output_dir(path, task, argument="output_dir"):
+    """Raises unless `path` may receive a run of `task` (a key of `PROGRAMS`).
+
+    It may: not exist yet, be empty (but for logs: `is_log_of_the_run`), or hold a run
+    of the same task (its `run.json`), which the run then resumes, or
+    reports as finished.
+
+    Raises:
+        ValueError: `path` is a file, holds a run of another task, or holds
+            files but no `run.json`; the message names the files that would
+            be lost.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        return
+    if not os.path.isdir(path):
+        raise ValueError(
+            f"{argument}: {path!r} is a file, not a directory. Give a new directory "
+            "(or the directory of an earlier run to resume it)."
+        )
+    present = sorted(name for name in os.listdir(path) if not is_log_of_the_run(name))
+    if not present:
+        return
+    run = read_run(path, argument)
+    listed = ", ".join(present[:8]) + (f" and {len(present) - 8} more" if len(present) > 8 else "")
+    if run is None:
+        reason = (
+            f"holds {CHECKPOINT_DIR}/ but no {RUN_FILE} recording the options that produced "
+            "them, so they cannot be resumed safely"
+            if CHECKPOINT_DIR in present
+            else f"is not empty and is not a run (it has no {RUN_FILE})"
+        )
+        raise ValueError(
+            f"{argument}: {path!r} {reason}; a run there would replace or mix with its "
+            f"files ({listed}). Give a new or empty directory."
+        )
+    if run.get("task") != task:
+        found = PROGRAMS.get(run.get("task"), f"task {run.get('task')!r}")
+        raise ValueError(
+            f"{argument}: {path!r} holds a run of `{found}` ({RUN_FILE}); "
+            f"`{PROGRAMS[task]}` would replace its files ({listed}). Give a new or "
+            "empty directory."
+        )
