@@ -103,7 +103,8 @@ def finetune(args, strategy=None):
     """Runs the fine-tuning the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    with cli.flag_names(pretrained="--pretrained", from_bert="--from-bert"):
+    with cli.flag_names(pretrained="--pretrained", from_bert="--from-bert",
+                        projected_dim="--projected-dim"):
         corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
         return training.finetune(
             corpus,
