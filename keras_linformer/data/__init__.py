@@ -22,6 +22,7 @@ from keras_linformer.data.splits import SPLIT_FRACTIONS
 from keras_linformer.data.splits import Corpus
 from keras_linformer.data.splits import Split
 from keras_linformer.data.splits import split_corpus
+from keras_linformer.data.unigram import unigram_perplexity
 from keras_linformer.data.user_files import load_table
 from keras_linformer.data.user_files import load_text_files
 from keras_linformer.data.vocabulary import SPECIAL_TOKENS

@@ -267,6 +267,10 @@ def pretrain(
         model.save(os.path.join(output_dir, MASKED_LM_FILE))
     summary = {
         "test_perplexity": float(results["perplexity"]),
+        # What word frequencies alone reach on the same texts: the bar to clear.
+        "unigram_test_perplexity": data.unigram_perplexity(
+            tokenizer, corpus.train.texts, corpus.test.texts
+        ),
         "test_loss": float(results["loss"]),
         "test_accuracy": float(results["accuracy"]),
         "test_documents": len(corpus.test),
@@ -278,7 +282,8 @@ def pretrain(
         runs.write_summary(output_dir, summary)
     log(
         f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "
-        f"(loss {summary['test_loss']:.4f}, masked-token accuracy "
+        f"(unigram baseline {summary['unigram_test_perplexity']:.2f}; "
+        f"loss {summary['test_loss']:.4f}, masked-token accuracy "
         f"{summary['test_accuracy']:.4f}) on {len(corpus.test)} held-out documents | "
         f"{steps} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall time "
         f"{summary['seconds']:.0f} s | saved to {output_dir}"
