@@ -49,8 +49,8 @@ class LinformerAttention(keras.layers.Layer):
     under any mixed-precision policy; the output is in the compute dtype.
 
     Initialisation: `projection_initializer` names how a linear E starts
-    (`"window_average"`, `"gaussian"`: N(0, 1/k), the distribution of the
-    paper's proofs, or `"fairseq"`: N(0, 0.02^2); see
+    (`"window_average"`, the default; `"gaussian"`: N(0, 1/k), the
+    distribution of the paper's proofs; or `"fairseq"`: N(0, 0.02^2); see
     `keras_linformer.layers.projection_initializers` for what each means and
     the measurements behind the default) or is any Keras initializer; a conv
     kernel starts as a window average plus N(0, 0.02^2) noise.

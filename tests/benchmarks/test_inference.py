@@ -35,7 +35,7 @@ def test_tiny_cell_runs_in_a_subprocess_and_yields_a_csv_row(
 ):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", onednn)
     spec = tiny_spec()
-    result = run_in_subprocess(spec, time_budget_s=120, memory_limit_bytes=4 * 2**30)
+    result = run_in_subprocess(spec, time_budget_s=300, memory_limit_bytes=4 * 2**30)
     assert result["status"] == "ok", result
     assert result["memory_measures"] == measures
     args = inference.parse_args(TINY_FLAGS)

@@ -20,7 +20,7 @@ def test_tiny_train_step_cell_runs_in_a_subprocess_and_yields_a_row(tmp_path):
     spec = grid.cell_spec(args, shape, "linformer", 64, 16)
     assert spec["task"] == "train" and spec["batch_size"] == 2
     assert spec["masked_positions"] == 10  # 15% of 64, rounded
-    result = run_in_subprocess(spec, time_budget_s=120, memory_limit_bytes=4 * 2**30)
+    result = run_in_subprocess(spec, time_budget_s=300, memory_limit_bytes=4 * 2**30)
     assert result["status"] == "ok", result
     row = grid.result_row(result, spec, shape, args)
     grid.derive(row, spec, peaks={})
