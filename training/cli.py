@@ -1,4 +1,4 @@
-"""Flags and error handling shared by the training programs.
+"""Flags and error handling shared by the programs (training/ and benchmarks/).
 
 Nothing here imports TensorFlow: flags are parsed, and bad values refused,
 before TensorFlow starts (and before `--cpu-replicas` must take effect).
@@ -71,43 +71,38 @@ def sequence_length(text):
     return value
 
 
-def _number(text, expected):
-    """`text` as a finite float; `expected` describes the valid values for the message."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
-    return value
+def number_in(low=None, high=None, include_low=True, include_high=False):
+    """An argparse type: a finite number within bounds (None: unbounded on that side).
+
+    >>> number_in(0, 1, include_high=True)("0.9")
+    0.9
+    """
+    if low == 0 and high is None:
+        expected = "a number >= 0" if include_low else "a positive number"
+    else:
+        expected = (f"a number in {'[' if include_low else '('}{low}, "
+                    f"{high}{']' if include_high else ')'}")
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
+        inside = ((low is None or (value >= low if include_low else value > low))
+                  and (high is None or (value <= high if include_high else value < high)))
+        if not inside:
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {value}")
+        return value
+
+    return parse
 
 
-def positive_float(text):
-    value = _number(text, "a positive number")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
-    return value
-
-
-def non_negative_float(text):
-    value = _number(text, "a number >= 0")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value}")
-    return value
-
-
-def fraction(text):
-    value = _number(text, "a number in [0, 1)")
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {value}")
-    return value
-
-
-def open_fraction(text):
-    value = _number(text, "a number in (0, 1)")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {value}")
-    return value
+positive_float = number_in(0, include_low=False)
+non_negative_float = number_in(0)
+fraction = number_in(0, 1)
+open_fraction = number_in(0, 1, include_low=False)
 
 
 def integer_in(low, high, expected):

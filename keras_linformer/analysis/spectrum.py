@@ -42,6 +42,8 @@ from keras_linformer import data
 from keras_linformer.analysis import hf_bert
 from keras_linformer.benchmarks import grid
 from keras_linformer.benchmarks import report
+from keras_linformer.utils import validation
+from training import cli
 
 MEASURES = ("singular", "energy")
 TARGETS = (0.5, 0.75, 0.9, 0.95, 0.99)
@@ -230,8 +232,7 @@ class AttentionSpectrum:
 
     def measure_curves(self, measure="singular"):
         """`(layers, heads, m)` curves of `measure`: `"singular"` or `"energy"`."""
-        if measure not in MEASURES:
-            raise ValueError(f"Invalid `measure`: {measure!r}. Expected one of {list(MEASURES)}.")
+        validation.check_choice("measure", measure, MEASURES)
         return self.curves if measure == "singular" else self.energy_curves
 
     def _check_index(self, index):
@@ -654,12 +655,12 @@ def parse_args(argv=None):
         "default: %(default)s",
     )
     parser.add_argument(
-        "--sequence-length", type=grid.positive_int, default=None, metavar="N",
+        "--sequence-length", type=cli.positive_int, default=None, metavar="N",
         help="tokens per text, [CLS] and [SEP] included; only texts that fill it are "
         "used (default: the model's max_sequence_length, 512 for MiniLM)",
     )
     parser.add_argument(
-        "--num-texts", type=grid.positive_int, default=64,
+        "--num-texts", type=cli.positive_int, default=64,
         help="how many texts to average over, the first that fill N tokens "
         "(default: %(default)s)",
     )
@@ -672,12 +673,12 @@ def parse_args(argv=None):
         help="which split of the corpus (default: %(default)s)",
     )
     parser.add_argument(
-        "--index", type=grid.positive_int, default=None,
+        "--index", type=cli.positive_int, default=None,
         help="index of the heatmap, e.g. 128 of 512 as in the paper "
         "(default: a quarter of the number of singular values)",
     )
     parser.add_argument(
-        "--target", type=grid.fraction(include_one=True), default=0.9,
+        "--target", type=cli.number_in(0, 1, include_low=False, include_high=True), default=0.9,
         help="fraction of the spectrum that the recommended per-layer k keeps in "
         "every head (default: %(default)s)",
     )
@@ -688,7 +689,7 @@ def parse_args(argv=None):
         "(default: %(default)s)",
     )
     parser.add_argument(
-        "--batch-size", type=grid.positive_int, default=4, help="texts per forward pass "
+        "--batch-size", type=cli.positive_int, default=4, help="texts per forward pass "
         "(default: %(default)s)",
     )
     parser.add_argument(

@@ -8,6 +8,7 @@ norm, GELU and embedding lookups are left out (they are O(n d) or O(n k h)).
 """
 
 from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.utils import validation
 
 ATTENTIONS = ("linformer", "transformer")
 
@@ -30,8 +31,8 @@ def attention_flops(
         qkv_and_output = 4 * matmul(n, d, d, b)
         scores_and_context = 2 * matmul(n, d, n, b)  # Q K^T and P V, all heads.
         return qkv_and_output + scores_and_context
-    sp.validate_choice("attention", attention, ATTENTIONS)
-    sp.validate_choice("sharing", sharing, sp.SHARINGS)
+    validation.check_choice("attention", attention, ATTENTIONS)
+    validation.check_choice("sharing", sharing, sp.SHARINGS)
     if projected_dim is None:
         raise ValueError("`projected_dim` is required for attention='linformer'.")
     k = projected_dim

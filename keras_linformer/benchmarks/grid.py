@@ -511,36 +511,3 @@ def main(argv, parse_args, write_outputs, program):
         print(f"{len(busy)} cells not run: the machine was busy (see --max-busy-cores)",
               flush=True)
     return 1 if errors or busy else 0
-
-
-def positive_int(text):
-    """An argparse type: an int of at least 1, with an error naming the value."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def fraction(include_zero=False, include_one=False):
-    """An argparse type: a number between 0 and 1, each end included or not.
-
-    >>> fraction(include_one=True)("0.9")
-    0.9
-    """
-    low, high = "[" if include_zero else "(", "]" if include_one else ")"
-    valid = f"a number in {low}0, 1{high}"
-
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {valid}, got {text!r}") from None
-        if not ((0 <= value if include_zero else 0 < value)
-                and (value <= 1 if include_one else value < 1)):
-            raise argparse.ArgumentTypeError(f"expected {valid}, got {value}")
-        return value
-
-    return parse

@@ -20,6 +20,7 @@ import sys
 
 from keras_linformer.benchmarks import grid
 from keras_linformer.benchmarks import report
+from training import cli
 
 
 def parse_args(argv=None):
@@ -44,22 +45,22 @@ def parse_args(argv=None):
     )
     batch = parser.add_mutually_exclusive_group()
     batch.add_argument(
-        "--tokens-per-batch", type=grid.positive_int, default=4096, metavar="TOKENS",
+        "--tokens-per-batch", type=cli.positive_int, default=4096, metavar="TOKENS",
         help="batch size per n: TOKENS // n sequences, at least 1, so every n "
         "trains on about as many tokens per step (default: %(default)s)",
     )
     batch.add_argument(
-        "--batch-size", type=grid.positive_int, default=None,
+        "--batch-size", type=cli.positive_int, default=None,
         help="the same number of sequences per step at every n, instead of "
         "--tokens-per-batch",
     )
     parser.add_argument(
-        "--mask-rate", type=grid.fraction(), default=0.15,
+        "--mask-rate", type=cli.open_fraction, default=0.15,
         help="share of each sequence's positions masked and predicted "
         "(default: %(default)s)",
     )
     parser.add_argument(
-        "--dropout", type=grid.fraction(include_zero=True), default=0.1,
+        "--dropout", type=cli.fraction, default=0.1,
         help="dropout of both models, as in pretraining (default: %(default)s)",
     )
     parser.add_argument(

@@ -8,7 +8,7 @@ model sees exactly the token ids it was trained on.
 import keras_hub
 import tensorflow as tf
 
-from keras_linformer.data.checks import check_positive_int
+from keras_linformer.utils.validation import check_positive_int
 from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
 
 

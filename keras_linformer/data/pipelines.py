@@ -14,7 +14,7 @@ import math
 import keras_hub
 import tensorflow as tf
 
-from keras_linformer.data.checks import check_positive_int
+from keras_linformer.utils.validation import check_positive_int
 from keras_linformer.data.encoding import TextEncoder
 from keras_linformer.data.encoding import special_token_ids
 from keras_linformer.data.masking import mask_tokens

@@ -6,7 +6,7 @@ import random
 import keras_hub
 import tensorflow as tf
 
-from keras_linformer.data.checks import check_positive_int
+from keras_linformer.utils.validation import check_positive_int
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 # [PAD] must be id 0: keras-hub's mask generator and packers treat 0 as padding.

@@ -12,6 +12,7 @@ from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.masking import detach_keras_masks
+from keras_linformer.utils import validation
 
 
 @keras_linformer_export("keras_linformer.layers.LinformerAttention")
@@ -149,13 +150,13 @@ class LinformerAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        sp.validate_positive_int("num_heads", num_heads)
-        sp.validate_positive_int("key_dim", key_dim)
+        validation.check_positive_int("num_heads", num_heads)
+        validation.check_positive_int("key_dim", key_dim)
         if value_dim is not None:
-            sp.validate_positive_int("value_dim", value_dim)
-        sp.validate_positive_int("sequence_length", sequence_length)
-        sp.validate_choice("projection", projection, sp.PROJECTIONS)
-        sp.validate_choice("sharing", sharing, sp.SHARINGS)
+            validation.check_positive_int("value_dim", value_dim)
+        validation.check_positive_int("sequence_length", sequence_length)
+        validation.check_choice("projection", projection, sp.PROJECTIONS)
+        validation.check_choice("sharing", sharing, sp.SHARINGS)
         sp.validate_projected_dim(projected_dim, sequence_length, projection)
         value_dim = key_dim if value_dim is None else value_dim
         if projection == "conv" and sharing in ("key_value", "layerwise"):
@@ -177,7 +178,7 @@ class LinformerAttention(keras.layers.Layer):
                 )
             output_shape = output_shape[0]
         if output_shape is not None:
-            sp.validate_positive_int("output_shape", output_shape)
+            validation.check_positive_int("output_shape", output_shape)
 
         self.num_heads = num_heads
         self.key_dim = key_dim

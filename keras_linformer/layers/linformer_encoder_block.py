@@ -10,6 +10,7 @@ from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.masking import padding_mask_of
+from keras_linformer.utils import validation
 
 
 def set_encoder_arguments(
@@ -29,11 +30,11 @@ def set_encoder_arguments(
     padding_compensation,
 ):
     """Validates and stores the arguments a block and a stack of blocks share."""
-    sp.validate_positive_int("intermediate_dim", intermediate_dim)
-    sp.validate_positive_int("num_heads", num_heads)
-    sp.validate_positive_int("sequence_length", sequence_length)
-    sp.validate_choice("projection", projection, sp.PROJECTIONS)
-    sp.validate_choice("sharing", sharing, sp.SHARINGS)
+    validation.check_positive_int("intermediate_dim", intermediate_dim)
+    validation.check_positive_int("num_heads", num_heads)
+    validation.check_positive_int("sequence_length", sequence_length)
+    validation.check_choice("projection", projection, sp.PROJECTIONS)
+    validation.check_choice("sharing", sharing, sp.SHARINGS)
     layer.intermediate_dim = intermediate_dim
     layer.num_heads = num_heads
     layer.sequence_length = sequence_length

@@ -8,6 +8,7 @@ from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
 from keras_linformer.layers.linformer_encoder_block import encoder_config
 from keras_linformer.layers.linformer_encoder_block import set_encoder_arguments
 from keras_linformer.layers.masking import padding_mask_of
+from keras_linformer.utils import validation
 
 
 @keras_linformer_export("keras_linformer.layers.LinformerEncoderStack")
@@ -85,7 +86,7 @@ class LinformerEncoderStack(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        sp.validate_positive_int("num_layers", num_layers)
+        validation.check_positive_int("num_layers", num_layers)
         set_encoder_arguments(
             self,
             intermediate_dim,

@@ -105,8 +105,8 @@ def projection_initializer(name, projected_dim, seed=None):
     if name == "fairseq":
         return keras.initializers.RandomNormal(stddev=0.02, seed=seed)
     raise ValueError(
-        f"Invalid `projection_initializer`: {name!r}. Expected one of "
-        f"{list(PROJECTION_INITIALIZERS)} or a Keras initializer."
+        f"`projection_initializer` must be one of {list(PROJECTION_INITIALIZERS)} or a "
+        f"Keras initializer. Received: projection_initializer={name!r}"
     )
 
 
@@ -128,6 +128,7 @@ def get(identifier):
         return keras.initializers.get(identifier)
     except ValueError:
         raise ValueError(
-            f"Invalid `projection_initializer`: {identifier!r}. Expected None, one of "
-            f"{list(PROJECTION_INITIALIZERS)}, or a Keras initializer."
+            "`projection_initializer` must be None, one of "
+            f"{list(PROJECTION_INITIALIZERS)}, or a Keras initializer. "
+            f"Received: projection_initializer={identifier!r}"
         ) from None

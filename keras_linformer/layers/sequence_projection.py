@@ -12,28 +12,15 @@ from keras import ops
 
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers.config_utils import clone_initializer
+from keras_linformer.utils import validation
 
 PROJECTIONS = ("linear", "mean", "max", "conv")
 SHARINGS = ("none", "headwise", "key_value", "layerwise")
 
 
-def validate_choice(name, value, valid):
-    if value not in valid:
-        raise ValueError(
-            f"Invalid `{name}`: {value!r}. Expected one of {list(valid)}."
-        )
-
-
-def validate_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-
-
 def validate_projected_dim(projected_dim, sequence_length, projection):
     """Checks k against n for one projection kind; returns the pooling window."""
-    validate_positive_int("projected_dim", projected_dim)
+    validation.check_positive_int("projected_dim", projected_dim)
     if projected_dim > sequence_length:
         raise ValueError(
             "`projected_dim` must not exceed `sequence_length`: projecting "

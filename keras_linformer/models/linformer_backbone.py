@@ -7,8 +7,8 @@ from keras_hub.src.utils.keras_utils import gelu_approximate
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
-from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.layers.config_utils import serialize_optional_initializer
+from keras_linformer.utils import validation
 
 ATTENTIONS = ("linformer", "transformer")
 
@@ -140,14 +140,14 @@ class LinformerBackbone(keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
-        sp.validate_choice("attention", attention, ATTENTIONS)
+        validation.check_choice("attention", attention, ATTENTIONS)
         for name, value in (
             ("vocabulary_size", vocabulary_size),
             ("hidden_dim", hidden_dim),
             ("max_sequence_length", max_sequence_length),
             ("num_segments", num_segments),
         ):
-            sp.validate_positive_int(name, value)
+            validation.check_positive_int(name, value)
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` must be divisible by `num_heads`. Received: "
@@ -321,7 +321,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         source_dropout = source.pop("dropout")
         if max_sequence_length is None:
             max_sequence_length = source["max_sequence_length"]
-        sp.validate_positive_int("max_sequence_length", max_sequence_length)
+        validation.check_positive_int("max_sequence_length", max_sequence_length)
         if max_sequence_length > source["max_sequence_length"]:
             raise ValueError(
                 "`max_sequence_length` must not exceed the source model's "

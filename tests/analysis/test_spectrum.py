@@ -122,7 +122,7 @@ def test_bad_values_and_measures_are_rejected():
     with pytest.raises(ValueError, match="ending at 1"):
         smallest_index_reaching([0.2, 0.5], 0.4)
     result = AttentionSpectrum.from_matrices(np.broadcast_to(np.eye(2), (1, 1, 2, 2)))
-    with pytest.raises(ValueError, match=r"Invalid `measure`: 'rank'. Expected one of"):
+    with pytest.raises(ValueError, match=r"`measure` must be one of \['singular', 'energy'\]. Received: measure='rank'"):
         result.projected_dims(0.9, measure="rank")
 
 
@@ -217,9 +217,9 @@ def test_command_line_on_a_pretrained_checkpoint_writes_every_output(tmp_path, c
 @pytest.mark.parametrize(
     "flags, named",
     [
-        (["--target", "1.5"], "--target: expected a number in (0, 1], got 1.5"),
-        (["--num-texts", "0"], "--num-texts: expected a positive integer, got 0"),
-        (["--index", "x"], "--index: expected a positive integer, got 'x'"),
+        (["--target", "1.5"], "--target: must be a number in (0, 1], got 1.5"),
+        (["--num-texts", "0"], "--num-texts: must be a positive integer, got 0"),
+        (["--index", "x"], "--index: must be a positive integer, got 'x'"),
         (["--measure", "rank"], "--measure: invalid choice: 'rank'"),
     ],
 )

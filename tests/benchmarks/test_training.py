@@ -58,11 +58,11 @@ def test_defaults_are_the_issue_grid():
 @pytest.mark.parametrize(
     "flags, named",
     [
-        (["--mask-rate", "0"], "--mask-rate: expected a number in (0, 1), got 0.0"),
-        (["--mask-rate", "half"], "--mask-rate: expected a number in (0, 1), got 'half'"),
-        (["--dropout", "1"], "--dropout: expected a number in [0, 1), got 1.0"),
-        (["--tokens-per-batch", "0"], "--tokens-per-batch: expected a positive integer, got 0"),
-        (["--batch-size", "-2"], "--batch-size: expected a positive integer, got -2"),
+        (["--mask-rate", "0"], "--mask-rate: must be a number in (0, 1), got 0.0"),
+        (["--mask-rate", "half"], "--mask-rate: must be a number in (0, 1), got 'half'"),
+        (["--dropout", "1"], "--dropout: must be a number in [0, 1), got 1.0"),
+        (["--tokens-per-batch", "0"], "--tokens-per-batch: must be a positive integer, got 0"),
+        (["--batch-size", "-2"], "--batch-size: must be a positive integer, got -2"),
         (["--batch-size", "2", "--tokens-per-batch", "512"], "not allowed with argument"),
         (["--repeats", "0"], "--repeats must be at least 1, got 0"),
         (["--warmup", "-1"], "--warmup must be at least 0, got -1"),

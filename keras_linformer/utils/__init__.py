@@ -1,0 +1,1 @@
+"""What the library and its programs share: argument validation, program conventions."""

@@ -1,0 +1,63 @@
+"""Argument checks for the library, with one message form.
+
+Every error names the argument, the value received and what is valid, in the
+form Keras uses: "`num_heads` must be a positive integer. Received:
+num_heads=0".
+
+>>> check_positive_int("num_heads", 0)
+Traceback (most recent call last):
+...
+ValueError: `num_heads` must be a positive integer. Received: num_heads=0
+"""
+
+import math
+import numbers
+
+
+def _received(name, value):
+    return f"Received: {name}={value!r}"
+
+
+def check_positive_int(name, value, minimum=1):
+    """Raises ValueError unless `value` is an int (not a bool) of at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        valid = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
+        raise ValueError(f"`{name}` must be {valid}. {_received(name, value)}")
+
+
+def check_choice(name, value, valid):
+    """Raises ValueError unless `value` is one of `valid`."""
+    if value not in valid:
+        raise ValueError(f"`{name}` must be one of {list(valid)}. {_received(name, value)}")
+
+
+def check_number(name, value, low=None, high=None, include_low=True, include_high=True):
+    """Raises ValueError unless `value` is a finite real number within the given bounds.
+
+    >>> check_number("dropout", 1.0, 0, 1, include_high=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: `dropout` must be a number in [0, 1). Received: dropout=1.0
+    """
+    inside = (
+        isinstance(value, numbers.Real) and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (low is None or (value >= low if include_low else value > low))
+        and (high is None or (value <= high if include_high else value < high))
+    )
+    if not inside:
+        raise ValueError(f"`{name}` must be {describe_range(low, high, include_low, include_high)}."
+                         f" {_received(name, value)}")
+
+
+def describe_range(low=None, high=None, include_low=True, include_high=True):
+    """Words for a range of numbers: "a number in [0, 1)", "a positive number"..."""
+    if low is None and high is None:
+        return "a finite number"
+    if high is None:
+        if low == 0:
+            return "a number >= 0" if include_low else "a positive number"
+        return f"a number {'>=' if include_low else '>'} {low}"
+    if low is None:
+        return f"a number {'<=' if include_high else '<'} {high}"
+    return f"a number in {'[' if include_low else '('}{low}, {high}{']' if include_high else ')'}"
