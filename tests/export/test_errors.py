@@ -7,7 +7,7 @@ import pytest
 
 from keras_linformer import export
 from keras_linformer.export import sources
-from keras_linformer.export.verify import KerasReference
+from keras_linformer.export.reference import KerasReference
 from tests.export.conftest import LABEL_NAMES
 from tests.export.conftest import VOCABULARY
 

@@ -96,8 +96,8 @@ def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, mon
     test_errors.py; a whole failing verification would cost four more
     TensorFlow processes.)"""
     from keras_linformer import export
-    from keras_linformer.export.verify import Check
-    from keras_linformer.export.verify import VerificationReport
+    from keras_linformer.export.report import Check
+    from keras_linformer.export.report import VerificationReport
 
     def failing_verify(export_dir, log, **kwargs):
         report = VerificationReport(export_dir, {}, f"Verifying {export_dir}")
