@@ -1,72 +1,25 @@
 """The checks of a verification, each a line of its report.
 
 Those that load the export run TensorFlow in a fresh process, as a server
-would: `saved_model_cli` (TF Serving's session loader) and
-`tf.saved_model.load`.
+would, with the programs of `keras_linformer.export.loaders`:
+`saved_model_cli` (TF Serving's session loader) and `tf.saved_model.load`.
 """
 
 import json
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 
 from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
+from keras_linformer.export.loaders import run as run_loader
 from keras_linformer.export.report import Check
 
-SAVED_MODEL_CLI = """\
-import sys
-import tensorflow_text  # noqa: F401  Registers the tokenizer ops, as TF Serving links them.
-from tensorflow.python.tools import saved_model_cli
-sys.argv = ["saved_model_cli"] + sys.argv[1:]
-saved_model_cli.main()
-"""
-
-SAVED_MODEL_LOAD = """\
-import json, os, sys
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401
-export_dir, cases_dir = sys.argv[1:3]
-loaded = tf.saved_model.load(export_dir, tags=["serve"])
-with open(os.path.join(cases_dir, "cases.json"), encoding="utf-8") as file:
-    cases = json.load(file)
-for case, signature in cases.items():
-    inputs = np.load(os.path.join(cases_dir, case + ".npz"), allow_pickle=True)
-    outputs = loaded.signatures[signature](**{k: tf.constant(inputs[k]) for k in inputs.files})
-    np.savez(os.path.join(cases_dir, case + ".out.npz"), **{k: v.numpy() for k, v in outputs.items()})
-print("ran", len(cases), "cases on signatures", sorted(loaded.signatures))
-"""
-
-SUBPROCESS_TIMEOUT = 600
-
-
-def run_python(code, args, what):
-    """Runs `python -c code args` in a fresh process; returns `(ok, stdout, stderr tail)`."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    try:
-        result = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=SUBPROCESS_TIMEOUT,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        return False, "", f"{what} did not finish in {SUBPROCESS_TIMEOUT} s"
-    tail = " | ".join(
-        line.strip()
-        for line in result.stderr.strip().splitlines()[-3:]
-        if line.strip()
-    )
-    if result.returncode != 0:
-        return False, result.stdout, f"{what} exited with status {result.returncode}: {tail}"
-    return True, result.stdout, tail
+# The programs of `keras_linformer.export.loaders` each check runs.
+CLI_LOADER = "saved_model_cli_with_text_ops"
+LOAD_LOADER = "load_and_run"
 
 
 def check_layout(export_dir):
@@ -120,8 +73,8 @@ def parse_show_all(text):
 
 def check_show(export_dir, expected):
     name = "saved_model_cli show --all"
-    ok, stdout, error = run_python(
-        SAVED_MODEL_CLI, ["show", "--dir", export_dir, "--all"], name
+    ok, stdout, error = run_loader(
+        CLI_LOADER, ["show", "--dir", export_dir, "--all"], name
     )
     if not ok:
         return Check(name, False, error), {}
@@ -158,8 +111,8 @@ def run_cli(export_dir, signature, inputs, work):
         np.save(path, value, allow_pickle=True)
         arguments.append(f"{key}={path}")
     out_dir = os.path.join(case_dir, "outputs")
-    ok, _, error = run_python(
-        SAVED_MODEL_CLI,
+    ok, _, error = run_loader(
+        CLI_LOADER,
         [
             "run", "--dir", export_dir, "--tag_set", serving.SERVE_TAG,
             "--signature_def", signature, "--inputs", ";".join(arguments),
@@ -255,7 +208,7 @@ def run_load(export_dir, cases, requests, work):
             np.savez(os.path.join(case_dir, f"{case}.npz"), **request.inputs)
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
         json.dump(manifest, file)
-    ok, _, error = run_python(SAVED_MODEL_LOAD, [export_dir, case_dir], "tf.saved_model.load")
+    ok, _, error = run_loader(LOAD_LOADER, [export_dir, case_dir], "tf.saved_model.load")
     if not ok:
         return None, error, manifest, rows
     outputs = {}
