@@ -28,6 +28,7 @@ from keras_linformer.export.checks import run_load
 from keras_linformer.export.reference import KerasReference
 from keras_linformer.export.reference import verification_texts
 from keras_linformer.export.report import VerificationReport
+from keras_linformer.utils.validation import check_number
 
 # Fresh TensorFlow processes run at once (each needs about 1 GB).
 PARALLEL_PROCESSES = 2
@@ -82,14 +83,13 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
     ```
     """
     log = log or (lambda line: None)
-    if not isinstance(atol, (int, float)) or isinstance(atol, bool) or not atol > 0:
-        raise ValueError(f"atol: must be a positive number. Received: atol={atol!r}")
+    check_number("atol", atol, 0, include_low=False)
     if texts is not None and (
         isinstance(texts, (str, bytes))
         or not all(isinstance(text, (str, bytes)) for text in texts)
     ):
         raise ValueError(
-            f"texts: must be a list of str or bytes. Received: {texts!r:.100}"
+            f"`texts` must be a list of str or bytes. Received: texts={texts!r:.100}"
         )
     export_dir = layout.latest_version_dir(export_dir)
     info = serving.read_export_info(export_dir)

@@ -13,9 +13,9 @@ from tests.export.conftest import VOCABULARY
 
 
 def test_top_k_and_max_masks_must_fit(masked_lm, tmp_path):
-    with pytest.raises(ValueError, match=rf"top_k: .*from 1 to the vocabulary size {len(VOCABULARY)}. Received: top_k=0"):
+    with pytest.raises(ValueError, match=rf"`top_k` must be .*from 1 to the vocabulary size {len(VOCABULARY)}. Received: top_k=0"):
         export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, top_k=0)
-    with pytest.raises(ValueError, match=r"max_masks: .*from 1 to sequence_length - 2 = 14. Received: max_masks=15"):
+    with pytest.raises(ValueError, match=r"`max_masks` must be .*from 1 to sequence_length - 2 = 14. Received: max_masks=15"):
         export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, max_masks=15)
 
 

@@ -57,7 +57,7 @@ def test_model_must_be_of_the_task_s_class(masked_lm, tmp_path):
 
 
 def test_sequence_length_must_fit_the_backbone(classifier, tmp_path):
-    with pytest.raises(ValueError, match=r"sequence_length: .*from 3 .* to the backbone's max_sequence_length 16. Received: sequence_length=17"):
+    with pytest.raises(ValueError, match=r"`sequence_length` must be .*from 3 .* to the backbone's max_sequence_length 16. Received: sequence_length=17"):
         export.export_classifier(classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path, sequence_length=17)
 
 

@@ -23,7 +23,7 @@ def test_verify_needs_a_model_when_the_export_records_none(masked_lm_export):
 
 
 def test_verify_bad_tolerance_or_texts(classifier_export):
-    with pytest.raises(ValueError, match=r"atol: must be a positive number. Received: atol=0"):
+    with pytest.raises(ValueError, match=r"`atol` must be a positive number. Received: atol=0"):
         export.verify(classifier_export, atol=0)
-    with pytest.raises(ValueError, match=r"texts: must be a list of str or bytes"):
+    with pytest.raises(ValueError, match=r"`texts` must be a list of str or bytes. Received: texts='one text'"):
         export.verify(classifier_export, texts="one text")
