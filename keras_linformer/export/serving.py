@@ -254,13 +254,13 @@ def export_masked_lm(
     vocabulary_size = len(source.vocabulary)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocabulary_size:
         raise ValueError(
-            f"top_k: must be an integer from 1 to the vocabulary size "
+            f"`top_k` must be an integer from 1 to the vocabulary size "
             f"{vocabulary_size}. Received: top_k={top_k!r}"
         )
     most = source.sequence_length - 2
     if isinstance(max_masks, bool) or not isinstance(max_masks, int) or not 1 <= max_masks <= most:
         raise ValueError(
-            f"max_masks: must be an integer from 1 to sequence_length - 2 = "
+            f"`max_masks` must be an integer from 1 to sequence_length - 2 = "
             f"{most}. Received: max_masks={max_masks!r}"
         )
     source.top_k, source.max_masks = top_k, max_masks

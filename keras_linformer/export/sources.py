@@ -169,7 +169,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
         or not 3 <= sequence_length <= max_sequence_length
     ):
         raise ValueError(
-            "sequence_length: must be an integer from 3 ([CLS], a token, [SEP]) "
+            "`sequence_length` must be an integer from 3 ([CLS], a token, [SEP]) "
             f"to the backbone's max_sequence_length {max_sequence_length}. "
             f"Received: sequence_length={sequence_length!r}"
         )

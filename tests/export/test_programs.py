@@ -93,11 +93,11 @@ def test_verify_of_a_missing_directory_exits_2(tmp_path, capsys):
 
 def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, monkeypatch, capsys):
     """The exit status follows the report. (What fails a check is tested in
-    test_errors.py; a whole failing verification would cost four more
+    test_reference.py; a whole failing verification would cost four more
     TensorFlow processes.)"""
     from keras_linformer import export
-    from keras_linformer.export.verify import Check
-    from keras_linformer.export.verify import VerificationReport
+    from keras_linformer.export.report import Check
+    from keras_linformer.export.report import VerificationReport
 
     def failing_verify(export_dir, log, **kwargs):
         report = VerificationReport(export_dir, {}, f"Verifying {export_dir}")

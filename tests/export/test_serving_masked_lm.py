@@ -1,4 +1,7 @@
-"""A fill-mask export, loaded the way TF Serving loads it, fills masks as the Keras MLM does."""
+"""A fill-mask export, loaded the way TF Serving loads it, fills masks as the Keras MLM does.
+
+The export is checked end to end by `export.verify`; its report is what the tests read.
+"""
 
 import keras
 import numpy as np

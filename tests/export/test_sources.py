@@ -1,13 +1,10 @@
-"""Bad inputs to the export API get errors that name the argument, the value and what is valid."""
+"""What an export starts from: bad models, vocabularies and class names get errors that name
+the argument, the value and what is valid."""
 
-import os
-
-import numpy as np
 import pytest
 
 from keras_linformer import export
 from keras_linformer.export import sources
-from keras_linformer.export.verify import KerasReference
 from tests.export.conftest import LABEL_NAMES
 from tests.export.conftest import VOCABULARY
 
@@ -60,68 +57,8 @@ def test_model_must_be_of_the_task_s_class(masked_lm, tmp_path):
 
 
 def test_sequence_length_must_fit_the_backbone(classifier, tmp_path):
-    with pytest.raises(ValueError, match=r"sequence_length: .*from 3 .* to the backbone's max_sequence_length 16. Received: sequence_length=17"):
+    with pytest.raises(ValueError, match=r"`sequence_length` must be .*from 3 .* to the backbone's max_sequence_length 16. Received: sequence_length=17"):
         export.export_classifier(classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path, sequence_length=17)
-
-
-def test_top_k_and_max_masks_must_fit(masked_lm, tmp_path):
-    with pytest.raises(ValueError, match=rf"top_k: .*from 1 to the vocabulary size {len(VOCABULARY)}. Received: top_k=0"):
-        export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, top_k=0)
-    with pytest.raises(ValueError, match=r"max_masks: .*from 1 to sequence_length - 2 = 14. Received: max_masks=15"):
-        export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, max_masks=15)
-
-
-def test_base_dir_that_is_a_file(classifier, tmp_path):
-    (tmp_path / "file").write_text("")
-    with pytest.raises(ValueError, match=r"base_dir: '.*file' exists and is not a directory"):
-        export.export_classifier(classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path / "file")
-
-
-def test_nothing_is_written_when_the_arguments_are_bad(classifier, tmp_path):
-    with pytest.raises(ValueError):
-        export.export_classifier(classifier, VOCABULARY, ["a"], base_dir=tmp_path / "out")
-    assert not os.path.exists(tmp_path / "out")
-
-
-def test_verify_a_missing_or_foreign_directory(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"export_dir: directory '.*missing' does not exist"):
-        export.verify(tmp_path / "missing")
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match=r"export_dir: '.*empty' is neither a SavedModel"):
-        export.verify(tmp_path / "empty")
-
-
-def test_verify_needs_a_model_when_the_export_records_none(masked_lm_export):
-    with pytest.raises(ValueError, match=r"model: the export records no readable source model"):
-        export.verify(masked_lm_export)
-
-
-def test_verify_bad_tolerance_or_texts(classifier_export):
-    with pytest.raises(ValueError, match=r"atol: must be a positive number. Received: atol=0"):
-        export.verify(classifier_export, atol=0)
-    with pytest.raises(ValueError, match=r"texts: must be a list of str or bytes"):
-        export.verify(classifier_export, texts="one text")
-
-
-def test_verify_comparison_catches_wrong_outputs(classifier_export, classifier):
-    """The comparison that fails a report: a served probability off by 1e-4."""
-    info = export.read_export_info(classifier_export)
-    source = sources.load_source(
-        "classifier", classifier, VOCABULARY, LABEL_NAMES, info["sequence_length"]
-    )
-    reference = KerasReference(source, info)
-    reference.cases([b"the cat", b""])
-    probabilities = reference.classifier_probabilities().astype("float32")
-    label_ids = probabilities.argmax(-1).astype("int32")
-    labels = np.array([LABEL_NAMES[i].encode() for i in label_ids], dtype=object)
-    good = {"probabilities": probabilities, "label_ids": label_ids, "labels": labels}
-    assert reference.compare(good, 1e-5)[0]
-    off = {**good, "probabilities": probabilities + np.float32(1e-4)}
-    passed, detail = reference.compare(off, 1e-5)
-    assert not passed and "max |probabilities - Keras| = 1.0e-04" in detail
-    renamed = {**good, "labels": np.array([b"other"] * len(labels), dtype=object)}
-    passed, detail = reference.compare(renamed, 1e-5)
-    assert not passed and "labels do NOT match label_ids" in detail
 
 
 def copy_of(directory, tmp_path):

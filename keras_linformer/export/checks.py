@@ -1,0 +1,269 @@
+"""The checks of a verification, each a line of its report.
+
+Those that load the export run TensorFlow in a fresh process, as a server
+would, with the programs of `keras_linformer.export.loaders`:
+`saved_model_cli` (TF Serving's session loader) and `tf.saved_model.load`.
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+
+from keras_linformer.export import serving
+from keras_linformer.export import sources
+from keras_linformer.export import warmup
+from keras_linformer.export.loaders import run as run_loader
+from keras_linformer.export.report import Check
+
+# The programs of `keras_linformer.export.loaders` each check runs.
+CLI_LOADER = "saved_model_cli_with_text_ops"
+LOAD_LOADER = "load_and_run"
+
+
+def check_layout(export_dir):
+    name = "layout"
+    problems = []
+    if not os.path.basename(os.path.normpath(export_dir)).isdigit():
+        problems.append("the directory is not an integer version (TF Serving skips it)")
+    required = [
+        "saved_model.pb",
+        "variables",
+        os.path.join(warmup.EXTRA_DIR, warmup.WARMUP_FILE),
+        os.path.join(warmup.EXTRA_DIR, sources.VOCABULARY_FILE),
+        os.path.join(warmup.EXTRA_DIR, serving.INFO_FILE),
+    ]
+    missing = [path for path in required if not os.path.exists(os.path.join(export_dir, path))]
+    if missing:
+        problems.append(f"missing {missing}")
+    if problems:
+        return Check(name, False, "; ".join(problems))
+    return Check(
+        name,
+        True,
+        f"version {os.path.basename(os.path.normpath(export_dir))} holds "
+        + ", ".join(required),
+    )
+
+
+SIGNATURE_RE = re.compile(r"^signature_def\['([^']+)'\]:", re.M)
+TENSOR_RE = re.compile(
+    r"(inputs|outputs)\['([^']+)'\] tensor_info:\s+dtype: (\w+)\s+shape: ([^\n]+)"
+)
+DTYPE_NAMES = {"DT_STRING": "string", "DT_INT32": "int32", "DT_INT64": "int64", "DT_FLOAT": "float32"}
+
+
+def parse_show_all(text):
+    """`{signature: {"inputs": {key: (dtype, shape)}, "outputs": {...}}}` from `show --all`."""
+    signatures = {}
+    blocks = SIGNATURE_RE.split(text)
+    for name, body in zip(blocks[1::2], blocks[2::2]):
+        entry = signatures[name] = {"inputs": {}, "outputs": {}}
+        for side, key, dtype, shape in TENSOR_RE.findall(body):
+            shape = shape.strip()
+            dims = (
+                shape
+                if shape == "unknown_rank"
+                else tuple(int(d) for d in shape.strip("()").split(",") if d.strip())
+            )
+            entry[side][key] = (DTYPE_NAMES.get(dtype, dtype), dims)
+    return signatures
+
+
+def check_show(export_dir, expected):
+    name = "saved_model_cli show --all"
+    ok, stdout, error = run_loader(
+        CLI_LOADER, ["show", "--dir", export_dir, "--all"], name
+    )
+    if not ok:
+        return Check(name, False, error), {}
+    found = parse_show_all(stdout)
+    if "MetaGraphDef with tag-set: 'serve'" not in stdout:
+        return Check(name, False, "no MetaGraphDef with tag-set 'serve'"), found
+    problems = []
+    for signature, (inputs, outputs) in expected.items():
+        if signature not in found:
+            problems.append(f"signature {signature!r} missing")
+            continue
+        for side, specs in (("inputs", inputs), ("outputs", outputs)):
+            if found[signature][side] != specs:
+                problems.append(
+                    f"{signature} {side} are {found[signature][side]}, expected {specs}"
+                )
+    if problems:
+        return Check(name, False, "; ".join(problems)), found
+    described = "; ".join(
+        f"{signature}({', '.join(f'{k}: {d}{list(s)}' for k, (d, s) in inputs.items())})"
+        f" -> {', '.join(f'{k}: {d}{list(s)}' for k, (d, s) in outputs.items())}"
+        for signature, (inputs, outputs) in expected.items()
+    )
+    return Check(name, True, f"tag-set 'serve': {described}"), found
+
+
+def run_cli(export_dir, signature, inputs, work):
+    """`saved_model_cli run` on one signature; returns `(outputs or None, error)`."""
+    case_dir = os.path.join(work, f"cli_{signature}")
+    os.makedirs(case_dir)
+    arguments = []
+    for key, value in inputs.items():
+        path = os.path.join(case_dir, f"{key}.npy")
+        np.save(path, value, allow_pickle=True)
+        arguments.append(f"{key}={path}")
+    out_dir = os.path.join(case_dir, "outputs")
+    ok, _, error = run_loader(
+        CLI_LOADER,
+        [
+            "run", "--dir", export_dir, "--tag_set", serving.SERVE_TAG,
+            "--signature_def", signature, "--inputs", ";".join(arguments),
+            "--outdir", out_dir,
+        ],
+        f"saved_model_cli run {signature}",
+    )
+    if not ok:
+        return None, error
+    return {
+        file[: -len(".npy")]: np.load(os.path.join(out_dir, file), allow_pickle=True)
+        for file in sorted(os.listdir(out_dir))
+    }, None
+
+
+def check_run(signature, result, reference, atol, batch_size):
+    """Returns `(Check, outputs or None)` for one `run_cli` result."""
+    name = f"saved_model_cli run {signature}"
+    outputs, error = result
+    if outputs is None:
+        return Check(name, False, error), None
+    passed, detail = reference.compare(outputs, atol)
+    fed = "texts" if "text" in reference.cases_fed[signature] else "token-id rows"
+    return (
+        Check(
+            name,
+            passed,
+            f"fresh process, session loader, tensorflow_text imported; {batch_size} {fed} "
+            "(empty, non-ASCII, longer than n, whitespace, invalid UTF-8): " + detail,
+        ),
+        outputs,
+    )
+
+
+def check_warmup(export_dir, info, expected):
+    """Returns `(requests, Check)`: the parsed warmup requests and their check."""
+    name = "warmup requests"
+    try:
+        requests = warmup.read_warmup_requests(export_dir)
+    except (OSError, ValueError) as error:
+        return [], Check(name, False, str(error))
+    problems = []
+    if not requests:
+        problems.append("the file holds no record")
+    for index, request in enumerate(requests):
+        where = f"record {index} ({request.signature_name!r})"
+        if request.model_name != info["model_name"]:
+            problems.append(f"{where}: model_spec.name {request.model_name!r}")
+        if request.signature_name not in expected:
+            problems.append(f"{where}: no such signature")
+            continue
+        inputs, _ = expected[request.signature_name]
+        if set(request.inputs) != set(inputs):
+            problems.append(f"{where}: inputs {sorted(request.inputs)}, expected {sorted(inputs)}")
+            continue
+        for key, (dtype, shape) in inputs.items():
+            value = request.inputs[key]
+            if request.dtypes[key] != dtype:
+                problems.append(f"{where}: {key} is {request.dtypes[key]}, expected {dtype}")
+            elif value.ndim != len(shape) or any(
+                want != -1 and got != want for got, want in zip(value.shape, shape)
+            ):
+                problems.append(f"{where}: {key} has shape {value.shape}, expected {shape}")
+    if problems:
+        return requests, Check(name, False, "; ".join(problems))
+    described = ", ".join(
+        f"{r.signature_name}({', '.join(f'{k}: {r.dtypes[k]}{list(v.shape)}' for k, v in r.inputs.items())})"
+        for r in requests
+    )
+    return requests, Check(
+        name,
+        True,
+        f"{len(requests)} PredictionLog records match their signatures: {described}",
+    )
+
+
+def run_load(export_dir, cases, requests, work):
+    """Runs every case and warmup request under `tf.saved_model.load` in a fresh process.
+
+    Returns `(outputs by case or None, error, {case: signature}, {case: rows})`.
+    """
+    case_dir = os.path.join(work, "load")
+    os.makedirs(case_dir)
+    manifest, rows = {}, {}
+    for signature, inputs in cases.items():
+        manifest[f"verify_{signature}"] = signature
+        np.savez(os.path.join(case_dir, f"verify_{signature}.npz"), **inputs)
+    for index, request in enumerate(requests):
+        if request.signature_name in cases:
+            case = f"warmup_{index}"
+            manifest[case] = request.signature_name
+            rows[case] = len(next(iter(request.inputs.values())))
+            np.savez(os.path.join(case_dir, f"{case}.npz"), **request.inputs)
+    with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
+        json.dump(manifest, file)
+    ok, _, error = run_loader(LOAD_LOADER, [export_dir, case_dir], "tf.saved_model.load")
+    if not ok:
+        return None, error, manifest, rows
+    outputs = {}
+    for case in manifest:
+        path = os.path.join(case_dir, case + ".out.npz")
+        if os.path.isfile(path):
+            with np.load(path, allow_pickle=True) as archive:
+                outputs[case] = {key: archive[key] for key in archive.files}
+    return outputs, None, manifest, rows
+
+
+def check_load(result, cli_outputs, reference, atol):
+    """Returns `(Check, {signature: outputs})` for the `run_load` result."""
+    name = "tf.saved_model.load"
+    outputs_by_case, error, manifest, rows = result
+    if outputs_by_case is None:
+        return Check(name, False, error), {}
+    problems, verified = [], {}
+    for case, signature in manifest.items():
+        outputs = outputs_by_case.get(case)
+        if outputs is None:
+            problems.append(f"{case}: no outputs")
+        elif case.startswith("verify_"):
+            verified[signature] = outputs
+            passed, detail = reference.compare(outputs, atol)
+            if not passed:
+                problems.append(f"{signature}: {detail}")
+            expected = cli_outputs.get(signature)
+            if expected is not None and not same_outputs(outputs, expected, atol):
+                problems.append(f"{signature}: outputs differ from saved_model_cli run's")
+        elif any(len(value) != rows[case] for value in outputs.values()):
+            problems.append(f"{case}: outputs do not have the request's {rows[case]} rows")
+    if problems:
+        return Check(name, False, "; ".join(problems)), verified
+    return (
+        Check(
+            name,
+            True,
+            f"fresh process; signatures {sorted(verified)} match Keras and saved_model_cli "
+            f"run; {len(rows)} warmup requests ran",
+        ),
+        verified,
+    )
+
+
+def same_outputs(first, second, atol):
+    if set(first) != set(second):
+        return False
+    for key, value in first.items():
+        other = second[key]
+        if value.shape != other.shape:
+            return False
+        if value.dtype.kind == "f":
+            if np.abs(value - other).max(initial=0.0) > atol:
+                return False
+        elif not np.array_equal(value, other):
+            return False
+    return True

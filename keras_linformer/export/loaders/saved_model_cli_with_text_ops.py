@@ -1,0 +1,23 @@
+"""TF's `saved_model_cli`, with the tensorflow-text ops registered first, as TF Serving links them.
+
+    python -m saved_model_cli_with_text_ops show --dir EXPORT_DIR --all
+    python -m saved_model_cli_with_text_ops run --dir EXPORT_DIR --tag_set serve ...
+
+Run by `keras_linformer.export.loaders.run`, in a process that imports
+neither keras nor keras_linformer.
+"""
+
+import sys
+
+import tensorflow_text  # noqa: F401  Registers the tokenizer ops, as TF Serving links them.
+from tensorflow.python.tools import saved_model_cli
+
+
+def main(argv=None):
+    """Runs `saved_model_cli` with `argv` (default: this program's arguments)."""
+    sys.argv = ["saved_model_cli"] + (sys.argv[1:] if argv is None else list(argv))
+    saved_model_cli.main()
+
+
+if __name__ == "__main__":
+    main()

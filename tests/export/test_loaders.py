@@ -1,0 +1,68 @@
+"""The programs that load an export in a fresh process import TensorFlow, not keras_linformer."""
+
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+
+import numpy as np
+
+from keras_linformer.export import loaders
+from keras_linformer.export.loaders import load_and_run
+
+PROGRAMS = ["load_and_run", "saved_model_cli_with_text_ops"]
+
+
+def test_every_module_of_the_package_is_a_program():
+    # Everything in the directory becomes a top-level module in the loader's
+    # process: only the programs may be there.
+    assert sorted(module.name for module in pkgutil.iter_modules([loaders.LOADERS_DIR])) == PROGRAMS
+
+
+def test_a_loader_process_imports_neither_keras_linformer_nor_keras_hub(tmp_path):
+    code = (
+        "import sys\n"
+        + "".join(f"import {program}\n" for program in PROGRAMS)
+        + "print(sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'keras_linformer', 'keras_hub', 'keras_nlp'}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=loaders.environment(),
+        timeout=loaders.SUBPROCESS_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_load_and_run_writes_the_outputs_of_each_case(classifier_export, tmp_path, capsys):
+    texts = np.array([b"the cat sat", b"", b"\xff not utf-8"], dtype=object)
+    np.savez(tmp_path / "texts.npz", text=texts)
+    (tmp_path / "cases.json").write_text(json.dumps({"texts": "serving_default"}))
+    load_and_run.main([classifier_export, str(tmp_path)])
+    assert capsys.readouterr().out.startswith("ran 1 cases on signatures")
+    with np.load(tmp_path / "texts.out.npz", allow_pickle=True) as outputs:
+        assert sorted(outputs.files) == ["label_ids", "labels", "probabilities"]
+        assert outputs["probabilities"].shape == (3, 3)
+
+
+def test_run_lists_the_signatures_with_saved_model_cli(classifier_export):
+    ok, stdout, _ = loaders.run(
+        "saved_model_cli_with_text_ops",
+        ["show", "--dir", classifier_export, "--tag_set", "serve"],
+        "show",
+    )
+    assert ok
+    assert "serving_default" in stdout and "predict_token_ids" in stdout
+
+
+def test_run_reports_a_program_that_fails(tmp_path):
+    missing = os.path.join(tmp_path, "missing")
+    ok, _, error = loaders.run("load_and_run", [missing, str(tmp_path)], "tf.saved_model.load")
+    assert not ok
+    assert error.startswith("tf.saved_model.load exited with status 1: ")
+    assert "missing" in error
