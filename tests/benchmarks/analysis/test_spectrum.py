@@ -1,32 +1,21 @@
-"""The attention spectrum: known matrices, curve properties, the recommended k, the CLI."""
+"""The attention spectrum's maths: known matrices, curve properties, the recommended k."""
 
 import doctest
-import json
 
 import numpy as np
 import pytest
 
-from keras_linformer.analysis import spectrum
-from keras_linformer.analysis.spectrum import AttentionSpectrum
-from keras_linformer.analysis.spectrum import normalized_cumulative
-from keras_linformer.analysis.spectrum import singular_values
-from keras_linformer.analysis.spectrum import smallest_index_reaching
-from keras_linformer.models import LinformerBackbone
+from benchmarks.analysis import spectrum
+from benchmarks.analysis.spectrum import AttentionSpectrum
+from benchmarks.analysis.spectrum import normalized_cumulative
+from benchmarks.analysis.spectrum import singular_values
+from benchmarks.analysis.spectrum import smallest_index_reaching
 
 
 def softmax_rows(logits):
     logits = logits - logits.max(-1, keepdims=True)
     weights = np.exp(logits)
     return weights / weights.sum(-1, keepdims=True)
-
-
-def tiny_backbone(attention="transformer", **overrides):
-    config = dict(
-        vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
-        projected_dim=4, max_sequence_length=16, attention=attention, dropout=0.0,
-    )
-    config.update(overrides)
-    return LinformerBackbone(**config)
 
 
 # --- Known spectra -------------------------------------------------------------
@@ -129,111 +118,3 @@ def test_bad_values_and_measures_are_rejected():
 def test_docstring_examples_run():
     result = doctest.testmod(spectrum)
     assert result.attempted >= 3 and result.failed == 0
-
-
-# --- Attention of a model ----------------------------------------------------------
-
-
-def test_attention_of_a_transformer_backbone_is_row_stochastic_and_its_blocks_are_the_model(rng):
-    backbone = tiny_backbone()
-    token_ids = rng.integers(5, 50, (3, 16)).astype("int32")
-    inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
-              "padding_mask": np.ones_like(token_ids)}
-    output, probabilities = spectrum.attention_probabilities(backbone, inputs)
-    assert [p.shape for p in probabilities] == [(3, 2, 16, 16)] * 2
-    for p in probabilities:
-        np.testing.assert_allclose(p.sum(-1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(
-        output, backbone(inputs)["sequence_output"].numpy(), atol=1e-5
-    )
-
-
-def test_attention_of_a_linformer_backbone_is_n_by_k(rng):
-    backbone = tiny_backbone("linformer")
-    token_ids = rng.integers(5, 50, (2, 16)).astype("int32")
-    inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
-              "padding_mask": np.ones_like(token_ids)}
-    output, probabilities = spectrum.attention_probabilities(backbone, inputs)
-    assert [p.shape for p in probabilities] == [(2, 2, 16, 4)] * 2
-    np.testing.assert_allclose(
-        output, backbone(inputs)["sequence_output"].numpy(), atol=1e-5
-    )
-
-
-def test_spectrum_of_a_model_averages_every_text(rng):
-    backbone = tiny_backbone()
-    token_ids = rng.integers(5, 50, (5, 16))
-    done = []
-    result = spectrum.attention_spectrum(backbone, token_ids, batch_size=2, progress=done.append)
-    assert done == [2, 4, 5]
-    assert result.num_texts == 5 and result.curves.shape == (2, 2, 16)
-    assert (np.diff(result.curves, axis=-1) >= -1e-12).all()
-    np.testing.assert_allclose(result.curves[..., -1], 1.0)
-    assert all(1 <= k <= 16 for k in result.projected_dims(0.9))
-
-
-def test_only_texts_that_fill_the_sequence_are_used_truncated_and_wrapped():
-    token_ids, used = spectrum.full_length_token_ids(
-        [[7, 8], [7, 8, 9, 10], [5, 6, 7], [1, 2, 3, 4, 5]], 5, cls_id=2, sep_id=3, limit=2
-    )
-    np.testing.assert_array_equal(token_ids, [[2, 7, 8, 9, 3], [2, 5, 6, 7, 3]])
-    assert used == [1, 2]
-    with pytest.raises(ValueError, match="`sequence_length` must be an integer of at least 3"):
-        spectrum.full_length_token_ids([[1, 2]], 2, 2, 3)
-
-
-# --- Command line ------------------------------------------------------------------------
-
-
-def test_command_line_on_a_pretrained_checkpoint_writes_every_output(tmp_path, capsys):
-    from keras_linformer import data
-    from keras_linformer.training import checkpoints
-
-    vocabulary = list(data.SPECIAL_TOKENS) + [
-        "the", "a", "of", "to", "and", "in", "said", "is", "for", "on", "that", "with",
-    ]
-    checkpoints.save_pretrained(
-        tiny_backbone(vocabulary_size=len(vocabulary)), vocabulary, tmp_path / "model"
-    )
-    code = spectrum.main([
-        "--model", str(tmp_path / "model"), "--num-texts", "3", "--index", "4",
-        "--target", "0.8", "--output-dir", str(tmp_path), "--name", "run",
-    ])
-    assert code == 0
-    summary = json.loads((tmp_path / "run.json").read_text())
-    assert summary["num_texts"] == 3 and summary["sequence_length"] == 16
-    assert summary["index"] == 4 and len(summary["projected_dim"]) == 2
-    printed = capsys.readouterr().out
-    assert printed.startswith("python -m keras_linformer.analysis.spectrum --model")
-    assert f"projected_dim={summary['projected_dim']}" in printed
-    csv_lines = (tmp_path / "run.csv").read_text().splitlines()
-    assert csv_lines[1].startswith("layer,head,k_singular_0.8,singular@1,")
-    assert len(csv_lines) == 2 + 2 * (2 + 1)  # comment, header, per layer 2 heads + mean
-    for image in ("run-curves.png", "run-heatmap.png"):
-        assert (tmp_path / image).read_bytes()[:4] == b"\x89PNG"
-    assert "projected_dim=" in (tmp_path / "run.md").read_text()
-
-
-@pytest.mark.parametrize(
-    "flags, named",
-    [
-        (["--target", "1.5"], "--target: must be a number in (0, 1], got 1.5"),
-        (["--num-texts", "0"], "--num-texts: must be a positive integer, got 0"),
-        (["--index", "x"], "--index: must be a positive integer, got 'x'"),
-        (["--measure", "rank"], "--measure: invalid choice: 'rank'"),
-    ],
-)
-def test_bad_flags_are_rejected_naming_the_flag_and_value(flags, named, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        spectrum.parse_args(flags)
-    assert exit_info.value.code == 2
-    assert named in capsys.readouterr().err
-
-
-def test_a_model_that_is_not_a_checkpoint_is_rejected_naming_it(tmp_path, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        spectrum.main(["--model", str(tmp_path), "--output-dir", str(tmp_path)])
-    assert exit_info.value.code == 2
-    assert f"--model: {str(tmp_path)!r} is neither 'minilm' nor a directory" in (
-        capsys.readouterr().err
-    )
