@@ -13,7 +13,7 @@ import os
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_DIR = "checkpoints"
-# Written by `python -m training.quality` beside a run before starting it.
+# Written by `python -m benchmarks.quality` beside a run before starting it.
 COMMAND_FILE = "command.txt"
 LOG_FILE = "output.log"
 

@@ -77,7 +77,7 @@ def test_a_truncated_run_record_is_named(reviews_file, tmp_path, capsys):
 
 
 def test_a_report_of_no_finished_run_is_refused_and_keeps_the_results(tmp_path, capsys):
-    from training import quality
+    from benchmarks import quality
 
     results = tmp_path / "results"
     results.mkdir()

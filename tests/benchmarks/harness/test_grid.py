@@ -1,14 +1,13 @@
 """The measuring protocol: interleaved rounds, a busy machine refused, rounds combined."""
 
-import subprocess
-import sys
+import doctest
 
 import pytest
 
-from keras_linformer.benchmarks import grid
-from keras_linformer.benchmarks import inference
-from keras_linformer.benchmarks import report
-from keras_linformer.benchmarks.runner import busy_cores
+from benchmarks import inference
+from benchmarks import outputs
+from benchmarks.harness import grid
+from benchmarks.harness import report
 
 TINY_FLAGS = [
     "--num-layers", "1", "--hidden-dim", "16", "--num-heads", "2",
@@ -17,7 +16,7 @@ TINY_FLAGS = [
 
 
 def test_each_n_runs_its_models_interleaved_in_rounds_with_a_matmul_beside_them():
-    args = inference.parse_args(["--sequence-lengths", "512", "1024", "--projected-dims",
+    _, args = inference.parse_args(["--sequence-lengths", "512", "1024", "--projected-dims",
                                  "128", "512", "--rounds", "3"])
     cells = grid.plan_cells(args)
     assert cells[:7] == [
@@ -32,30 +31,17 @@ def test_each_n_runs_its_models_interleaved_in_rounds_with_a_matmul_beside_them(
     assert len(cells) == 3 * 3 + 3 * 4
 
 
-@pytest.fixture
-def two_busy_processes():
-    spin = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
-    processes = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
-    yield
-    for process in processes:
-        process.kill()
-        process.wait()
-
-
-def test_busy_cores_sees_other_processes(two_busy_processes):
-    assert busy_cores(interval=1.0) > 1.0
-
-
 def test_a_busy_machine_is_refused_and_every_cell_is_recorded_as_not_run(
     two_busy_processes, tmp_path, capsys
 ):
-    code = inference.main(TINY_FLAGS + [
-        "--sequence-lengths", "64", "--projected-dims", "16", "--rounds", "1",
-        "--max-busy-cores", "0.5", "--busy-timeout", "1",
-        "--output-dir", str(tmp_path), "--name", "run",
-    ])
-    assert code == 1
-    rows, _ = report.read_csv(tmp_path / "run.csv")
+    with pytest.raises(SystemExit) as exit_info:
+        inference.main(TINY_FLAGS + [
+            "--sequence-lengths", "64", "--projected-dims", "16", "--rounds", "1",
+            "--max-busy-cores", "0.5", "--busy-timeout", "1",
+            "--output-dir", str(tmp_path), "--name", "run",
+        ])
+    assert exit_info.value.code == 1
+    rows, _ = outputs.read_csv(tmp_path / "run.csv")
     assert [r["status"] for r in rows] == ["skipped"] * 3
     assert all("machine stayed busy" in r["note"] for r in rows)
     assert rows[0]["busy_cores"] > 0.5  # The load that stopped it is recorded.
@@ -94,11 +80,19 @@ def test_a_cell_that_failed_in_one_round_reports_the_failure():
 
 @pytest.mark.parametrize(
     "flags, message",
-    [(["--rounds", "0"], "--rounds must be at least 1, got 0"),
-     (["--max-busy-cores", "-1"], "--max-busy-cores must be at least 0, got -1.0"),
-     (["--busy-timeout", "0"], "--busy-timeout must be positive, got 0.0")],
+    [(["--rounds", "0"], "argument --rounds: must be a positive integer, got 0"),
+     (["--max-busy-cores", "-1"], "argument --max-busy-cores: must be a number >= 0, got -1.0"),
+     (["--busy-timeout", "0"], "argument --busy-timeout: must be a positive number, got 0.0"),
+     (["--total-time-budget", "-5"],
+      "argument --total-time-budget: must be a positive number, got -5.0")],
 )
 def test_bad_protocol_flags_are_refused(flags, message, capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         inference.parse_args(flags)
+    assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(grid)
+    assert result.attempted >= 1 and result.failed == 0

@@ -1,6 +1,6 @@
 """One benchmark cell, measured inside a fresh process.
 
-`python -m keras_linformer.benchmarks.cell SPEC_JSON` builds one model (or one
+`python -m benchmarks.harness.cell SPEC_JSON` builds one model (or one
 large matmul), runs it XLA-compiled (a forward pass, or a masked-LM train
 step when `spec["task"] == "train"`), and prints a line `CELL_RESULT {json}`.
 `runner.py` starts it and enforces the time budget and memory limit.
@@ -294,7 +294,7 @@ def run_cell(spec):
 
 def main(argv):
     if len(argv) != 1:
-        raise SystemExit("usage: python -m keras_linformer.benchmarks.cell SPEC_JSON")
+        raise SystemExit("usage: python -m benchmarks.harness.cell SPEC_JSON")
     spec = json.loads(argv[0])
     result = run_cell(spec)
     sys.stdout.write(RESULT_MARKER + json.dumps(result) + "\n")

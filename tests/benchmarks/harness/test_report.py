@@ -2,7 +2,8 @@
 
 import pytest
 
-from keras_linformer.benchmarks import report
+from benchmarks import outputs
+from benchmarks.harness import report
 
 SHAPE = dict(num_layers=1, hidden_dim=4, num_heads=2, intermediate_dim=8)
 
@@ -76,7 +77,7 @@ def test_paper_figures_follow_table_3():
 def test_csv_round_trip_keeps_rows_and_command(rows, tmp_path):
     path = tmp_path / "results.csv"
     report.write_csv(rows, path, "python -m x --flag")
-    read, command = report.read_csv(path)
+    read, command = outputs.read_csv(path)
     assert command == "python -m x --flag"
     assert [r["status"] for r in read] == [r["status"] for r in rows]
     assert read[1]["median_s"] == 3.0 and read[1]["projected_dim"] is None

@@ -10,18 +10,18 @@ runs and resumes an interrupted one. Writes, under `--results-dir`, a CSV
 of every run and a markdown table of test accuracy (mean and standard
 deviation over the seeds) per model and dataset.
 
-    python -m training.projection_study [--seeds 0 1 2] [--report-only]
+    python -m benchmarks.projection_study [--seeds 0 1 2] [--report-only]
 """
 
 import argparse
-import csv
 import os
-import shlex
 import statistics
-import sys
 
+from benchmarks import outputs
+from benchmarks import quality
 from training import cli
-from training import quality
+
+PROGRAM = "benchmarks.projection_study"
 
 DATASETS = {"rotten_tomatoes": (128, 32, "2"), "bbc_news": (512, 128, "4")}
 INITIALIZERS = ("window_average", "gaussian", "fairseq")
@@ -41,7 +41,7 @@ FIELDS = (
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m training.projection_study",
+        prog=f"python -m {PROGRAM}",
         description=__doc__.split("\n    python")[0],
         formatter_class=cli.HelpFormatter,
     )
@@ -53,7 +53,7 @@ def parse_args(argv=None):
                         default=list(DATASETS),
                         help="rotten_tomatoes runs at n = 128, k = 32 for 2 epochs; bbc_news "
                              "at n = 512, k = 128 for 4 epochs.")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
+    parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],
                         help="One run per seed (the seed of the weights, the data order and "
                              "the vocabulary sample).")
     parser.add_argument("--max-train-examples", type=cli.positive_int, default=None,
@@ -70,6 +70,7 @@ def parse_args(argv=None):
                         help="File name stem of the results.")
     parser.add_argument("--report-only", action="store_true",
                         help="Run nothing: rebuild the results from the runs in --output-dir.")
+    cli.add_debug_flag(parser)
     return parser, parser.parse_args(argv)
 
 
@@ -153,7 +154,7 @@ def markdown(rows, command):
     models = list(dict.fromkeys(r["model"] for r in rows))
     lines = [
         "# From scratch: learned projection initialisers against full attention", "",
-        "Produced by:", "", f"```sh\n{command}\n```", "",
+        *outputs.produced_by(command),
         "Test accuracy in percent, mean ± standard deviation over the seeds (each seed's "
         "value in brackets), and the difference of the means to the Transformer. "
         "Every model is the main job's shape (2 layers, hidden 128, 4 heads, FFN 256) "
@@ -189,13 +190,7 @@ def markdown(rows, command):
 
 def plot(rows, path):
     """Test accuracy of every seed, and the mean, per model; one panel per dataset."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from keras_linformer.benchmarks import report
-
+    plt = outputs.pyplot()
     stats = summarise(rows)
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     models = list(dict.fromkeys(r["model"] for r in rows))
@@ -221,7 +216,7 @@ def plot(rows, path):
                        fontsize=9)
         axes.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
-    report.save_palette_png(figure, path)
+    outputs.save_palette_png(figure, path)
 
 
 def write_results(rows, args, command):
@@ -233,12 +228,7 @@ def write_results(rows, args, command):
         )
     os.makedirs(args.results_dir, exist_ok=True)
     base = os.path.join(args.results_dir, args.name)
-    with open(base + ".csv", "w", newline="", encoding="utf-8") as file:
-        file.write(f"# {command}\n")
-        writer = csv.DictWriter(file, fieldnames=FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if row.get(k) is None else row[k] for k in FIELDS})
+    outputs.write_csv(base + ".csv", command, FIELDS, rows)
     plot(rows, base + ".png")
     with open(base + ".md", "w", encoding="utf-8") as file:
         file.write(markdown(rows, command) + f"\n![test accuracy]({args.name}.png)\n")
@@ -250,20 +240,9 @@ def main(argv=None):
 
     def work(args):
         runs = plan(args)
-        if not args.report_only:
-            quality.check_commands(runs)
-            pending = [run for run in runs if not quality.is_finished(run)]
-            cli.log(f"{len(runs)} runs, {len(runs) - len(pending)} already finished, "
-                    f"{len(pending)} to run, into {args.output_dir}")
-            for position, run in enumerate(pending, 1):
-                try:
-                    quality.execute(run, position, len(pending))
-                except RuntimeError as error:
-                    parser.exit(1, f"{parser.prog}: error: {error}\n")
-        given = sys.argv[1:] if argv is None else argv
-        command = "python -m training.projection_study " + shlex.join(
-            [a for a in given if a != "--report-only"])
-        for path in write_results(collect(runs), args, command.strip()):
+        quality.run_study(parser, runs, args)
+        command = outputs.command_line(PROGRAM, argv, drop=["--report-only"])
+        for path in write_results(collect(runs), args, command):
             cli.log(f"wrote {path}")
 
     return cli.run(parser, work, args)

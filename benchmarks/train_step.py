@@ -1,39 +1,34 @@
 """Masked-LM training throughput of Linformer vs the standard Transformer.
 
-    python -m keras_linformer.benchmarks.training
-    python -m keras_linformer.benchmarks.training --preset roberta-base \\
-        --sequence-lengths 512 2048 --batch-size 1
-
 Times the XLA-compiled train step that pretraining runs (`build_masked_lm`:
 `LinformerMaskedLM` on `LinformerBackbone`, AdamW, the loss on 15% masked
 positions) for the Linformer (linear E, layerwise sharing) and the
 full-attention baseline of the same shape, each (model, n, k) cell in a fresh
-process under a time budget and a memory limit (see `grid.py`; the inference
-benchmark runs the same grid). Reports tokens/s of both models and their
-ratio per n next to the analytic FLOP ratio of a train step, as a CSV, a
-markdown report and a log-log plot.
+process under a time budget and a memory limit (see `harness/grid.py`; the
+inference benchmark runs the same grid). Reports tokens/s of both models and
+their ratio per n next to the analytic FLOP ratio of a train step, as a CSV,
+a markdown report and a log-log plot.
+
+    python -m benchmarks.train_step
+    python -m benchmarks.train_step --preset roberta-base \\
+        --sequence-lengths 512 2048 --batch-size 1
 """
 
 import argparse
 import os
-import sys
 
-from keras_linformer.benchmarks import grid
-from keras_linformer.benchmarks import report
+from benchmarks.harness import grid
+from benchmarks.harness import report
 from training import cli
+
+PROGRAM = "benchmarks.train_step"
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m keras_linformer.benchmarks.training",
-        description=(
-            "Masked-LM training throughput (tokens/s of the XLA-compiled train "
-            "step pretraining runs) of Linformer (layerwise sharing) against "
-            "the standard Transformer of the same shape, each (model, n, k) "
-            "cell in a fresh process. Writes a CSV, a markdown report with "
-            "both throughputs, their ratio and the analytic FLOP ratio per n, "
-            "and a log-log plot."
-        ),
+        prog=f"python -m {PROGRAM}",
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
     )
     grid.add_arguments(
         parser,
@@ -63,23 +58,14 @@ def parse_args(argv=None):
         "--dropout", type=cli.fraction, default=0.1,
         help="dropout of both models, as in pretraining (default: %(default)s)",
     )
-    parser.add_argument(
-        "--name", default=None,
-        help="file name stem of the outputs; defaults to "
-        "training-<preset>-<dtype>-t<tokens per batch> (or -b<batch size>)",
+    return grid.parse_arguments(
+        parser, argv, task="train",
+        default_name="training-<preset>-<dtype>-t<tokens per batch> (or -b<batch size>)",
     )
-    parser.set_defaults(task="train")
-    args = parser.parse_args(argv)
-    grid.check_arguments(parser, args)
-    return args
 
 
 def write_outputs(rows, command, args, machine):
-    base, csv_path = grid.output_base(args, rows, "training")
-    if not args.report_only:
-        report.write_csv(rows, csv_path, command)
-    encoder_rows = [r for r in rows if r["model"] != "matmul"] or rows
-    first = encoder_rows[0]
+    base, csv_path, first = grid.write_rows(rows, command, args, "training")
     title = f"masked-LM train step, {first['preset']}, {first['dtype']}"
     for row in rows:
         if row["status"] == "ok" and row.get("median_cpu_s"):
@@ -103,9 +89,8 @@ def write_outputs(rows, command, args, machine):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    return grid.main(argv, parse_args, write_outputs, "keras_linformer.benchmarks.training")
+    return grid.run_program(PROGRAM, parse_args, write_outputs, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

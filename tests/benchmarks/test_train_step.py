@@ -1,12 +1,13 @@
-"""The training-throughput benchmark: a train-step cell runs, bad flags are named."""
+"""The train-step benchmark: a train-step cell runs, bad flags are named."""
 
 import pytest
 
-from keras_linformer.benchmarks import flops
-from keras_linformer.benchmarks import grid
-from keras_linformer.benchmarks import report
-from keras_linformer.benchmarks import training
-from keras_linformer.benchmarks.runner import run_in_subprocess
+from benchmarks import outputs
+from benchmarks import train_step
+from benchmarks.harness import flops
+from benchmarks.harness import grid
+from benchmarks.harness import report
+from benchmarks.harness.runner import run_in_subprocess
 
 TINY_FLAGS = [
     "--num-layers", "1", "--hidden-dim", "16", "--num-heads", "2",
@@ -15,7 +16,7 @@ TINY_FLAGS = [
 
 
 def test_tiny_train_step_cell_runs_in_a_subprocess_and_yields_a_row(tmp_path):
-    args = training.parse_args(TINY_FLAGS + ["--tokens-per-batch", "128"])
+    _, args = train_step.parse_args(TINY_FLAGS + ["--tokens-per-batch", "128"])
     shape = dict(grid.model_shape(args), vocabulary_size=100)
     spec = grid.cell_spec(args, shape, "linformer", 64, 16)
     assert spec["task"] == "train" and spec["batch_size"] == 2
@@ -25,7 +26,7 @@ def test_tiny_train_step_cell_runs_in_a_subprocess_and_yields_a_row(tmp_path):
     row = grid.result_row(result, spec, shape, args)
     grid.derive(row, spec, peaks={})
     report.write_csv([row], tmp_path / "cell.csv", "command")
-    (read,), _ = report.read_csv(tmp_path / "cell.csv")
+    (read,), _ = outputs.read_csv(tmp_path / "cell.csv")
     assert read["task"] == "train" and read["status"] == "ok"
     assert read["tokens_per_s"] == pytest.approx(2 * 64 / read["median_s"], rel=1e-4)
     assert read["flops"] == flops.training_step_flops(
@@ -35,14 +36,14 @@ def test_tiny_train_step_cell_runs_in_a_subprocess_and_yields_a_row(tmp_path):
 
 
 def test_batch_size_follows_tokens_per_batch_unless_given():
-    args = training.parse_args(["--tokens-per-batch", "4096"])
+    _, args = train_step.parse_args(["--tokens-per-batch", "4096"])
     assert [grid.batch_size_for(args, n) for n in (512, 2048, 4096, 8192)] == [8, 2, 1, 1]
-    args = training.parse_args(["--batch-size", "3"])
+    _, args = train_step.parse_args(["--batch-size", "3"])
     assert [grid.batch_size_for(args, n) for n in (512, 4096)] == [3, 3]
 
 
 def test_defaults_are_the_issue_grid():
-    args = training.parse_args([])
+    _, args = train_step.parse_args([])
     assert [cell[:3] for cell in grid.plan_cells(args) if cell[0] != "matmul"] == [
         ("transformer", 512, None), ("linformer", 512, 128),
     ] * 2 + [
@@ -64,17 +65,20 @@ def test_defaults_are_the_issue_grid():
         (["--tokens-per-batch", "0"], "--tokens-per-batch: must be a positive integer, got 0"),
         (["--batch-size", "-2"], "--batch-size: must be a positive integer, got -2"),
         (["--batch-size", "2", "--tokens-per-batch", "512"], "not allowed with argument"),
-        (["--repeats", "0"], "--repeats must be at least 1, got 0"),
-        (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
-        (["--sequence-lengths", "512", "0"], "--sequence-lengths must all be positive, got 0"),
+        (["--repeats", "0"], "--repeats: must be a positive integer, got 0"),
+        (["--warmup", "-1"], "--warmup: must be an integer >= 0, got '-1'"),
+        (["--sequence-lengths", "512", "0"],
+         "--sequence-lengths: must be a positive integer, got 0"),
         (["--hidden-dim", "250"], "--hidden-dim (250) must be divisible by --num-heads (4)"),
-        (["--cell-time-budget", "0"], "--cell-time-budget must be positive, got 0.0"),
+        (["--num-heads", "0"], "--num-heads: must be a positive integer, got 0"),
+        (["--cell-time-budget", "0"], "--cell-time-budget: must be a positive number, got 0.0"),
+        (["--memory-limit-gb", "nan"], "--memory-limit-gb: must be a positive number, got 'nan'"),
         (["--preset", "huge"], "invalid choice: 'huge'"),
     ],
 )
 def test_bad_flags_are_rejected_naming_the_flag_and_value(flags, named, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        training.parse_args(flags)
+        train_step.parse_args(flags)
     assert exit_info.value.code == 2
     assert named in capsys.readouterr().err
 
@@ -102,9 +106,3 @@ def test_report_puts_both_throughputs_and_the_ratios_side_by_side():
     text = report.training_markdown_report(rows, "python -m x", "2 CPU cores")
     assert "python -m x" in text and "## Every cell" in text
 
-
-def test_docstring_examples_run():
-    import doctest
-
-    result = doctest.testmod(grid)
-    assert result.attempted >= 1 and result.failed == 0

@@ -1,35 +1,33 @@
 """Inference time and memory of Linformer vs the standard Transformer (paper Table 3).
 
-    python -m keras_linformer.benchmarks.inference --preset small
-    python -m keras_linformer.benchmarks.inference --preset roberta-base \\
-        --total-time-budget 1500
-
 Both encoders are `keras_linformer.models.LinformerBackbone`, the model code
 training uses: `attention="linformer"` (linear E, layerwise sharing) and
 `attention="transformer"` (keras_hub TransformerEncoder blocks). Each
 (model, n, k) cell runs XLA-compiled in a fresh process, under a time budget
 and a memory limit; cells that do not finish are recorded as OOM / timeout
-(see `grid.py`). Writes a CSV, a markdown report and two log-log plots to
---output-dir.
+(see `harness/grid.py`). Writes a CSV, a markdown report and two log-log
+plots to --output-dir.
+
+    python -m benchmarks.inference --preset small
+    python -m benchmarks.inference --preset roberta-base \\
+        --total-time-budget 1500
 """
 
 import argparse
 import os
-import sys
 
-from keras_linformer.benchmarks import grid
-from keras_linformer.benchmarks import report
+from benchmarks.harness import grid
+from benchmarks.harness import report
+from training import cli
+
+PROGRAM = "benchmarks.inference"
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m keras_linformer.benchmarks.inference",
-        description=(
-            "Inference time and memory of Linformer (layerwise sharing) against "
-            "the standard Transformer, both as LinformerBackbone, XLA-compiled, "
-            "each (model, n, k) cell in a fresh process. Writes a CSV, a "
-            "markdown report shaped like the paper's Table 3, and log-log plots."
-        ),
+        prog=f"python -m {PROGRAM}",
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
     )
     grid.add_arguments(
         parser,
@@ -40,28 +38,17 @@ def parse_args(argv=None):
         unit="forward pass",
     )
     parser.add_argument(
-        "--batch-size", type=int, default=1,
+        "--batch-size", type=cli.positive_int, default=1,
         help="sequences per forward pass (default: %(default)s)",
     )
-    parser.add_argument(
-        "--name", default=None,
-        help="file name stem of the outputs; defaults to "
-        "inference-<preset>-<dtype>-b<batch>",
+    return grid.parse_arguments(
+        parser, argv, task="forward",
+        default_name="inference-<preset>-<dtype>-b<batch>",
     )
-    parser.set_defaults(task="forward")
-    args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
-    grid.check_arguments(parser, args)
-    return args
 
 
 def write_outputs(rows, command, args, machine):
-    base, csv_path = grid.output_base(args, rows, "inference")
-    if not args.report_only:
-        report.write_csv(rows, csv_path, command)
-    encoder_rows = [r for r in rows if r["model"] != "matmul"] or rows
-    first = encoder_rows[0]
+    base, csv_path, first = grid.write_rows(rows, command, args, "inference")
     title = f"{first['preset']}, batch {first['batch_size']}, {first['dtype']}"
     images = []
     for suffix, panels in (
@@ -80,9 +67,8 @@ def write_outputs(rows, command, args, machine):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    return grid.main(argv, parse_args, write_outputs, "keras_linformer.benchmarks.inference")
+    return grid.run_program(PROGRAM, parse_args, write_outputs, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,4 +1,4 @@
-"""The quality study driver (`python -m training.quality`), end to end at toy size.
+"""The quality study driver (`python -m benchmarks.quality`), end to end at toy size.
 
 One Linformer and the Transformer are pretrained on a few of the bundled
 news articles and fine-tuned on a few Rotten Tomatoes reviews, each stage
@@ -13,10 +13,9 @@ import os
 
 import pytest
 
-from keras_linformer.benchmarks import quality_report
+from benchmarks import quality
 from keras_linformer.training import runs as runs_lib
 from tests.training.harness import read_summary, run_program
-from training import quality
 
 TOY = [
     "--linformers", "8:layerwise", "--sequence-length", 16, "--num-layers", 1,
@@ -38,16 +37,16 @@ def study(tmp_path_factory):
     root = tmp_path_factory.mktemp("quality")
     arguments = [*TOY, "--output-dir", root / "runs", "--results-dir", root / "results",
                  "--name", "toy"]
-    first = run_program("training.quality", *arguments, timeout=600)
+    first = run_program("benchmarks.quality", *arguments, timeout=600)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    second = run_program("training.quality", *arguments)
+    second = run_program("benchmarks.quality", *arguments)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     return root / "runs", root / "results", arguments, first.stdout, second.stdout
 
 
 def read_rows(path):
     with open(path, newline="", encoding="utf-8") as file:
-        assert file.readline().startswith("# python -m training.quality")
+        assert file.readline().startswith("# python -m benchmarks.quality")
         return list(csv.DictReader(file))
 
 
@@ -70,12 +69,12 @@ def test_a_second_run_skips_the_finished_runs(study):
     output_dir, _, _, _, second = study
     assert "4 runs, 4 already finished, 0 to run" in second
     assert "python -m training.pretrain" not in second.replace(
-        "python -m training.quality", "")
+        "python -m benchmarks.quality", "")
 
 
 def test_another_command_into_the_same_directory_is_refused(study):
     _, _, arguments, _, _ = study
-    result = run_program("training.quality", *arguments, "--seed", 1)
+    result = run_program("benchmarks.quality", *arguments, "--seed", 1)
     assert result.returncode == 2
     assert "holds a finished run of another command" in result.stderr
     assert "--seed 1" in result.stderr
@@ -119,28 +118,6 @@ def test_the_report_and_the_plot_are_written(study):
     assert "| Transformer |" in report and "| Linformer k=8, layerwise |" in report
     assert "have not finished" not in report
     assert "python -m training.finetune" in report  # every run's command
-
-
-def _row(stage, attention, k=None, dataset="news_articles", start="random", **results):
-    sharing = "layerwise" if attention == "linformer" else None
-    return dict(stage=stage, attention=attention, projected_dim=k, sharing=sharing,
-                model=quality.model_name(attention, k, sharing), dataset=dataset,
-                start=start, status="finished", **results)
-
-
-def test_targets_are_checked_against_the_transformer():
-    rows = [
-        _row("pretrain", "transformer", test_perplexity=100.0),
-        _row("pretrain", "linformer", 128, test_perplexity=104.0),
-        _row("pretrain", "linformer", 64, test_perplexity=200.0),  # not the target's k
-        _row("finetune", "transformer", dataset="bbc_news", start="scratch", test_accuracy=0.90),
-        _row("finetune", "linformer", 128, dataset="bbc_news", start="scratch",
-             test_accuracy=0.885),
-    ]
-    verdicts = quality_report.target_verdicts(rows)
-    assert len(verdicts) == 2
-    assert "+4.0%" in verdicts[0] and "**met**" in verdicts[0]
-    assert "-1.5 points" in verdicts[1] and "**missed**" in verdicts[1]
 
 
 @pytest.mark.parametrize(

@@ -1,15 +1,16 @@
 """Tables and plots of benchmark results, next to the paper's Table 3.
 
 Every function here takes the rows that `grid.py` writes to a CSV (dicts of
-strings or numbers), so a report can be rebuilt from a CSV alone. Rows of
-the inference benchmark have `task == "forward"` (or no `task`: CSVs from
-before the training benchmark), those of the training benchmark `"train"`.
+strings or numbers), so a report can be rebuilt from a CSV alone (read back
+with `benchmarks.outputs.read_csv`). Rows of the inference benchmark have
+`task == "forward"` (or no `task`: CSVs from before the train-step
+benchmark), those of the train-step benchmark `"train"`.
 """
 
-import csv
-import io
 import math
 import statistics
+
+from benchmarks import outputs
 
 FIELDS = (
     "preset",
@@ -90,13 +91,8 @@ def paper_figure(table, sequence_length, projected_dim):
 
 
 def write_csv(rows, path, command):
-    """Writes `rows` under a first line `# <command>` that produced them."""
-    with open(path, "w", newline="") as file:
-        file.write(f"# {command}\n")
-        writer = csv.DictWriter(file, FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({key: _csv_value(row.get(key)) for key in FIELDS})
+    """Writes `rows` as the `FIELDS` columns under a first line `# <command>` that produced them."""
+    outputs.write_csv(path, command, FIELDS, rows, value=_csv_value)
 
 
 def _csv_value(value):
@@ -104,31 +100,6 @@ def _csv_value(value):
         return ""
     if isinstance(value, float):
         return f"{value:.6g}"
-    return value
-
-
-def read_csv(path):
-    """Returns `(rows, command)`, numbers parsed, blanks as None."""
-    with open(path, newline="") as file:
-        first = file.readline()
-        command = first[2:].strip() if first.startswith("# ") else ""
-        if not command:
-            file.seek(0)
-        rows = [
-            {key: _parse(value) for key, value in row.items()}
-            for row in csv.DictReader(file)
-        ]
-    return rows, command
-
-
-def _parse(value):
-    if value in ("", None):
-        return None
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
     return value
 
 
@@ -381,7 +352,7 @@ def _shape_text(rows):
 
 
 def _header(title, command, machine, rows=()):
-    parts = [f"# {title}", "", "Produced by:", "", f"```sh\n{command}\n```", ""]
+    parts = [f"# {title}", ""] + outputs.produced_by(command)
     if machine:
         parts += [f"Machine: {machine}", ""]
     measures = memory_measures(rows)
@@ -545,34 +516,13 @@ def training_markdown_report(rows, command, machine="", images=()):
 # --- Plots -----------------------------------------------------------------
 
 
-def save_palette_png(figure, path, colors=64):
-    """Saves a matplotlib figure as a PNG of at most `colors` colours, and closes it.
-
-    The plots are committed and have few colours: a 64-colour palette makes
-    the file about three times smaller.
-    """
-    import matplotlib.pyplot as plt
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
-    buffer.seek(0)
-    image = Image.open(buffer).convert("RGB")
-    image.quantize(colors=colors).save(path, format="png", optimize=True)
-
-
 def plot(rows, panels, path, title=""):
     """Log-log plots against n, one panel per `(field, ylabel)` in `panels`.
 
     Each panel has one line for the Transformer and one per k; a legend entry
     names the first n at which that model stopped running (OOM, timeout, ...).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = outputs.pyplot()
     lengths, dims = grid_axes(rows)
     by_key = _index(rows)
     figure, all_axes = plt.subplots(
@@ -609,4 +559,4 @@ def plot(rows, panels, path, title=""):
             axes.text(0.5, 0.5, "no cell finished", ha="center", transform=axes.transAxes)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    save_palette_png(figure, path)
+    outputs.save_palette_png(figure, path)

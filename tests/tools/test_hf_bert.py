@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from keras_linformer.analysis import hf_bert
-from keras_linformer.analysis import spectrum
+from benchmarks.analysis import attention
+from tools import hf_bert
 
 safetensors_numpy = pytest.importorskip(
     "safetensors.numpy", reason="reading model.safetensors needs `safetensors` (dev extra)"
@@ -175,7 +175,7 @@ def test_minilm_matches_the_numpy_reference(minilm):
     inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
               "padding_mask": padding_mask}
     output = backbone(inputs)["sequence_output"].numpy()
-    _, probabilities = spectrum.attention_probabilities(backbone, inputs)
+    _, probabilities = attention.attention_probabilities(backbone, inputs)
     reference, reference_probabilities = hf_bert.reference_forward(
         weights, config, token_ids, padding_mask
     )

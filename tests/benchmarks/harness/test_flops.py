@@ -2,9 +2,9 @@
 
 import pytest
 
-from keras_linformer.benchmarks.flops import forward_flops
-from keras_linformer.benchmarks.flops import masked_lm_head_flops
-from keras_linformer.benchmarks.flops import training_step_flops
+from benchmarks.harness.flops import forward_flops
+from benchmarks.harness.flops import masked_lm_head_flops
+from benchmarks.harness.flops import training_step_flops
 from keras_linformer.layers import LinformerAttention
 
 # One layer, hidden d=4 (2 heads of 2), FFN f=8, n=8 positions, k=2 slots.
@@ -92,7 +92,7 @@ def test_train_step_is_three_forward_passes_of_encoder_and_head_without_pooler()
 def test_docstring_examples_run():
     import doctest
 
-    from keras_linformer.benchmarks import flops
+    from benchmarks.harness import flops
 
     result = doctest.testmod(flops)
     assert result.attempted >= 2 and result.failed == 0

@@ -10,7 +10,7 @@ the same command skips finished runs and resumes an interrupted one from its
 checkpoints. Finally writes, under `--results-dir`, a CSV of every run, the
 validation perplexity curves against steps (PNG) and a markdown report.
 
-    python -m training.quality [--full-grid] [--report-only]
+    python -m benchmarks.quality [--full-grid] [--report-only]
 """
 
 import argparse
@@ -20,7 +20,10 @@ import subprocess
 import sys
 import time
 
+from benchmarks import outputs
 from training import cli
+
+PROGRAM = "benchmarks.quality"
 
 PRETRAIN = "training.pretrain"
 FINETUNE = "training.finetune"
@@ -71,7 +74,7 @@ def dataset_epochs(text):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m training.quality",
+        prog=f"python -m {PROGRAM}",
         description=__doc__.split("\n    python")[0],
         formatter_class=cli.HelpFormatter,
     )
@@ -279,36 +282,38 @@ def check_commands(runs):
         importlib.import_module(run["module"]).parse_args(run["argv"])
 
 
-def run_all(args):
-    runs = plan(args)
+def run_all(runs, output_dir):
+    """Checks every run's flags, then runs those not finished yet, one process each, in order."""
     check_commands(runs)
     pending = [run for run in runs if not is_finished(run)]
     cli.log(f"{len(runs)} runs, {len(runs) - len(pending)} already finished, "
-            f"{len(pending)} to run, into {args.output_dir}")
+            f"{len(pending)} to run, into {output_dir}")
     for position, run in enumerate(pending, 1):
         execute(run, position, len(pending))
-    return runs
 
 
-def run_command(argv):
-    """The command that runs the study (a `--report-only` rebuild names the runs' command)."""
-    argv = [str(a) for a in argv if a != "--report-only"]
-    return " ".join(["python -m training.quality", shlex.join(argv)]).strip()
+def run_study(parser, runs, args):
+    """Runs `runs` unless `--report-only`; a run that fails ends the program with status 1."""
+    if args.report_only:
+        return
+    try:
+        run_all(runs, args.output_dir)
+    except RuntimeError as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
 
 
 def main(argv=None):
     parser, args = parse_args(argv)
 
     def work(args):
-        try:
-            runs = plan(args) if args.report_only else run_all(args)
-        except RuntimeError as error:
-            parser.exit(1, f"{parser.prog}: error: {error}\n")
-        from keras_linformer.benchmarks import quality_report
+        runs = plan(args)
+        run_study(parser, runs, args)
+        from benchmarks import quality_report
 
+        # A `--report-only` rebuild names the command that ran the study.
+        command = outputs.command_line(PROGRAM, argv, drop=["--report-only"])
         paths = quality_report.write_results(
-            runs, args, results_dir=args.results_dir, name=args.name,
-            command=run_command(sys.argv[1:] if argv is None else argv),
+            runs, args, results_dir=args.results_dir, name=args.name, command=command,
         )
         for path in paths:
             cli.log(f"wrote {path}")

@@ -1,4 +1,4 @@
-"""The from-scratch projection study (`python -m training.projection_study`): plan and report.
+"""The from-scratch projection study (`python -m benchmarks.projection_study`): plan and report.
 
 The runs themselves are `training.finetune` processes, tested elsewhere; here
 the plan's flags are parsed by finetune's own parser and the report is built
@@ -11,8 +11,8 @@ import os
 
 import pytest
 
+from benchmarks import projection_study as study
 from training import finetune
-from training import projection_study as study
 
 
 def parse(*flags):
@@ -63,13 +63,13 @@ def test_the_report_gives_mean_and_spread_over_seeds_against_the_transformer(tmp
     accuracies = {"transformer": [0.70, 0.72, 0.74], "linear-gaussian": [0.60, 0.61, 0.65]}
     for run in runs[:-1]:  # The last gaussian seed has not finished.
         finish(run, accuracies[run["model"]][run["seed"]])
-    paths = study.write_results(study.collect(runs), args, "python -m training.projection_study")
+    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.projection_study")
     markdown = open(paths[1]).read()
     assert "| transformer | 72.0 ± 2.0 [70.0, 72.0, 74.0] | - |" in markdown
     assert "| linear-gaussian | 60.5 ± 0.7 [60.0, 61.0] | -11.5 |" in markdown
     assert "1 of 6 runs have not finished." in markdown
     with open(paths[0], newline="") as file:
-        assert file.readline() == "# python -m training.projection_study\n"
+        assert file.readline() == "# python -m benchmarks.projection_study\n"
         rows = list(csv.DictReader(file))
     assert [r["status"] for r in rows].count("finished") == 5
     assert {r["projection_initializer"] for r in rows} == {"", "gaussian"}

@@ -1,4 +1,4 @@
-"""Results of the quality study (`python -m training.quality`): CSV, plot, markdown.
+"""Results of the quality study (`python -m benchmarks.quality`): CSV, plot, markdown.
 
 Reads what each run left in its directory (`summary.json`, `run.json` and
 the TensorBoard scalars under `logs/`), so a report can be rebuilt at any
@@ -9,8 +9,7 @@ import csv
 import math
 import os
 
-from keras_linformer.benchmarks import report
-from keras_linformer.benchmarks.grid import machine_description
+from benchmarks import outputs
 from keras_linformer.training import run_directory
 
 PERPLEXITY_TARGET = 0.05  # Linformer within 5% of the Transformer's perplexity
@@ -66,17 +65,11 @@ def collect(runs):
 
 
 def write_csv(rows, path, command):
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        file.write(f"# {command}\n")
-        writer = csv.DictWriter(file, fieldnames=FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({key: "" if row.get(key) is None else row.get(key) for key in FIELDS})
+    outputs.write_csv(path, command, FIELDS, rows)
 
 
 def write_curves_csv(rows, path, command):
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        file.write(f"# {command}\n")
+    with outputs.csv_file(path, command) as file:
         writer = csv.writer(file)
         writer.writerow(["model", "step", "validation_perplexity"])
         for row in rows:
@@ -113,11 +106,7 @@ def panels(pretrained):
 
 
 def plot_curves(rows, path, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = outputs.pyplot()
     pretrained = [r for r in rows if r["stage"] == "pretrain" and r.get("curve")]
     transformer = [r for r in pretrained if r["attention"] == "transformer"]
     groups = panels(pretrained)
@@ -135,7 +124,7 @@ def plot_curves(rows, path, title):
         axes.legend(fontsize=7)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    report.save_palette_png(figure, path)
+    outputs.save_palette_png(figure, path)
 
 
 def _fmt(value, digits=1):
@@ -319,5 +308,5 @@ def write_results(runs, args, results_dir, name, command):
         plot_curves(rows, images[0], f"Masked-LM validation perplexity, n = "
                                      f"{args.sequence_length}, news articles")
     with open(stem + ".md", "w", encoding="utf-8") as file:
-        file.write(markdown(rows, command, machine_description(), images))
+        file.write(markdown(rows, command, outputs.machine_description(), images))
     return paths + images + [stem + ".md"]

@@ -14,9 +14,12 @@ import sys
 import tempfile
 import time
 
-from keras_linformer.benchmarks.cell import RESULT_MARKER
+from benchmarks.harness.cell import RESULT_MARKER
 
 POLL_SECONDS = 0.02
+# The repository root, so that the cell process imports this `benchmarks`
+# package from whichever directory the benchmark was started.
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _rss_bytes(pid):
@@ -74,8 +77,9 @@ def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
     `time_budget_s` seconds, start-up and compilation included) or `"error"`,
     plus `cell_wall_s` and `max_rss_bytes` as seen from outside.
     """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow")
-    command = [sys.executable, "-m", "keras_linformer.benchmarks.cell", json.dumps(spec)]
+    path = os.pathsep.join(filter(None, [REPOSITORY, os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow", PYTHONPATH=path)
+    command = [sys.executable, "-m", "benchmarks.harness.cell", json.dumps(spec)]
     with tempfile.TemporaryDirectory() as scratch:
         stdout_path = os.path.join(scratch, "stdout")
         stderr_path = os.path.join(scratch, "stderr")

@@ -1,23 +1,23 @@
 """The (model, n, k) grid every benchmark here runs, one fresh process per cell.
 
-Shared by `inference.py` (forward passes, the paper's Table 3) and
-`training.py` (masked-LM train steps): the model-shape presets, the common
-command-line flags, the run order, the time and memory limits, the reference
-matmuls and one result row per cell. A benchmark module adds its own flags,
-sets `task` ("forward" or "train") and writes its own report.
+Shared by `benchmarks/inference.py` (forward passes, the paper's Table 3)
+and `benchmarks/train_step.py` (masked-LM train steps): the model-shape
+presets, the common command-line flags, the run order, the time and memory
+limits, the reference matmuls and one result row per cell. A benchmark
+program adds its own flags, sets `task` ("forward" or "train") and writes
+its own report.
 """
 
-import argparse
+import functools
 import os
-import platform
-import shlex
-import subprocess
 import time
 
-from keras_linformer.benchmarks import flops as flop_count
-from keras_linformer.benchmarks import report
-from keras_linformer.benchmarks.runner import busy_cores
-from keras_linformer.benchmarks.runner import run_in_subprocess
+from benchmarks import outputs
+from benchmarks.harness import flops as flop_count
+from benchmarks.harness import report
+from benchmarks.harness.runner import busy_cores
+from benchmarks.harness.runner import run_in_subprocess
+from training import cli
 
 PRESETS = {
     # RoBERTa-base, the shape of the paper's Table 3.
@@ -42,6 +42,8 @@ DTYPES = ("float32", "bfloat16", "mixed_bfloat16")
 TASKS = ("forward", "train")
 FAILED = ("OOM", "timeout")
 
+non_negative_int = cli.integer_in(0, 2**63 - 1, "an integer >= 0")
+
 
 def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, unit):
     """Adds the flags every grid benchmark has, with this benchmark's defaults.
@@ -55,10 +57,6 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         unit: str, what one timed call is ("forward pass", "train step"),
             for the help texts.
     """
-
-    def ints(values):
-        return " ".join(str(value) for value in values)
-
     parser.add_argument(
         "--preset", choices=sorted(PRESETS), default=preset,
         help="model shape: " + "; ".join(
@@ -70,21 +68,21 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
     )
     for name in SHAPE_FIELDS:
         parser.add_argument(
-            "--" + name.replace("_", "-"), type=int, default=None,
+            "--" + name.replace("_", "-"), type=cli.positive_int, default=None,
             help=f"override the preset's {name} (default: the preset's)",
         )
     parser.add_argument(
-        "--sequence-lengths", type=int, nargs="+", default=sequence_lengths,
-        metavar="N", help=f"sequence lengths n to run (default: {ints(sequence_lengths)})",
+        "--sequence-lengths", type=cli.positive_int, nargs="+", default=sequence_lengths,
+        metavar="N", help="sequence lengths n to run",
     )
     parser.add_argument(
-        "--projected-dims", type=int, nargs="+", default=projected_dims, metavar="K",
-        help="Linformer projected dims k; only k < n is run "
-        f"(default: {ints(projected_dims)})",
+        "--projected-dims", type=cli.positive_int, nargs="+", default=projected_dims,
+        metavar="K",
+        help="Linformer projected dims k; only k < n is run",
     )
     parser.add_argument(
         "--models", nargs="+", choices=("transformer", "linformer"),
-        default=["transformer", "linformer"], help="which encoders to run (default: both)",
+        default=["transformer", "linformer"], help="which encoders to run",
     )
     parser.add_argument(
         "--dtype", choices=DTYPES, default="float32",
@@ -92,42 +90,42 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         "default: %(default)s)",
     )
     parser.add_argument(
-        "--repeats", type=int, default=repeats,
+        "--repeats", type=cli.positive_int, default=repeats,
         help=f"timed {unit}s per cell; the median is reported (default: %(default)s)",
     )
     parser.add_argument(
-        "--rounds", type=int, default=2,
+        "--rounds", type=cli.positive_int, default=2,
         help="times every cell of an n is run, interleaved: the Transformer, each "
         "Linformer, a reference matmul, then again, each in a fresh process, so that "
         "drift in the machine's speed hits both models alike (default: %(default)s)",
     )
     parser.add_argument(
-        "--max-busy-cores", type=float, default=0.25, metavar="CORES",
+        "--max-busy-cores", type=cli.non_negative_float, default=0.25, metavar="CORES",
         help="before each cell, wait while other processes keep more than this many "
         "cores busy (measured over 1 s; recorded with the cell) (default: %(default)s)",
     )
     parser.add_argument(
-        "--busy-timeout", type=float, default=900.0, metavar="SECONDS",
+        "--busy-timeout", type=cli.positive_float, default=900.0, metavar="SECONDS",
         help="stop the run, recording the remaining cells as skipped, when the machine "
         "stays busy this long before a cell (default: %(default)s)",
     )
     parser.add_argument(
-        "--warmup", type=int, default=1,
+        "--warmup", type=non_negative_int, default=1,
         help=f"untimed {unit}s per cell before timing (the first compiles; "
         "default: %(default)s)",
     )
     parser.add_argument(
-        "--cell-time-budget", type=float, default=300.0, metavar="SECONDS",
+        "--cell-time-budget", type=cli.positive_float, default=300.0, metavar="SECONDS",
         help="wall time allowed per cell (process start-up, build and compilation "
         "included); past it the cell is killed and recorded as timeout (default: %(default)s)",
     )
     parser.add_argument(
-        "--memory-limit-gb", type=float, default=10.0, metavar="GIB",
+        "--memory-limit-gb", type=cli.positive_float, default=10.0, metavar="GIB",
         help="resident memory allowed per cell process (weights included); past it "
         "the cell is killed and recorded as OOM (default: %(default)s)",
     )
     parser.add_argument(
-        "--total-time-budget", type=float, default=None, metavar="SECONDS",
+        "--total-time-budget", type=cli.positive_float, default=None, metavar="SECONDS",
         help="stop starting cells after this much wall time; the rest are "
         "recorded as skipped (default: no limit)",
     )
@@ -138,7 +136,7 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         "status, marked 'not run')",
     )
     parser.add_argument(
-        "--matmul-size", type=int, default=4096,
+        "--matmul-size", type=cli.positive_int, default=4096,
         help="side of the square matmul that measures this machine's peak "
         "GFLOP/s, once in every round of every n, beside the models' cells "
         "(default: %(default)s)",
@@ -154,38 +152,32 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
     )
 
 
-def check_arguments(parser, args):
-    """Rejects values argparse's types let through, naming the flag and the value."""
-    for flag in ("repeats", "matmul_size", "rounds"):
-        if getattr(args, flag) < 1:
-            parser.error(
-                f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}"
-            )
-    if args.warmup < 0:
-        parser.error(f"--warmup must be at least 0, got {args.warmup}")
-    for flag in ("sequence_lengths", "projected_dims"):
-        for value in getattr(args, flag):
-            if value < 1:
-                parser.error(
-                    f"--{flag.replace('_', '-')} must all be positive, got {value}"
-                )
-    for name in SHAPE_FIELDS:
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {value}")
+def parse_arguments(parser, argv, task, default_name):
+    """Parses a `task` ("forward" or "train") benchmark's flags; returns `(parser, args)`.
+
+    Adds `--name` (`default_name` says how the outputs are named without
+    it) and `--debug`, and refuses a model shape whose heads do not divide
+    its hidden size, naming both flags.
+    """
+    parser.add_argument(
+        "--name", default=None,
+        help=f"file name stem of the outputs; defaults to {default_name}",
+    )
+    parser.set_defaults(task=task)
+    cli.add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    check_model_shape(parser, args)
+    return parser, args
+
+
+def check_model_shape(parser, args):
+    """Refuses a model shape whose heads do not divide its hidden size, naming both flags."""
     shape = model_shape(args)
     if shape["hidden_dim"] % shape["num_heads"]:
         parser.error(
             f"--hidden-dim ({shape['hidden_dim']}) must be divisible by "
             f"--num-heads ({shape['num_heads']})"
         )
-    if not args.max_busy_cores >= 0:
-        parser.error(f"--max-busy-cores must be at least 0, got {args.max_busy_cores}")
-    for flag in ("cell_time_budget", "memory_limit_gb", "busy_timeout"):
-        if not getattr(args, flag) > 0:
-            parser.error(
-                f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}"
-            )
 
 
 def model_shape(args):
@@ -202,6 +194,12 @@ def plan_cells(args):
     Per n, `--rounds` times: the Transformer, each Linformer k < n, then the
     reference matmul (model "matmul", n and k None), so every pair of models
     is measured side by side, interleaved, with the machine's speed beside it.
+
+    >>> import argparse
+    >>> plan_cells(argparse.Namespace(
+    ...     sequence_lengths=[512], projected_dims=[128, 512], rounds=1,
+    ...     models=["transformer", "linformer"]))
+    [('transformer', 512, None, 1), ('linformer', 512, 128, 1), ('matmul', 512, None, 1)]
     """
     cells = []
     for n in sorted(set(args.sequence_lengths)):
@@ -246,40 +244,6 @@ def cell_spec(args, shape, model, sequence_length, projected_dim):
             masked_positions=masked_positions_for(args, sequence_length),
         )
     return spec
-
-
-def machine_description():
-    model = platform.processor() or platform.machine()
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    memory = ""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            memory = f", {int(meminfo.readline().split()[1]) / 2**20:.0f} GiB RAM"
-    except OSError:
-        pass
-    return (
-        f"{os.cpu_count()} CPU cores ({model}{cpu_vector_flags()}){memory}, "
-        f"{platform.python_version()}"
-    )
-
-
-def cpu_vector_flags():
-    """`", avx2 avx512f ..."`: the vector extensions that decide TF's oneDNN default."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            flags = next(
-                (line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")),
-                [],
-            )
-    except OSError:
-        return ""
-    wanted = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
-    return ", " + " ".join(wanted) if wanted else ""
 
 
 def cell_flops(spec):
@@ -373,7 +337,7 @@ def _busy_text(row):
     return "" if busy is None else f", others used {busy:.2f} cores before it"
 
 
-def wait_until_idle(args, log=print):
+def wait_until_idle(args, log=cli.log):
     """Waits while other processes keep more than `--max-busy-cores` busy.
 
     Returns `(busy cores measured last, whether the machine became idle in
@@ -422,7 +386,7 @@ def run(args):
             if not idle:
                 stopped = (f"not run: the machine stayed busy ({busy:.2f} cores in use by "
                            f"other processes) for the {args.busy_timeout:g} s --busy-timeout")
-                print(f"stopping: {stopped[9:]}", flush=True)
+                cli.log(f"stopping: {stopped[9:]}")
         if stopped is not None:
             result = {"status": "skipped", "note": stopped}
         elif (model, k) in failed_at and not args.keep_going:
@@ -451,7 +415,7 @@ def run(args):
             f"matmul {args.matmul_size}^2 float32: " + (
                 f"{row['gflops_per_s']:.0f} GFLOP/s" if row["status"] == "ok"
                 else f"{row['status']} {row['note']}"))
-        print(f"[{index:3d}/{len(cells)}] round {round_} {label}", flush=True)
+        cli.log(f"[{index:3d}/{len(cells)}] round {round_} {label}")
     for row in rows:
         row.pop("_spec", None)
     return rows
@@ -472,42 +436,61 @@ def output_base(args, rows, prefix):
     return base, base + ".csv"
 
 
+def write_rows(rows, command, args, prefix):
+    """Writes the CSV of a run (not for `--report-only`, which reads it).
+
+    Returns `(base path of the outputs, CSV path, first encoder row)`; see
+    `output_base` for the names.
+    """
+    base, csv_path = output_base(args, rows, prefix)
+    if not args.report_only:
+        report.write_csv(rows, csv_path, command)
+    encoder_rows = [r for r in rows if r["model"] != "matmul"] or rows
+    return base, csv_path, encoder_rows[0]
+
+
 def batch_label(args):
     if getattr(args, "batch_size", None) is not None:
         return f"b{args.batch_size}"
     return f"t{args.tokens_per_batch}"
 
 
-def main(argv, parse_args, write_outputs, program):
-    """The command-line flow of a grid benchmark; returns the exit code.
+def run_program(program, parse_args, write_outputs, argv=None):
+    """Runs the grid benchmark `python -m PROGRAM ARGV` under `cli.run` (see `benchmark`)."""
+    parser, args = parse_args(argv)
+    work = functools.partial(
+        benchmark, command=outputs.command_line(program, argv), write_outputs=write_outputs
+    )
+    return cli.run(parser, work, args)
 
-    Parses `argv`, prints the command and the machine, runs the grid (or
-    reads `--report-only`'s CSV), writes the outputs with
+
+def benchmark(args, command, write_outputs):
+    """The flow of a grid benchmark program, run under `cli.run`.
+
+    Prints `command` and the machine, runs the grid (or reads
+    `--report-only`'s CSV, and its command), writes the outputs with
     `write_outputs(rows, command, args, machine)` (which returns the paths
-    written), prints a summary line, and returns 1 if any cell failed with
-    an error or was not run because the machine stayed busy (OOM and
-    timeouts are results, not errors).
+    written) and prints a summary line. Exits with status 1 if any cell
+    failed with an error or was not run because the machine stayed busy
+    (OOM and timeouts are results, not errors).
     """
-    args = parse_args(argv)
-    machine = machine_description()
+    machine = outputs.machine_description()
     if args.report_only:
-        rows, command = report.read_csv(args.report_only)
+        rows, command = outputs.read_csv(args.report_only)
     else:
-        command = f"python -m {program} " + shlex.join(argv)
-        print(command, flush=True)
-        print(f"machine: {machine}", flush=True)
+        cli.log(command)
+        cli.log(f"machine: {machine}")
         rows = run(args)
     written = write_outputs(rows, command, args, machine)
     encoder_rows = [r for r in rows if r["model"] != "matmul"]
     failed = sum(r["status"] != "ok" for r in encoder_rows)
-    print(
+    cli.log(
         f"{len(encoder_rows)} cells, {len(encoder_rows) - failed} ok, {failed} not "
-        f"(OOM/timeout/skipped/error); wrote " + ", ".join(written),
-        flush=True,
+        f"(OOM/timeout/skipped/error); wrote " + ", ".join(written)
     )
     errors = [r for r in encoder_rows if r["status"] == "error"]
     busy = [r for r in rows if "machine stayed busy" in (r.get("note") or "")]
     if busy:
-        print(f"{len(busy)} cells not run: the machine was busy (see --max-busy-cores)",
-              flush=True)
-    return 1 if errors or busy else 0
+        cli.log(f"{len(busy)} cells not run: the machine was busy (see --max-busy-cores)")
+    if errors or busy:
+        raise SystemExit(1)

@@ -1,0 +1,163 @@
+"""What every program here writes its results with: CSV, markdown, plots, the machine.
+
+Each result file names the command that produced it (a CSV's first line is
+`# python -m ...`, a markdown report has a "Produced by" block), so that any
+result can be reproduced, or rebuilt from its CSV, from the file alone.
+Shared by the speed benchmarks (`harness/`), the spectrum analysis
+(`analysis/`) and the studies; nothing here imports TensorFlow.
+"""
+
+import contextlib
+import csv
+import io
+import os
+import platform
+import shlex
+import subprocess
+import sys
+
+
+def command_line(program, argv=None, drop=()):
+    """`python -m PROGRAM ARGV...`, the command a result file records.
+
+    `argv`: the program's arguments (default: this process's); `drop`: flags
+    left out (e.g. `--report-only`, which rebuilds what the command made).
+    """
+    kept = [str(argument) for argument in (sys.argv[1:] if argv is None else argv)
+            if argument not in drop]
+    return f"python -m {program} {shlex.join(kept)}".strip()
+
+
+# --- CSV ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def csv_file(path, command):
+    """Opens `path` for a CSV whose first line is `# <command>`; yields the open file."""
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        file.write(f"# {command}\n")
+        yield file
+
+
+def blank_none(value):
+    return "" if value is None else value
+
+
+def write_csv(path, command, fields, rows, value=blank_none):
+    """Writes dict `rows` as the columns `fields` (others ignored) under `# <command>`.
+
+    `value` turns each cell into what is written (default: None as blank).
+    """
+    with csv_file(path, command) as file:
+        writer = csv.DictWriter(file, fields, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: value(row.get(key)) for key in fields})
+
+
+def read_csv(path):
+    """Returns `(rows, command)` of a CSV `write_csv` wrote: numbers parsed, blanks as None."""
+    with open(path, newline="", encoding="utf-8") as file:
+        first = file.readline()
+        command = first[2:].strip() if first.startswith("# ") else ""
+        if not command:
+            file.seek(0)
+        rows = [
+            {key: _parse(value) for key, value in row.items()}
+            for row in csv.DictReader(file)
+        ]
+    return rows, command
+
+
+def _parse(value):
+    if value in ("", None):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+# --- Markdown ----------------------------------------------------------------
+
+
+def produced_by(command):
+    """The markdown lines that open a report with the command that produced it."""
+    return ["Produced by:", "", f"```sh\n{command}\n```", ""]
+
+
+def markdown_table(header, rows):
+    """A markdown table: `header` and each of `rows` are sequences of cells."""
+    lines = ["| " + " | ".join(str(cell) for cell in header) + " |",
+             "|---" * len(header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# --- Plots -------------------------------------------------------------------
+
+
+def pyplot():
+    """`matplotlib.pyplot` on the Agg backend (files only, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_palette_png(figure, path, colors=64):
+    """Saves a matplotlib figure as a PNG of at most `colors` colours, and closes it.
+
+    The plots are committed and have few colours: a 64-colour palette makes
+    the file about three times smaller.
+    """
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    pyplot().close(figure)
+    buffer.seek(0)
+    image = Image.open(buffer).convert("RGB")
+    image.quantize(colors=colors).save(path, format="png", optimize=True)
+
+
+# --- The machine -------------------------------------------------------------
+
+
+def machine_description():
+    """Cores, CPU model and vector extensions, memory and Python version, in one line."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    memory = ""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            memory = f", {int(meminfo.readline().split()[1]) / 2**20:.0f} GiB RAM"
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} CPU cores ({model}{cpu_vector_flags()}){memory}, "
+        f"{platform.python_version()}"
+    )
+
+
+def cpu_vector_flags():
+    """`", avx2 avx512f ..."`: the vector extensions that decide TF's oneDNN default."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = next(
+                (line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")),
+                [],
+            )
+    except OSError:
+        return ""
+    wanted = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
+    return ", " + " ".join(wanted) if wanted else ""

@@ -1,0 +1,30 @@
+"""Every program here runs as `python -m benchmarks.<program>` from the repository root."""
+
+import pytest
+
+from tests.training.harness import run_program
+
+PROGRAMS = ("inference", "train_step", "quality", "projection_study", "spectrum")
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_help_names_the_command_and_the_debug_flag(program):
+    result = run_program(f"benchmarks.{program}", "--help")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith(f"usage: python -m benchmarks.{program} ")
+    assert "--debug" in result.stdout
+
+
+@pytest.mark.parametrize("program, flags, message", [
+    ("inference", ["--repeats", "0"], "argument --repeats: must be a positive integer, got 0"),
+    ("train_step", ["--tokens-per-batch", "x"],
+     "argument --tokens-per-batch: must be a positive integer, got 'x'"),
+    ("quality", ["--linformers", "128"], "argument --linformers: expected K:SHARING"),
+    ("projection_study", ["--seeds", "-1"],
+     "argument --seeds: must be an integer from 0 to 2**32 - 1, got '-1'"),
+    ("spectrum", ["--target", "0"], "argument --target: must be a number in (0, 1], got 0.0"),
+])
+def test_a_bad_flag_exits_2_naming_the_flag_and_the_value(program, flags, message):
+    result = run_program(f"benchmarks.{program}", *flags)
+    assert result.returncode == 2
+    assert message in result.stderr
