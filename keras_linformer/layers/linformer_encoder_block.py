@@ -6,20 +6,12 @@ from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.layers.linformer_attention import LinformerAttention
+from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.masking import padding_mask_of
 from keras_linformer.utils import validation
-
-
-def check_heads_divide(num_heads, hidden_dim):
-    """Raises ValueError unless `num_heads` divides the hidden size of a block's inputs."""
-    if hidden_dim % num_heads:
-        raise ValueError(
-            f"`num_heads` must divide the hidden size ({hidden_dim}, the last "
-            f"dimension of the inputs). Received: num_heads={num_heads}"
-        )
 
 
 @keras_linformer_export("keras_linformer.layers.LinformerEncoderBlock")
