@@ -28,8 +28,8 @@ from the repository root:
     cd /tmp/legacy && python tests/models/make_legacy_fixtures.py OUT_DIR
 
 The `.keras` archives are re-packed with zip compression (see `deflate`),
-which Keras reads as it reads its own. Remade files are not bit-identical to the committed ones (zip and HDF5 carry
-timestamps), but they hold the same weights and expectations.
+which Keras reads as it reads its own. Remade files are not byte-identical
+to the committed ones (zip and HDF5 record times); the seed fixes the weights.
 """
 
 import argparse

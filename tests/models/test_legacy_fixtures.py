@@ -56,3 +56,11 @@ def test_saved_pretraining_checkpoint_loads_and_predicts_the_same(expected):
     assert len(vocabulary) == backbone.vocabulary_size == 30
     x = inputs(expected, ["token_ids", "segment_ids", "padding_mask"])
     assert_outputs(backbone, "transformer_backbone", x, expected)
+
+
+def test_a_reloaded_old_baseline_saves_and_loads_again(expected, tmp_path):
+    model = keras.saving.load_model(os.path.join(FIXTURES, "transformer_masked_lm.keras"))
+    model.save(tmp_path / "resaved.keras")
+    reloaded = keras.saving.load_model(tmp_path / "resaved.keras")
+    names = ["token_ids", "segment_ids", "padding_mask", "mask_positions"]
+    assert_outputs(reloaded, "transformer_masked_lm", inputs(expected, names), expected)
