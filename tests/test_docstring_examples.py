@@ -11,6 +11,7 @@ PUBLIC = [
     layers.LinformerAttention,
     layers.LinformerEncoderBlock,
     layers.LinformerEncoderStack,
+    layers.TransformerEncoderStack,
     models.LinformerBackbone,
     models.LinformerMaskedLM,
     models.LinformerTextClassifier,

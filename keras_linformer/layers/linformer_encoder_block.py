@@ -6,72 +6,12 @@ from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.layers.linformer_attention import LinformerAttention
+from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.masking import padding_mask_of
 from keras_linformer.utils import validation
-
-
-def set_encoder_arguments(
-    layer,
-    intermediate_dim,
-    num_heads,
-    sequence_length,
-    projection,
-    sharing,
-    dropout,
-    activation,
-    layer_norm_epsilon,
-    kernel_initializer,
-    bias_initializer,
-    projection_initializer,
-    normalize_first,
-    padding_compensation,
-):
-    """Validates and stores the arguments a block and a stack of blocks share."""
-    validation.check_positive_int("intermediate_dim", intermediate_dim)
-    validation.check_positive_int("num_heads", num_heads)
-    validation.check_positive_int("sequence_length", sequence_length)
-    validation.check_choice("projection", projection, sp.PROJECTIONS)
-    validation.check_choice("sharing", sharing, sp.SHARINGS)
-    layer.intermediate_dim = intermediate_dim
-    layer.num_heads = num_heads
-    layer.sequence_length = sequence_length
-    layer.projection = projection
-    layer.sharing = sharing
-    layer.dropout = dropout
-    layer.activation = keras.activations.get(activation)
-    layer.layer_norm_epsilon = layer_norm_epsilon
-    layer.kernel_initializer = keras.initializers.get(kernel_initializer)
-    layer.bias_initializer = keras.initializers.get(bias_initializer)
-    layer.projection_initializer = get_optional_initializer(projection_initializer)
-    projection_initializers.check(layer.projection_initializer, projection)
-    layer.normalize_first = normalize_first
-    layer.padding_compensation = bool(padding_compensation)
-    layer.supports_masking = True
-
-
-def encoder_config(layer):
-    """The config entries of the arguments `set_encoder_arguments` stores."""
-    return {
-        "intermediate_dim": layer.intermediate_dim,
-        "num_heads": layer.num_heads,
-        "sequence_length": layer.sequence_length,
-        "projected_dim": layer.projected_dim,
-        "projection": layer.projection,
-        "sharing": layer.sharing,
-        "dropout": layer.dropout,
-        "activation": keras.activations.serialize(layer.activation),
-        "layer_norm_epsilon": layer.layer_norm_epsilon,
-        "kernel_initializer": keras.initializers.serialize(layer.kernel_initializer),
-        "bias_initializer": keras.initializers.serialize(layer.bias_initializer),
-        "projection_initializer": serialize_optional_initializer(
-            layer.projection_initializer
-        ),
-        "normalize_first": layer.normalize_first,
-        "padding_compensation": layer.padding_compensation,
-    }
 
 
 @keras_linformer_export("keras_linformer.layers.LinformerEncoderBlock")
@@ -152,32 +92,32 @@ class LinformerEncoderBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        set_encoder_arguments(
-            self,
-            intermediate_dim,
-            num_heads,
-            sequence_length,
-            projection,
-            sharing,
-            dropout,
-            activation,
-            layer_norm_epsilon,
-            kernel_initializer,
-            bias_initializer,
-            projection_initializer,
-            normalize_first,
-            padding_compensation,
-        )
+        validation.check_positive_int("intermediate_dim", intermediate_dim)
+        validation.check_positive_int("num_heads", num_heads)
+        validation.check_positive_int("sequence_length", sequence_length)
+        validation.check_choice("projection", projection, sp.PROJECTIONS)
+        validation.check_choice("sharing", sharing, sp.SHARINGS)
         sp.validate_projected_dim(projected_dim, sequence_length, projection)
+        self.intermediate_dim = intermediate_dim
+        self.num_heads = num_heads
+        self.sequence_length = sequence_length
         self.projected_dim = projected_dim
+        self.projection = projection
+        self.sharing = sharing
+        self.dropout = dropout
+        self.activation = keras.activations.get(activation)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.projection_initializer = get_optional_initializer(projection_initializer)
+        projection_initializers.check(self.projection_initializer, projection)
+        self.normalize_first = normalize_first
+        self.padding_compensation = bool(padding_compensation)
+        self.supports_masking = True
 
     def build(self, inputs_shape):
         hidden_dim = inputs_shape[-1]
-        if hidden_dim % self.num_heads:
-            raise ValueError(
-                f"The hidden size ({hidden_dim}, the last dimension of the "
-                f"inputs) must be divisible by num_heads={self.num_heads}."
-            )
+        check_heads_divide(self.num_heads, hidden_dim)
         head_dim = hidden_dim // self.num_heads
         self._self_attention_layer = LinformerAttention(
             num_heads=self.num_heads,
@@ -294,5 +234,28 @@ class LinformerEncoderBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(encoder_config(self))
+        config.update(
+            {
+                "intermediate_dim": self.intermediate_dim,
+                "num_heads": self.num_heads,
+                "sequence_length": self.sequence_length,
+                "projected_dim": self.projected_dim,
+                "projection": self.projection,
+                "sharing": self.sharing,
+                "dropout": self.dropout,
+                "activation": keras.activations.serialize(self.activation),
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+                "projection_initializer": serialize_optional_initializer(
+                    self.projection_initializer
+                ),
+                "normalize_first": self.normalize_first,
+                "padding_compensation": self.padding_compensation,
+            }
+        )
         return config

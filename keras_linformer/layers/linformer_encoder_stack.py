@@ -4,10 +4,11 @@ import keras
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers.block_utils import call_in_sequence
+from keras_linformer.layers.block_utils import check_heads_divide
+from keras_linformer.layers.config_utils import get_optional_initializer
+from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
-from keras_linformer.layers.linformer_encoder_block import encoder_config
-from keras_linformer.layers.linformer_encoder_block import set_encoder_arguments
-from keras_linformer.layers.masking import padding_mask_of
 from keras_linformer.utils import validation
 
 
@@ -87,22 +88,6 @@ class LinformerEncoderStack(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         validation.check_positive_int("num_layers", num_layers)
-        set_encoder_arguments(
-            self,
-            intermediate_dim,
-            num_heads,
-            sequence_length,
-            projection,
-            sharing,
-            dropout,
-            activation,
-            layer_norm_epsilon,
-            kernel_initializer,
-            bias_initializer,
-            projection_initializer,
-            normalize_first,
-            padding_compensation,
-        )
         if isinstance(projected_dim, (list, tuple)):
             projected_dims = list(projected_dim)
             if len(projected_dims) != num_layers:
@@ -112,21 +97,7 @@ class LinformerEncoderStack(keras.layers.Layer):
                 )
         else:
             projected_dims = [projected_dim] * num_layers
-        for k in projected_dims:
-            sp.validate_projected_dim(k, sequence_length, projection)
-        if (
-            sharing == "layerwise"
-            and projection in ("linear", "conv")
-            and len(set(projected_dims)) > 1
-        ):
-            raise ValueError(
-                "sharing='layerwise' uses one projection for every layer, so all "
-                "layers need the same `projected_dim`. Received: projected_dim="
-                f"{projected_dim!r}. Use sharing='key_value' for a per-layer k."
-            )
-        self.num_layers = num_layers
-        self.projected_dim = projected_dim
-        self.projected_dims = projected_dims
+        # Each block checks the arguments it shares with the stack.
         self.blocks = [
             LinformerEncoderBlock(
                 intermediate_dim=intermediate_dim,
@@ -148,14 +119,37 @@ class LinformerEncoderStack(keras.layers.Layer):
             )
             for i, k in enumerate(projected_dims)
         ]
+        if (
+            sharing == "layerwise"
+            and projection in ("linear", "conv")
+            and len(set(projected_dims)) > 1
+        ):
+            raise ValueError(
+                "sharing='layerwise' uses one projection for every layer, so all "
+                "layers need the same `projected_dim`. Received: projected_dim="
+                f"{projected_dim!r}. Use sharing='key_value' for a per-layer k."
+            )
+        self.num_layers = num_layers
+        self.intermediate_dim = intermediate_dim
+        self.num_heads = num_heads
+        self.sequence_length = sequence_length
+        self.projected_dim = projected_dim
+        self.projected_dims = projected_dims
+        self.projection = projection
+        self.sharing = sharing
+        self.dropout = dropout
+        self.activation = keras.activations.get(activation)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.projection_initializer = get_optional_initializer(projection_initializer)
+        self.normalize_first = normalize_first
+        self.padding_compensation = bool(padding_compensation)
+        self.supports_masking = True
 
     def build(self, inputs_shape):
         hidden_dim = inputs_shape[-1]
-        if hidden_dim % self.num_heads:
-            raise ValueError(
-                f"The hidden size ({hidden_dim}, the last dimension of the "
-                f"inputs) must be divisible by num_heads={self.num_heads}."
-            )
+        check_heads_divide(self.num_heads, hidden_dim)
         self.shared_projection = None
         if self.sharing == "layerwise" and self.projection in ("linear", "conv"):
             shape = sp.projection_kernel_shape(
@@ -182,22 +176,14 @@ class LinformerEncoderStack(keras.layers.Layer):
     def call(
         self, inputs, padding_mask=None, training=None, return_attention_scores=False
     ):
-        mask = padding_mask_of(inputs, padding_mask)
-        x, all_scores = inputs, []
-        for block in self.blocks:
-            x = block(
-                x,
-                padding_mask=mask,
-                training=training,
-                return_attention_scores=return_attention_scores,
-                projection_kernel=self.shared_projection,
-            )
-            if return_attention_scores:
-                x, scores = x
-                all_scores.append(scores)
-        if return_attention_scores:
-            return x, all_scores
-        return x
+        return call_in_sequence(
+            self.blocks,
+            inputs,
+            padding_mask,
+            training,
+            return_attention_scores,
+            projection_kernel=self.shared_projection,
+        )
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
@@ -209,5 +195,29 @@ class LinformerEncoderStack(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"num_layers": self.num_layers, **encoder_config(self)})
+        config.update(
+            {
+                "num_layers": self.num_layers,
+                "intermediate_dim": self.intermediate_dim,
+                "num_heads": self.num_heads,
+                "sequence_length": self.sequence_length,
+                "projected_dim": self.projected_dim,
+                "projection": self.projection,
+                "sharing": self.sharing,
+                "dropout": self.dropout,
+                "activation": keras.activations.serialize(self.activation),
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+                "projection_initializer": serialize_optional_initializer(
+                    self.projection_initializer
+                ),
+                "normalize_first": self.normalize_first,
+                "padding_compensation": self.padding_compensation,
+            }
+        )
         return config

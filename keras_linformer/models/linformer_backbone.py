@@ -7,10 +7,20 @@ from keras_hub.src.utils.keras_utils import gelu_approximate
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
+from keras_linformer.layers import TransformerEncoderStack
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.utils import validation
 
 ATTENTIONS = ("linformer", "transformer")
+# The arguments only a Linformer has. A full-attention backbone ignores them
+# and leaves them out of its config.
+LINFORMER_ARGUMENTS = (
+    "projected_dim",
+    "projection",
+    "sharing",
+    "projection_initializer",
+    "padding_compensation",
+)
 
 
 def bert_kernel_initializer(stddev=0.02):
@@ -33,17 +43,24 @@ def _bert_architecture(backbone):
     return {name: getattr(backbone, name) for name in names}
 
 
-def _bert_path(linformer_path):
-    """A Linformer variable's path in a BERT backbone (its blocks are `transformer_layer_i`)."""
-    prefix = "linformer_encoder/linformer_encoder_block_"
-    if linformer_path.startswith(prefix):
-        return "transformer_layer_" + linformer_path[len(prefix):]
-    return linformer_path
+# Where each encoder keeps its blocks, and where keras-hub's BertBackbone does.
+_BERT_PREFIXES = (
+    ("linformer_encoder/linformer_encoder_block_", "transformer_layer_"),
+    ("transformer_encoder/transformer_layer_", "transformer_layer_"),
+)
+
+
+def _bert_path(path):
+    """A variable's path in a keras-hub BERT backbone (its blocks are `transformer_layer_i`)."""
+    for prefix, bert_prefix in _BERT_PREFIXES:
+        if path.startswith(prefix):
+            return bert_prefix + path[len(prefix):]
+    return path
 
 
 def _copy_bert_weights(bert, target):
     """Assigns every BERT variable to its twin in `target`; only projections are left."""
-    source = {variable.path: variable for variable in bert.weights}
+    source = {_bert_path(variable.path): variable for variable in bert.weights}
     for variable in target.weights:
         if "projection" in variable.path.rsplit("/", 1)[-1]:
             continue  # E/F: new, and initialised as asked.
@@ -69,15 +86,24 @@ def _copy_bert_weights(bert, target):
 
 @keras_linformer_export("keras_linformer.models.LinformerBackbone")
 class LinformerBackbone(keras_hub.models.Backbone):
-    """BERT-style bidirectional encoder with Linformer self-attention.
+    """BERT-style bidirectional encoder with Linformer or full self-attention.
 
     The layout of `keras_hub.models.BertBackbone` (token, position and segment
     embeddings, `num_layers` encoder blocks, a tanh-pooled `[CLS]` output)
-    with the blocks of a `keras_linformer.layers.LinformerEncoderStack`.
-    `attention="transformer"` builds the standard-Transformer baseline from
-    `keras_hub.layers.TransformerEncoder` blocks instead; every other layer,
-    initializer and argument is the same, so the two differ only in attention
-    (the Linformer arguments are then stored but unused).
+    with one encoder stack, `self.encoder`, between the embeddings and the
+    pooler:
+
+    - `attention="linformer"`: a `keras_linformer.layers.LinformerEncoderStack`
+      named `linformer_encoder`;
+    - `attention="transformer"`: the standard-Transformer baseline, a
+      `keras_linformer.layers.TransformerEncoderStack` (of
+      `keras_hub.layers.TransformerEncoder` blocks) named `transformer_encoder`.
+
+    Every other layer, initializer and argument is the same, so the two
+    differ only in attention. The Linformer arguments (`projected_dim`,
+    `projection`, `sharing`, `projection_initializer`, `padding_compensation`)
+    apply to the first only: the baseline ignores them, its attributes of
+    those names are None and its config leaves them out.
 
     Inputs are `token_ids`, `segment_ids` and `padding_mask` (all int,
     `(B, S)`, S <= `max_sequence_length`); outputs are `sequence_output`
@@ -89,18 +115,21 @@ class LinformerBackbone(keras_hub.models.Backbone):
         num_heads: int. Attention heads per block.
         hidden_dim: int. Size of the hidden states.
         intermediate_dim: int. Hidden size of each feedforward network.
-        projected_dim: int or list of ints. k, the projected key/value length
-            (one per layer for a nonuniform k).
+        projected_dim: int or list of ints. Linformer only, and required
+            there: k, the projected key/value length (one per layer for a
+            nonuniform k). Defaults to None.
         max_sequence_length: int. n, the longest input. Defaults to 512.
-        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`.
-            Defaults to `"linear"`.
-        projection_initializer: str, Keras initializer or None. How a learned
-            E starts (see `keras_linformer.layers.LinformerAttention`).
-            Defaults to None, the layer's default.
-        padding_compensation: bool. Scale a learned E's projected values by
-            n / (real positions) (see `LinformerAttention`). Defaults to True.
-        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
-            Defaults to `"layerwise"`.
+        projection: str. Linformer only. `"linear"`, `"mean"`, `"max"` or
+            `"conv"`. Defaults to `"linear"`.
+        projection_initializer: str, Keras initializer or None. Linformer
+            only. How a learned E starts (see
+            `keras_linformer.layers.LinformerAttention`). Defaults to None, the
+            layer's default.
+        padding_compensation: bool. Linformer only. Scale a learned E's
+            projected values by n / (real positions) (see `LinformerAttention`).
+            Defaults to True.
+        sharing: str. Linformer only. `"none"`, `"headwise"`, `"key_value"`
+            or `"layerwise"`. Defaults to `"layerwise"`.
         attention: str. `"linformer"` or `"transformer"` (full attention, the
             baseline). Defaults to `"linformer"`.
         dropout: float. Dropout everywhere. Defaults to 0.1.
@@ -119,6 +148,14 @@ class LinformerBackbone(keras_hub.models.Backbone):
     ...     "padding_mask": np.ones((2, 32), "int32")})
     >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
     ((2, 32, 16), (2, 16))
+
+    The baseline takes the same arguments, without the Linformer's:
+
+    >>> baseline = LinformerBackbone(
+    ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+    ...     intermediate_dim=32, max_sequence_length=32, attention="transformer")
+    >>> type(baseline.encoder).__name__, baseline.projected_dim
+    ('TransformerEncoderStack', None)
     """
 
     def __init__(
@@ -128,7 +165,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         num_heads,
         hidden_dim,
         intermediate_dim,
-        projected_dim,
+        projected_dim=None,
         max_sequence_length=512,
         projection="linear",
         sharing="layerwise",
@@ -138,11 +175,13 @@ class LinformerBackbone(keras_hub.models.Backbone):
         projection_initializer=None,
         padding_compensation=True,
         dtype=None,
+        _legacy_layout=False,
         **kwargs,
     ):
         validation.check_choice("attention", attention, ATTENTIONS)
         for name, value in (
             ("vocabulary_size", vocabulary_size),
+            ("num_heads", num_heads),
             ("hidden_dim", hidden_dim),
             ("max_sequence_length", max_sequence_length),
             ("num_segments", num_segments),
@@ -203,15 +242,12 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 name="linformer_encoder",
                 **block_arguments,
             )
-            self.transformer_layers = self.encoder.blocks
         else:
-            self.encoder = None
-            self.transformer_layers = [
-                keras_hub.layers.TransformerEncoder(
-                    name=f"transformer_layer_{i}", **block_arguments
-                )
-                for i in range(num_layers)
-            ]
+            self.encoder = TransformerEncoderStack(
+                num_layers=num_layers, name="transformer_encoder", **block_arguments
+            )
+            projected_dim = projection = sharing = None
+            projection_initializer = padding_compensation = None
         self.pooled_dense = keras.layers.Dense(
             hidden_dim,
             kernel_initializer=bert_kernel_initializer(),
@@ -232,11 +268,14 @@ class LinformerBackbone(keras_hub.models.Backbone):
         x = self.embeddings_add((tokens, positions, segments))
         x = self.embeddings_layer_norm(x)
         x = self.embeddings_dropout(x)
-        if self.encoder is not None:
-            x = self.encoder(x, padding_mask=padding_mask_input)
+        if _legacy_layout:
+            # A baseline saved before it had an encoder stack of its own (see
+            # `from_config`): its blocks were nodes of this graph, and its
+            # weight files keep them where such a graph puts them.
+            for block in self.encoder.blocks:
+                x = block(x, padding_mask=padding_mask_input)
         else:
-            for layer in self.transformer_layers:
-                x = layer(x, padding_mask=padding_mask_input)
+            x = self.encoder(x, padding_mask=padding_mask_input)
         pooled_output = self.pooled_dense(x[:, 0, :])  # The [CLS] token.
         super().__init__(
             inputs={
@@ -265,6 +304,12 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.projection_initializer = projection_initializer
         self.padding_compensation = padding_compensation
         self.cls_token_index = 0
+        self._legacy_layout = _legacy_layout
+
+    @property
+    def transformer_layers(self):
+        """The encoder blocks, under the name `keras_hub.models.BertBackbone` gives them."""
+        return self.encoder.blocks
 
     @classmethod
     def from_bert(
@@ -344,8 +389,15 @@ class LinformerBackbone(keras_hub.models.Backbone):
 
     @classmethod
     def from_config(cls, config):
-        # Saved before the option existed: keep computing what it computed.
-        return super().from_config({"padding_compensation": False, **config})
+        if config.get("attention", "linformer") == "linformer":
+            # Saved before the option existed: keep computing what it computed.
+            return super().from_config({"padding_compensation": False, **config})
+        # A baseline config that names the Linformer arguments was written
+        # before the baseline had a `TransformerEncoderStack`, when its blocks
+        # sat directly in the graph; its weight files store them there.
+        legacy = any(key in config for key in LINFORMER_ARGUMENTS)
+        config = {k: v for k, v in config.items() if k not in LINFORMER_ARGUMENTS}
+        return super().from_config({**config, "_legacy_layout": legacy})
 
     def get_config(self):
         config = super().get_config()
@@ -356,17 +408,26 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 "num_heads": self.num_heads,
                 "hidden_dim": self.hidden_dim,
                 "intermediate_dim": self.intermediate_dim,
-                "projected_dim": self.projected_dim,
                 "max_sequence_length": self.max_sequence_length,
-                "projection": self.projection,
-                "sharing": self.sharing,
                 "attention": self.attention,
                 "dropout": self.dropout,
                 "num_segments": self.num_segments,
-                "projection_initializer": serialize_optional_initializer(
-                    self.projection_initializer
-                ),
-                "padding_compensation": self.padding_compensation,
             }
         )
+        if self.attention == "linformer":
+            config.update(
+                {
+                    "projected_dim": self.projected_dim,
+                    "projection": self.projection,
+                    "sharing": self.sharing,
+                    "projection_initializer": serialize_optional_initializer(
+                        self.projection_initializer
+                    ),
+                    "padding_compensation": self.padding_compensation,
+                }
+            )
+        elif self._legacy_layout:
+            # Keeps the marker `from_config` reads, so the weights saved
+            # with this config are looked for where they are.
+            config.update(dict.fromkeys(LINFORMER_ARGUMENTS))
         return config

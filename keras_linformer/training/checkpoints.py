@@ -16,6 +16,7 @@ import keras
 
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
+from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 
 VOCABULARY_FILE = "vocab.txt"
 CONFIG_FILE = "config.json"
@@ -52,9 +53,12 @@ def architecture_of(config):
 def architecture_differences(expected, found):
     """Lists `key: expected vs found` for every architecture key on which they differ.
 
-    Keys absent from `expected` are not compared.
+    Keys absent from `expected` are not compared, nor the Linformer's
+    arguments when `found` is a full-attention baseline, which has none.
     """
     expected, found = architecture_of(expected), architecture_of(found)
+    if found.get("attention") == "transformer":
+        expected = {k: v for k, v in expected.items() if k not in LINFORMER_ARGUMENTS}
     return [
         f"{key}: {expected[key]!r} requested, {found.get(key)!r} in the checkpoint"
         for key in expected

@@ -2,6 +2,8 @@ import keras
 import numpy as np
 import pytest
 
+from keras_linformer.layers import LinformerEncoderStack
+from keras_linformer.layers import TransformerEncoderStack
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier
@@ -43,7 +45,7 @@ def test_baseline_differs_only_in_attention():
         out = {}
         for v in model.weights:
             path = v.path.replace("linformer_encoder/linformer_encoder_block_", "layer_")
-            path = path.replace("transformer_layer_", "layer_")
+            path = path.replace("transformer_encoder/transformer_layer_", "layer_")
             out[path] = v
         return out
 
@@ -116,3 +118,73 @@ def test_padding_does_not_reach_real_positions():
 def test_bad_configuration(overrides, message):
     with pytest.raises(ValueError, match=message):
         LinformerBackbone(**{**CONFIG, **overrides})
+
+
+LINFORMER_ARGUMENTS = dict(
+    projected_dim=4, projection="mean", sharing="layerwise", projection_initializer=None,
+    padding_compensation=True,
+)
+
+
+@pytest.mark.parametrize(
+    "attention, stack",
+    [("linformer", LinformerEncoderStack), ("transformer", TransformerEncoderStack)],
+)
+def test_one_encoder_stack_between_embeddings_and_pooler(attention, stack):
+    backbone = LinformerBackbone(**CONFIG, attention=attention)
+    assert isinstance(backbone.encoder, stack)
+    assert backbone.transformer_layers == backbone.encoder.blocks
+    assert len(backbone.transformer_layers) == CONFIG["num_layers"]
+    names = [layer.name for layer in backbone.layers]
+    assert names[names.index("embeddings_dropout") + 2:] == [backbone.encoder.name, "pooled_dense"]
+
+
+def test_the_baseline_has_no_linformer_arguments():
+    backbone = LinformerBackbone(**{**CONFIG, **LINFORMER_ARGUMENTS}, attention="transformer")
+    config = backbone.get_config()
+    assert not set(LINFORMER_ARGUMENTS) & set(config)
+    assert all(getattr(backbone, name) is None for name in LINFORMER_ARGUMENTS)
+    clone = LinformerBackbone.from_config(config)
+    assert clone.get_config() == config and not clone._legacy_layout
+    # Configs that omit them: from the constructor too.
+    assert LinformerBackbone(**{**CONFIG, "projected_dim": None}, attention="transformer")
+
+
+def test_a_baseline_config_written_before_its_stack_keeps_the_old_layout():
+    """Such configs name the Linformer arguments; their weights sit where its
+    blocks were, nodes of the backbone's graph (see test_legacy_fixtures)."""
+    baseline = LinformerBackbone(**CONFIG, attention="transformer")
+    old_config = {**baseline.get_config(), **LINFORMER_ARGUMENTS}
+    legacy = LinformerBackbone.from_config(old_config)
+    assert legacy._legacy_layout
+    names = [layer.name for layer in legacy.layers]
+    assert "transformer_layer_0" in names and "transformer_encoder" not in names
+    assert legacy.transformer_layers == legacy.encoder.blocks
+    # It computes what the new layout computes with the same weights.
+    legacy.set_weights(baseline.get_weights())
+    x = features()
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(legacy(x)["sequence_output"]),
+        keras.ops.convert_to_numpy(baseline(x)["sequence_output"]),
+        atol=1e-6,
+    )
+    # Its config keeps it in that layout; the Linformer arguments stay unused.
+    config = legacy.get_config()
+    assert {key: config[key] for key in LINFORMER_ARGUMENTS} == dict.fromkeys(LINFORMER_ARGUMENTS)
+    assert LinformerBackbone.from_config(config)._legacy_layout
+
+
+def test_a_baseline_checkpoint_ignores_requested_linformer_arguments(tmp_path):
+    from keras_linformer.training import checkpoints
+
+    backbone = LinformerBackbone(**{**CONFIG, "vocabulary_size": 6}, attention="transformer")
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]
+    checkpoints.save_pretrained(backbone, vocabulary, tmp_path)
+    loaded, _ = checkpoints.load_pretrained(
+        tmp_path, architecture=dict(attention="transformer", projected_dim=16, sharing="none")
+    )
+    assert isinstance(loaded.encoder, TransformerEncoderStack)
+    for expected, found in zip(backbone.get_weights(), loaded.get_weights()):
+        np.testing.assert_array_equal(found, expected)
+    with pytest.raises(ValueError, match="attention: 'linformer' requested, 'transformer'"):
+        checkpoints.load_pretrained(tmp_path, architecture=dict(attention="linformer"))

@@ -1,0 +1,48 @@
+"""What the encoder stacks (Linformer and full attention) and their blocks share."""
+
+from keras_linformer.layers.masking import padding_mask_of
+
+
+def check_heads_divide(num_heads, hidden_dim):
+    """Raises ValueError unless `num_heads` divides the hidden size of a block's inputs."""
+    if hidden_dim % num_heads:
+        raise ValueError(
+            f"`num_heads` must divide the hidden size ({hidden_dim}, the last "
+            f"dimension of the inputs). Received: num_heads={num_heads}"
+        )
+
+
+def call_in_sequence(
+    blocks, inputs, padding_mask, training, return_attention_scores, **block_arguments
+):
+    """Runs `inputs` through `blocks` one after the other, as an encoder stack does.
+
+    Args:
+        blocks: encoder blocks taking `padding_mask`, `training` and
+            `return_attention_scores`.
+        inputs: `(B, S, hidden_dim)`.
+        padding_mask: `(B, S)` or None, the Keras mask of `inputs` then.
+        training: bool or None.
+        return_attention_scores: bool.
+        **block_arguments: further call arguments, the same for every block.
+
+    Returns:
+        The last block's output, and with `return_attention_scores` a list of
+        each block's attention probabilities.
+    """
+    mask = padding_mask_of(inputs, padding_mask)
+    x, all_scores = inputs, []
+    for block in blocks:
+        x = block(
+            x,
+            padding_mask=mask,
+            training=training,
+            return_attention_scores=return_attention_scores,
+            **block_arguments,
+        )
+        if return_attention_scores:
+            x, scores = x
+            all_scores.append(scores)
+    if return_attention_scores:
+        return x, all_scores
+    return x
