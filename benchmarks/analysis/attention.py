@@ -36,7 +36,7 @@ def attention_probabilities(backbone, inputs):
     x = embed(inputs, training=False)
     mask = keras.ops.convert_to_tensor(inputs["padding_mask"])
     encoder = getattr(backbone, "encoder", None)
-    if encoder is not None:  # A Linformer stack: it passes the shared projection.
+    if encoder is not None:  # Either stack (a Linformer stack passes its shared projection).
         x, scores = encoder(x, padding_mask=mask, training=False, return_attention_scores=True)
     else:
         scores = []
