@@ -1,6 +1,6 @@
 """What the encoder stacks (Linformer and full attention) and their blocks share."""
 
-from keras_linformer.layers.masking import padding_mask_of
+from keras_linformer.layers.keras_masks import padding_mask_of
 
 
 def check_heads_divide(num_heads, hidden_dim):

@@ -11,7 +11,7 @@ from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
-from keras_linformer.layers.masking import detach_keras_masks
+from keras_linformer.layers.keras_masks import detach_keras_masks
 from keras_linformer.utils import validation
 
 

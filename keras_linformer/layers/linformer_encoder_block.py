@@ -10,7 +10,7 @@ from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
-from keras_linformer.layers.masking import padding_mask_of
+from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.utils import validation
 
 
