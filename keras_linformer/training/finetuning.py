@@ -21,9 +21,6 @@ from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
 
-CLASSIFIER_FILE = "classifier.keras"
-LABELS_FILE = "labels.txt"
-
 
 def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=False):
     """A compiled `LinformerTextClassifier` on `backbone`. Call it inside the strategy's scope.
@@ -153,7 +150,7 @@ def finetune(
         run_directory.check_output_dir(output_dir, "classification")
     keras.utils.set_random_seed(seed)
     os.makedirs(output_dir, exist_ok=True)
-    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
+    vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
 
     bert = None
     if pretrained is not None and from_bert is not None:
@@ -278,9 +275,8 @@ def finetune(
     )
     results = loop_lib.evaluate(model, strategy, test)
     if chief:
-        model.save(os.path.join(output_dir, CLASSIFIER_FILE))
-        with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as file:
-            file.writelines(f"{name}\n" for name in corpus.label_names)
+        model.save(os.path.join(output_dir, run_directory.CLASSIFIER_FILE))
+        run_directory.write_labels(output_dir, corpus.label_names)
     majority = max(collections.Counter(corpus.test.labels).values()) / len(corpus.test)
     summary = {
         "test_accuracy": float(results["accuracy"]),
@@ -295,7 +291,7 @@ def finetune(
         ),
     }
     if chief:
-        runs.write_summary(output_dir, summary)
+        run_directory.write_summary(output_dir, summary)
     log(
         f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
         f"majority class {majority:.4f}) on {len(corpus.test)} held-out examples | "

@@ -50,7 +50,7 @@ import keras
 import tensorflow as tf
 
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
-LOG_DIR = "logs"
+from keras_linformer.training.run_directory import LOG_DIR
 
 
 def progress_verbosity():

@@ -18,8 +18,6 @@ from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 
-MASKED_LM_FILE = "masked_lm.keras"
-
 # A small Linformer that pretrains on the news articles in minutes on a CPU.
 DEFAULT_ARCHITECTURE = dict(
     num_layers=2,
@@ -183,7 +181,7 @@ def pretrain(
     keras.utils.set_random_seed(seed)
     os.makedirs(output_dir, exist_ok=True)
 
-    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
+    vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
     vocabulary = runs.vocabulary_for(
         output_dir, corpus.train.texts, vocabulary_size, vocabulary_characters, seed
     )
@@ -264,7 +262,7 @@ def pretrain(
     if chief:
         checkpoints.save_pretrained(model.backbone, vocabulary, output_dir)
         # The whole masked LM (backbone and tied head), for fill-mask use and export.
-        model.save(os.path.join(output_dir, MASKED_LM_FILE))
+        model.save(os.path.join(output_dir, run_directory.MASKED_LM_FILE))
     summary = {
         "test_perplexity": float(results["perplexity"]),
         # What word frequencies alone reach on the same texts: the bar to clear.
@@ -279,7 +277,7 @@ def pretrain(
         ),
     }
     if chief:
-        runs.write_summary(output_dir, summary)
+        run_directory.write_summary(output_dir, summary)
     log(
         f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "
         f"(unigram baseline {summary['unigram_test_perplexity']:.2f}; "

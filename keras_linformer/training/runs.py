@@ -15,10 +15,10 @@ import os
 import time
 
 from keras_linformer import data
-from keras_linformer.training import checkpoints
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import run_directory
+from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import RUN_FILE
 from keras_linformer.training.run_directory import SUMMARY_FILE
 
@@ -52,12 +52,11 @@ def start_run(output_dir, run_config, log=print, chief=True):
     """
     os.makedirs(output_dir, exist_ok=True)
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
-    path = os.path.join(output_dir, RUN_FILE)
     resuming = loop_lib.has_checkpoint(output_dir)
     previous = run_directory.read_run(output_dir)
     if previous is None and resuming:
         raise ValueError(
-            f"output_dir: {output_dir!r} holds {loop_lib.CHECKPOINT_DIR}/ but no "
+            f"output_dir: {output_dir!r} holds {CHECKPOINT_DIR}/ but no "
             f"{RUN_FILE}: the options that produced those checkpoints are unknown, so "
             "they are not resumed. Use another output directory, or remove this one "
             "to start over."
@@ -70,7 +69,7 @@ def start_run(output_dir, run_config, log=print, chief=True):
         ]
         if differences:
             state = ("the checkpoints of " if resuming else "the record of ") + (
-                "a finished run" if is_finished(output_dir) else "an unfinished run"
+                "a finished run" if run_directory.is_finished(output_dir) else "an unfinished run"
             )
             raise ValueError(
                 f"output_dir: {output_dir!r} holds {state} "
@@ -80,14 +79,8 @@ def start_run(output_dir, run_config, log=print, chief=True):
                 "output directory (or remove this one) to start over."
             )
     if chief and previous is None:
-        with open(path, "w", encoding="utf-8") as file:
-            json.dump(run_config, file, indent=2)
+        run_directory.write_run(output_dir, run_config)
     return resuming
-
-
-def is_finished(output_dir):
-    """Whether `output_dir` holds a finished run (its summary)."""
-    return os.path.isfile(os.path.join(output_dir, SUMMARY_FILE))
 
 
 def finished_summary(output_dir, log=print):
@@ -146,7 +139,7 @@ def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, se
     A resumed run must keep its vocabulary: the checkpoint's embeddings
     index it.
     """
-    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
+    vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
     if loop_lib.has_checkpoint(output_dir) and os.path.isfile(vocabulary_path):
         return data.load_vocabulary(vocabulary_path)
     return data.train_vocabulary(
@@ -175,12 +168,6 @@ def training_summary(history, steps, plan, tokens_per_step, fit_seconds, start):
         "seconds": time.perf_counter() - start,
         "final_train_loss": history["loss"][-1] if history.get("loss") else None,
     }
-
-
-def write_summary(output_dir, summary):
-    """Writes the run's final numbers to `summary.json`."""
-    with open(os.path.join(output_dir, SUMMARY_FILE), "w", encoding="utf-8") as file:
-        json.dump(summary, file, indent=2)
 
 
 def logged_scalars(log_dir):
