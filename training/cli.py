@@ -7,7 +7,6 @@ before TensorFlow starts (and before `--cpu-replicas` must take effect).
 import argparse
 import codecs
 import contextlib
-import dataclasses
 import json
 import math
 import os
@@ -292,74 +291,22 @@ def training_options(args):
     )
 
 
-def limit_examples(corpus, train=None, evaluation=None):
-    """`corpus` with only the first `train` training and `evaluation` validation/test documents."""
-
-    def head(split, count):
-        if count is None:
-            return split
-        labels = None if split.labels is None else split.labels[:count]
-        return dataclasses.replace(
-            split, texts=split.texts[:count], ids=split.ids[:count], labels=labels
-        )
-
-    return dataclasses.replace(
-        corpus,
-        train=head(corpus.train, train),
-        validation=head(corpus.validation, evaluation),
-        test=head(corpus.test, evaluation),
-    )
-
-
-def concatenate(corpora):
-    """One unlabelled corpus of several, split by split (labels are dropped)."""
-    if len(corpora) == 1:
-        return corpora[0]
-
-    def joined(name):
-        splits = [getattr(corpus, name) for corpus in corpora]
-        return type(splits[0])(
-            texts=[text for split in splits for text in split.texts],
-            ids=[f"{corpus.name}/{id_}" for corpus, split in zip(corpora, splits) for id_ in split.ids],
-        )
-
-    return dataclasses.replace(
-        corpora[0],
-        name="+".join(corpus.name for corpus in corpora),
-        train=joined("train"),
-        validation=joined("validation"),
-        test=joined("test"),
-    )
-
-
 def set_up_hardware(args):
-    """Configures replicas, strategy, precision; returns the strategy.
+    """Configures replicas, strategy, precision from the hardware flags; returns the strategy.
 
     Imports TensorFlow, so call it after parsing flags.
     """
-    from keras_linformer import training
     from keras_linformer.training import devices
 
-    if args.deterministic:
-        import tensorflow as tf
-
-        tf.config.experimental.enable_op_determinism()
-    if devices.read_tf_config() is not None:
-        if args.cpu_replicas > 1:
-            raise ValueError(
-                f"--cpu-replicas {args.cpu_replicas} cannot be combined with TF_CONFIG "
-                "(multi-worker training): run one worker per host or device."
-            )
-        with flag_names(connect_timeout="--connect-timeout"):
-            strategy = devices.make_multi_worker_strategy(args.connect_timeout, log=log)
-        training.check_jit_compile(strategy, args.jit_compile)
-        training.set_mixed_precision(args.mixed_precision)
-        return strategy
-    training.configure_cpu_replicas(args.cpu_replicas)
-    strategy = training.make_strategy()
-    training.check_jit_compile(strategy, args.jit_compile)
-    training.set_mixed_precision(args.mixed_precision)
-    return strategy
+    with flag_names(cpu_replicas="--cpu-replicas", connect_timeout="--connect-timeout"):
+        return devices.set_up_devices(
+            cpu_replicas=args.cpu_replicas,
+            mixed_precision=args.mixed_precision,
+            jit_compile=args.jit_compile,
+            deterministic=args.deterministic,
+            connect_timeout=args.connect_timeout,
+            log=log,
+        )
 
 
 def add_debug_flag(parser):
@@ -412,9 +359,16 @@ TRAINING_FLAGS = {"output_dir": "--output-dir", "sequence_length": "--sequence-l
 def flag_names(**flags):
     """Names flags, not Python parameters, in the library's errors raised inside.
 
-    The library's messages start with the parameter's name (`path: ...`) and
-    suggest values as `name=...`; `flags` maps each parameter to the flag
-    that sets it (`path="--table"`), in addition to `TRAINING_FLAGS`.
+    The library's messages start with the parameter's name (`path: ...`,
+    or "`path` must be ...") and show values as `name=...`; `flags` maps
+    each parameter to the flag that sets it (`path="--table"`), in addition
+    to `TRAINING_FLAGS`.
+
+    >>> with flag_names(cpu_replicas="--cpu-replicas"):
+    ...     raise ValueError("`cpu_replicas` must be 1 here. Received: cpu_replicas=2")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--cpu-replicas` must be 1 here. Received: --cpu-replicas 2
     """
     flags = {**TRAINING_FLAGS, **flags}
     try:
@@ -424,6 +378,7 @@ def flag_names(**flags):
         for name, flag in flags.items():
             if message.startswith(f"{name}: "):
                 message = flag + message[len(name):]
+            message = message.replace(f"`{name}`", f"`{flag}`")
             message = re.sub(rf"\b{name}=", f"{flag} ", message)
         if message == str(error):
             raise

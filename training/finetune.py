@@ -96,7 +96,7 @@ def load_corpus(args):
         corpus = data.load_bbc_news(seed=args.seed)
     else:
         corpus = data.load_rotten_tomatoes(seed=args.seed)
-    return cli.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+    return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
 
 
 def finetune(args, strategy=None):

@@ -86,10 +86,10 @@ def load_corpus(args):
                 encoding=args.encoding, seed=args.seed,
             )
     else:
-        corpus = cli.concatenate([
+        corpus = data.concatenate_corpora([
             getattr(data, BUNDLED[name])(seed=args.seed) for name in dict.fromkeys(args.corpus)
         ])
-    return cli.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+    return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
 
 
 def pretrain(args, strategy=None):

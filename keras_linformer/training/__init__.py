@@ -5,7 +5,8 @@ under `strategy.run` on one device, `MirroredStrategy` and
 `MultiWorkerMirroredStrategy` alike (Keras 3's `fit` cannot drive the
 last: keras-team/keras#20585), with checkpoints that survive SIGKILL and
 SIGTERM. The other pieces are separate functions: `devices` (replicas,
-strategy, precision, XLA checks), `inputs` (distributed tf.data input and
+strategy, precision, XLA checks; `set_up_devices` does all of it, from
+`TF_CONFIG` when set), `inputs` (distributed tf.data input and
 the step plan), `optimizers`, `checkpoints` (pretrained models on disk),
 and the model builders.
 
@@ -14,8 +15,8 @@ Typical use:
 ```python
 from keras_linformer import data, training
 
-training.configure_cpu_replicas(2)  # Before any TensorFlow op.
-strategy = training.make_strategy()
+# Before any TensorFlow op: 2 replicas on the CPU, or TF_CONFIG's workers.
+strategy = training.set_up_devices(cpu_replicas=2)
 training.pretrain(data.load_news_articles(), "runs/pretrain", strategy=strategy)
 training.finetune(
     data.load_rotten_tomatoes(), "runs/finetune", pretrained="runs/pretrain",
@@ -30,6 +31,7 @@ from keras_linformer.training.devices import check_jit_compile
 from keras_linformer.training.devices import configure_cpu_replicas
 from keras_linformer.training.devices import make_strategy
 from keras_linformer.training.devices import set_mixed_precision
+from keras_linformer.training.devices import set_up_devices
 from keras_linformer.training.finetuning import build_classifier
 from keras_linformer.training.finetuning import finetune
 from keras_linformer.training.inputs import StepPlan
@@ -58,4 +60,5 @@ __all__ = [
     "pretrain",
     "save_pretrained",
     "set_mixed_precision",
+    "set_up_devices",
 ]

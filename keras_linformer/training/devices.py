@@ -15,6 +15,8 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_linformer.utils.validation import check_positive_int
+
 
 def configure_cpu_replicas(cpu_replicas):
     """Splits the CPU into `cpu_replicas` logical devices, for MirroredStrategy without GPUs.
@@ -37,11 +39,7 @@ def configure_cpu_replicas(cpu_replicas):
         RuntimeError: TensorFlow has already initialised its devices with a
             different split.
     """
-    if isinstance(cpu_replicas, bool) or not isinstance(cpu_replicas, int) or cpu_replicas < 1:
-        raise ValueError(
-            f"`cpu_replicas` must be a positive integer. Received: "
-            f"cpu_replicas={cpu_replicas!r}"
-        )
+    check_positive_int("cpu_replicas", cpu_replicas)
     if cpu_replicas == 1:
         return
     if tf.config.list_physical_devices("GPU"):
@@ -127,6 +125,64 @@ def set_mixed_precision(enabled):
         name = "mixed_bfloat16"
     keras.config.set_dtype_policy(name)
     return name
+
+
+def set_up_devices(
+    cpu_replicas=1,
+    mixed_precision=False,
+    jit_compile=False,
+    deterministic=False,
+    connect_timeout=300.0,
+    log=print,
+):
+    """Configures TensorFlow's devices for a training run and returns its strategy.
+
+    With `TF_CONFIG` in the environment, this process is one worker of a
+    `MultiWorkerMirroredStrategy` (`make_multi_worker_strategy`); without
+    it, the CPU is split into `cpu_replicas` logical devices
+    (`configure_cpu_replicas`) and the strategy mirrors over what is visible
+    (`make_strategy`). Then XLA is checked against the strategy
+    (`check_jit_compile`) and the dtype policy set (`set_mixed_precision`).
+    Call it before any TensorFlow op runs, and before building models.
+
+    Args:
+        cpu_replicas: int, logical CPU devices without GPUs; must be `1`
+            with `TF_CONFIG` (one worker per host or device). Defaults to
+            `1`.
+        mixed_precision: bool, see `set_mixed_precision`. Defaults to
+            `False`.
+        jit_compile: bool, whether the run will compile its step with XLA.
+            Defaults to `False`.
+        deterministic: bool, makes every TensorFlow op deterministic
+            (`tf.config.experimental.enable_op_determinism`): slower, but a
+            run gives the same weights bit for bit. Defaults to `False`.
+        connect_timeout: float, with `TF_CONFIG`: seconds to wait for the
+            other workers. Defaults to `300.0`.
+        log: callable for progress messages. Defaults to `print`.
+
+    Returns:
+        The `tf.distribute.Strategy` to train under.
+
+    Raises:
+        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` other than 1 with
+            it, or XLA where it cannot work.
+    """
+    check_positive_int("cpu_replicas", cpu_replicas)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
+    if read_tf_config() is not None:
+        if cpu_replicas > 1:
+            raise ValueError(
+                "`cpu_replicas` must be 1 with TF_CONFIG (multi-worker training): run "
+                f"one worker per host or device. Received: cpu_replicas={cpu_replicas}"
+            )
+        strategy = make_multi_worker_strategy(connect_timeout, log=log)
+    else:
+        configure_cpu_replicas(cpu_replicas)
+        strategy = make_strategy()
+    check_jit_compile(strategy, jit_compile)
+    set_mixed_precision(mixed_precision)
+    return strategy
 
 
 def read_tf_config(environ=None):
