@@ -15,6 +15,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 
@@ -306,11 +307,7 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
             "TF_CONFIG is not set: a multi-worker run needs it in every worker's "
             "environment (see `python -m training.launch --help`)."
         )
-    if not (connect_timeout > 0 and math.isfinite(connect_timeout)):
-        raise ValueError(
-            f"connect_timeout: must be a positive number of seconds. Received: "
-            f"connect_timeout={connect_timeout!r}"
-        )
+    check_number("connect_timeout", connect_timeout, 0, include_low=False)
     task = config["task"]
     address = config["cluster"][task["type"]][task["index"]]
     port = int(address.rpartition(":")[2])

@@ -20,6 +20,8 @@ from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
+from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import check_positive_int
 
 
 def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=False):
@@ -135,15 +137,9 @@ def finetune(
             f"corpus: {corpus.name!r} has no labels; fine-tuning needs a "
             "labelled corpus (e.g. a table with a label column)."
         )
-    if sequence_length is not None and (
-        isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3
-    ):
-        raise ValueError(
-            "`sequence_length` must be an integer of at least 3 ([CLS], a token, "
-            f"[SEP]). Received: sequence_length={sequence_length!r}"
-        )
-    if not (epochs > 0 and math.isfinite(epochs)):
-        raise ValueError(f"`epochs` must be positive and finite. Received: epochs={epochs!r}")
+    if sequence_length is not None:  # [CLS], a token and [SEP] at least.
+        check_positive_int("sequence_length", sequence_length, minimum=3)
+    check_number("epochs", epochs, 0, include_low=False)
     strategy = strategy or devices.make_strategy()
     jit_compile = devices.resolve_jit_compile(strategy, jit_compile)
     chief = loop_lib.is_chief(strategy)

@@ -17,6 +17,8 @@ from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
+from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import check_positive_int
 
 # A small Linformer that pretrains on the news articles in minutes on a CPU.
 DEFAULT_ARCHITECTURE = dict(
@@ -166,18 +168,11 @@ def pretrain(
     chief = loop_lib.is_chief(strategy)
     architecture = {**DEFAULT_ARCHITECTURE, **(architecture or {})}
     sequence_length = architecture["max_sequence_length"]
-    if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3:
-        raise ValueError(
-            "`max_sequence_length` must be an integer of at least 3 ([CLS], a "
-            f"token, [SEP]). Received: max_sequence_length={sequence_length!r}"
-        )
-    if not (epochs > 0 and math.isfinite(epochs)):
-        raise ValueError(f"`epochs` must be positive and finite. Received: epochs={epochs!r}")
-    if not 0 < mask_selection_rate < 1:
-        raise ValueError(
-            "`mask_selection_rate` must be in (0, 1): with no masked token there is "
-            f"nothing to learn. Received: mask_selection_rate={mask_selection_rate!r}"
-        )
+    # [CLS], a token and [SEP] at least.
+    check_positive_int("max_sequence_length", sequence_length, minimum=3)
+    check_number("epochs", epochs, 0, include_low=False)
+    # With no masked token there is nothing to learn; with all, nothing to read.
+    check_number("mask_selection_rate", mask_selection_rate, 0, 1, False, False)
     if chief:
         run_directory.check_output_dir(output_dir, "masked_lm")
     keras.utils.set_random_seed(seed)
