@@ -282,7 +282,7 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
 
 
 def training_options(args):
-    """The keyword arguments `add_training_flags`'s flags give `training.pretrain` and `finetune`."""
+    """The `RunConfig` fields that `add_training_flags`'s flags set (see keras_linformer.training)."""
     return dict(
         batch_size=args.batch_size,
         epochs=args.epochs,
@@ -294,7 +294,6 @@ def training_options(args):
         profile_batches=args.profile_batches,
         jit_compile=args.jit_compile,
         seed=args.seed,
-        log=log,
     )
 
 

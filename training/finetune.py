@@ -99,6 +99,23 @@ def load_corpus(args):
     return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
 
 
+def config_from(args):
+    """The `FinetuningConfig` the flags describe."""
+    from keras_linformer import training
+
+    return training.FinetuningConfig(
+        output_dir=args.output_dir,
+        pretrained=args.pretrained,
+        from_bert=args.from_bert,
+        architecture=cli.architecture_from(args),
+        sequence_length=args.sequence_length,
+        vocabulary_size=args.vocabulary_size,
+        vocabulary_characters=args.vocabulary_characters,
+        dropout=args.dropout,
+        **cli.training_options(args),
+    )
+
+
 def finetune(args, strategy=None):
     """Runs the fine-tuning the flags describe; returns its summary dict."""
     from keras_linformer import training
@@ -106,19 +123,7 @@ def finetune(args, strategy=None):
     with cli.flag_names(pretrained="--pretrained", from_bert="--from-bert",
                         projected_dim="--projected-dim"):
         corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
-        return training.finetune(
-            corpus,
-            args.output_dir,
-            pretrained=args.pretrained,
-            from_bert=args.from_bert,
-            architecture=cli.architecture_from(args),
-            sequence_length=args.sequence_length,
-            vocabulary_size=args.vocabulary_size,
-            vocabulary_characters=args.vocabulary_characters,
-            dropout=args.dropout,
-            strategy=strategy,
-            **cli.training_options(args),
-        )
+        return training.finetune(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
 def main(argv=None):

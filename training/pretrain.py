@@ -92,27 +92,32 @@ def load_corpus(args):
     return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
 
 
+def config_from(args):
+    """The `PretrainingConfig` the flags describe."""
+    from keras_linformer import training
+
+    return training.PretrainingConfig(
+        output_dir=args.output_dir,
+        architecture=dict(
+            cli.architecture_from(args),
+            max_sequence_length=args.sequence_length,
+            dropout=args.dropout,
+        ),
+        vocabulary_size=args.vocabulary_size,
+        vocabulary_characters=args.vocabulary_characters,
+        mask_selection_rate=args.mask_rate,
+        validation_batches=args.validation_batches,
+        **cli.training_options(args),
+    )
+
+
 def pretrain(args, strategy=None):
     """Runs the pretraining the flags describe; returns its summary dict."""
     from keras_linformer import training
 
     with cli.flag_names(mask_selection_rate="--mask-rate"):
         corpus, strategy = cli.prepare_run(args, "masked_lm", load_corpus, strategy)
-        return training.pretrain(
-            corpus,
-            args.output_dir,
-            architecture=dict(
-                cli.architecture_from(args),
-                max_sequence_length=args.sequence_length,
-                dropout=args.dropout,
-            ),
-            vocabulary_size=args.vocabulary_size,
-            vocabulary_characters=args.vocabulary_characters,
-            mask_selection_rate=args.mask_rate,
-            validation_batches=args.validation_batches,
-            strategy=strategy,
-            **cli.training_options(args),
-        )
+        return training.pretrain(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
 def main(argv=None):

@@ -8,7 +8,9 @@ SIGTERM. The other pieces are separate functions: `devices` (replicas,
 strategy, precision, XLA checks; `set_up_devices` does all of it, from
 `TF_CONFIG` when set), `inputs` (distributed tf.data input and
 the step plan), `optimizers`, `checkpoints` (pretrained models on disk),
-and the model builders.
+and the model builders. `pretrain` and `finetune` take their options as a
+config object (`PretrainingConfig`, `FinetuningConfig`) or as keyword
+arguments, and share one run flow (`runs.run`).
 
 Typical use:
 
@@ -26,7 +28,11 @@ training.finetune(
 """
 
 from keras_linformer.training.checkpoints import load_pretrained
+from keras_linformer.training.config import FinetuningConfig
+from keras_linformer.training.config import PretrainingConfig
+from keras_linformer.training.config import RunConfig
 from keras_linformer.training.checkpoints import save_pretrained
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.devices import check_jit_compile
 from keras_linformer.training.devices import configure_cpu_replicas
 from keras_linformer.training.devices import make_strategy
@@ -40,12 +46,14 @@ from keras_linformer.training.inputs import distribute
 from keras_linformer.training.inputs import plan_steps
 from keras_linformer.training.loop import Trainer
 from keras_linformer.training.optimizers import make_optimizer
-from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
 from keras_linformer.training.pretraining import build_masked_lm
 from keras_linformer.training.pretraining import pretrain
 
 __all__ = [
     "DEFAULT_ARCHITECTURE",
+    "FinetuningConfig",
+    "PretrainingConfig",
+    "RunConfig",
     "StepPlan",
     "Trainer",
     "build_classifier",

@@ -1,4 +1,9 @@
-"""What the pretraining and fine-tuning runs share: the run record, training, the summary.
+"""What the pretraining and fine-tuning runs share: their flow (`run`), the run record, the summary.
+
+`run` drives a `Task` (`pretraining.MaskedLMTask`,
+`finetuning.ClassificationTask`) through the same steps: checks, devices,
+output directory, data and step plan, run record, model, training,
+evaluation, saved files and summary.
 
 A run writes `run.json` (its configuration, and a digest of its training
 data) when it starts, before any other file. A restart in a directory
@@ -14,9 +19,13 @@ import math
 import os
 import time
 
+import keras
+
 from keras_linformer import data
+from keras_linformer.training import devices
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
+from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import RUN_FILE
@@ -193,3 +202,172 @@ def logged_scalars(log_dir):
                 points.setdefault(value.tag, {})[event.step] = number
     return {tag: sorted(by_round.items()) for tag, by_round in points.items()}
 
+
+
+class Task:
+    """One kind of training run, as `run` drives it: what differs between pretraining and fine-tuning.
+
+    A subclass sets `name` (the `task` of `run.json`, a key of
+    `run_directory.PROGRAMS`) and implements the methods below; `run` calls
+    them in this order. `prepare` sets `vocabulary` (or `build_model` does)
+    and `sequence_length`.
+
+    Args:
+        corpus: `data.Corpus`, the run's data.
+        config: a `config.RunConfig` subclass, the run's options.
+    """
+
+    name = None
+    # Whether the training labels are part of the data the run record digests.
+    labelled = False
+
+    def __init__(self, corpus, config):
+        self.corpus = corpus
+        self.config = config
+        self.vocabulary = None
+        self.sequence_length = None
+        self._tokenizer = None
+
+    def tokenizer(self):
+        """The tokenizer of `vocabulary`, made once."""
+        if self._tokenizer is None:
+            self._tokenizer = data.make_tokenizer(self.vocabulary)
+        return self._tokenizer
+
+    def check(self):
+        """Raises ValueError for options no run can take, before anything starts."""
+
+    def prepare(self, strategy, log, start):
+        """Reads what the run starts from; returns `(plan, record)`.
+
+        `plan` is the `inputs.StepPlan`; `record` holds the task's own
+        fields of `run.json` (e.g. the backbone config).
+        """
+        raise NotImplementedError
+
+    def build_model(self, optimizer, jit_compile):
+        """The compiled model, built inside the strategy's scope."""
+        raise NotImplementedError
+
+    def dataset(self, split, shuffle, input_context):
+        """The batched `tf.data.Dataset` of `split` for one input pipeline."""
+        raise NotImplementedError
+
+    def validation_batches(self):
+        """Validation batches per round, or `None` for the whole validation split."""
+        return None
+
+    def describe(self, model, plan, strategy, jit_compile, start):
+        """The log line that starts training."""
+        raise NotImplementedError
+
+    def check_results(self, results):
+        """Raises ValueError for test metrics that measured nothing, before anything is saved."""
+
+    def save(self, model, output_dir):
+        """Writes the trained model's files (on the chief only)."""
+        raise NotImplementedError
+
+    def summary(self, results):
+        """The task's own fields of `summary.json`, from the test metrics."""
+        raise NotImplementedError
+
+    def report(self, summary):
+        """The log line that ends the run."""
+        raise NotImplementedError
+
+
+def run(task, strategy=None, log=print):
+    """Runs `task` the way every training run goes; returns the summary dict.
+
+    Checks the options, then makes the strategy (`devices.make_strategy()`
+    unless given), decides XLA (`devices.resolve_jit_compile`) and checks the
+    output directory (`run_directory.check_output_dir`); seeds Keras;
+    prepares the data and the step plan; records the run in `run.json`
+    (`start_run`), or returns the summary of a finished one; builds the
+    model inside the strategy's scope and saves the vocabulary; trains with
+    `loop.Trainer` (`fit`), with a validation pass every round; evaluates the
+    whole test split; saves the model and writes `summary.json`.
+
+    Args:
+        task: a `Task`.
+        strategy: a `tf.distribute.Strategy`, or `None`.
+        log: callable for progress messages.
+    """
+    start = time.perf_counter()
+    config, corpus = task.config, task.corpus
+    task.check()
+    strategy = strategy or devices.make_strategy()
+    jit_compile = devices.resolve_jit_compile(strategy, config.jit_compile)
+    chief = loop_lib.is_chief(strategy)
+    output_dir = config.output_dir
+    if chief:
+        run_directory.check_output_dir(output_dir, task.name)
+    keras.utils.set_random_seed(config.seed)
+    os.makedirs(output_dir, exist_ok=True)
+
+    plan, record = task.prepare(strategy, log, start)
+    labels = corpus.train.labels if task.labelled else None
+    start_run(
+        output_dir,
+        {
+            "task": task.name,
+            "corpus": corpus.name,
+            **record,
+            "rounds": plan.rounds,
+            "steps_per_round": plan.steps_per_round,
+            "batch_size": config.batch_size,
+            "learning_rate": config.learning_rate,
+            "seed": config.seed,
+            "data_sha256": texts_digest(corpus.train.texts, labels),
+        },
+        log=log,
+        chief=chief,
+    )
+    finished = finished_summary(output_dir, log)
+    if finished is not None:
+        return finished
+
+    with strategy.scope():
+        model = task.build_model(
+            optimizers.make_optimizer(
+                config.learning_rate, plan.total_steps, config.warmup_fraction,
+                config.weight_decay,
+            ),
+            jit_compile,
+        )
+    if chief:
+        # Written after run.json, which marks the directory as this run's.
+        data.save_vocabulary(
+            task.vocabulary, os.path.join(output_dir, run_directory.VOCABULARY_FILE)
+        )
+
+    def distributed(split, shuffle, **options):
+        return inputs.distribute(
+            strategy, lambda context: task.dataset(split, shuffle, context), **options
+        )
+
+    def make_train(skip_steps):
+        return distributed(corpus.train, True, repeat=True, skip_steps=skip_steps)
+
+    validation = distributed(corpus.validation, False, max_steps=task.validation_batches())
+    test = distributed(corpus.test, False)
+    log(task.describe(model, plan, strategy, jit_compile, start))
+
+    history, steps, fit_seconds = fit(
+        model, make_train, validation, plan, output_dir, config.profile_batches, strategy, log
+    )
+    results = loop_lib.evaluate(model, strategy, test)
+    task.check_results(results)
+    if chief:
+        task.save(model, output_dir)
+    summary = {
+        **task.summary(results),
+        **training_summary(
+            history, steps, plan, config.batch_size * task.sequence_length, fit_seconds, start
+        ),
+    }
+    if chief:
+        run_directory.write_summary(output_dir, summary)
+    log(task.report(summary))
+    return summary
