@@ -14,9 +14,30 @@ import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-# The layers' names (keras_linformer.layers.projection_initializers), spelled
-# here so that parsing flags imports no TensorFlow; a test keeps them equal.
+# The library's names and default architecture, as the flags offer them.
+# Importing keras_linformer starts TensorFlow, so they are spelled here, once
+# for every program; tests/training/test_cli.py keeps each equal to its source.
+# keras_linformer.models.linformer_backbone.ATTENTIONS
+ATTENTIONS = ("linformer", "transformer")
+# keras_linformer.layers.sequence_projection.PROJECTIONS and SHARINGS
+PROJECTIONS = ("linear", "mean", "max", "conv")
+SHARINGS = ("none", "headwise", "key_value", "layerwise")
+# keras_linformer.layers.projection_initializers.PROJECTION_INITIALIZERS
 PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
+# keras_linformer.training.DEFAULT_ARCHITECTURE: a small Linformer that
+# pretrains on the news articles in minutes on a CPU.
+DEFAULT_ARCHITECTURE = dict(
+    num_layers=2,
+    num_heads=4,
+    hidden_dim=128,
+    intermediate_dim=256,
+    projected_dim=16,
+    max_sequence_length=64,
+    projection="mean",
+    sharing="layerwise",
+    attention="linformer",
+    dropout=0.1,
+)
 
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
@@ -147,11 +168,12 @@ def batch_range(text):
     return first, last
 
 
-# The model flags' values from scratch (as `pretraining.DEFAULT_ARCHITECTURE`, without TensorFlow).
+# The model flags' values from scratch.
 FROM_SCRATCH = {
-    "attention": "linformer", "projection": "mean", "projected_dim": 16,
-    "sharing": "layerwise", "num_layers": 2, "num_heads": 4, "hidden_dim": 128,
-    "intermediate_dim": 256,
+    name: DEFAULT_ARCHITECTURE[name] for name in (
+        "attention", "projection", "projected_dim", "sharing", "num_layers", "num_heads",
+        "hidden_dim", "intermediate_dim",
+    )
 }
 
 
@@ -169,16 +191,16 @@ def add_model_flags(parser, from_checkpoint):
         return text + (note.format(from_scratch_default[key]) if note else "")
 
     group = parser.add_argument_group("model")
-    group.add_argument("--attention", choices=["linformer", "transformer"],
+    group.add_argument("--attention", choices=ATTENTIONS,
                        default=defaults["attention"],
                        help=described("Linformer attention, or the full-attention Transformer "
                                       "baseline (same model otherwise).", "attention"))
-    group.add_argument("--projection", choices=["linear", "mean", "max", "conv"],
+    group.add_argument("--projection", choices=PROJECTIONS,
                        default=defaults["projection"],
                        help=described("How keys and values are projected from n to k positions: "
                                       "learned matrices E, F (the paper's), mean or max pooling, "
                                       "or a strided convolution.", "projection"))
-    group.add_argument("--projection-initializer", choices=list(PROJECTION_INITIALIZERS),
+    group.add_argument("--projection-initializer", choices=PROJECTION_INITIALIZERS,
                        default=None,
                        help="How a learned linear E starts (--projection linear): "
                             "window_average (the untrained layer is mean pooling), gaussian "
@@ -191,7 +213,7 @@ def add_model_flags(parser, from_checkpoint):
     group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
                        metavar="K", help=described("k, the projected length of keys and values "
                                                   "(mean/max/conv need n %% k == 0).", "projected_dim"))
-    group.add_argument("--sharing", choices=["none", "headwise", "key_value", "layerwise"],
+    group.add_argument("--sharing", choices=SHARINGS,
                        default=defaults["sharing"],
                        help=described("Which projections share weights: none, across heads, "
                                       "keys with values per layer, or one for all layers.", "sharing"))
@@ -204,7 +226,7 @@ def add_model_flags(parser, from_checkpoint):
     group.add_argument("--intermediate-dim", type=positive_int,
                        default=defaults["intermediate_dim"],
                        help=described("Feedforward hidden size.", "intermediate_dim"))
-    group.add_argument("--dropout", type=fraction, default=0.1,
+    group.add_argument("--dropout", type=fraction, default=DEFAULT_ARCHITECTURE["dropout"],
                        help="Dropout rate everywhere in the model.")
 
 

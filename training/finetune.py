@@ -38,8 +38,9 @@ def parse_args(argv=None):
                        help="With --table: the file's text encoding.")
     group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
                        help="Tokens per text, [CLS] and [SEP] included; longer texts keep "
-                            "their head. Default: 64 from scratch, the checkpoint's with "
-                            "--pretrained (which it may not exceed).")
+                            "their head. Default: "
+                            f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']} from scratch, "
+                            "the checkpoint's with --pretrained (which it may not exceed).")
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
                        help="From scratch: largest WordPiece vocabulary to train.")
     group.add_argument("--vocabulary-characters", type=cli.positive_int, default=1_000_000,

@@ -29,16 +29,19 @@ def parse_args(argv=None):
         description=__doc__.split("\n    python")[0],
         formatter_class=cli.HelpFormatter,
     )
+    default = cli.DEFAULT_ARCHITECTURE
     group = parser.add_argument_group("model (shared by both stages)")
-    group.add_argument("--attention", choices=["linformer", "transformer"], default="linformer",
+    group.add_argument("--attention", choices=cli.ATTENTIONS, default=default["attention"],
                        help="Linformer attention, or the full-attention baseline.")
-    group.add_argument("--projection", choices=["linear", "mean", "max", "conv"], default="mean",
+    group.add_argument("--projection", choices=cli.PROJECTIONS, default=default["projection"],
                        help="How keys/values are projected from n to k positions.")
-    group.add_argument("--projected-dim", type=cli.positive_int, default=16, metavar="K",
+    group.add_argument("--projected-dim", type=cli.positive_int,
+                       default=default["projected_dim"], metavar="K",
                        help="k, the projected length.")
-    group.add_argument("--sharing", choices=["none", "headwise", "key_value", "layerwise"],
-                       default="layerwise", help="Which projections share weights.")
-    group.add_argument("--sequence-length", type=cli.sequence_length, default=64,
+    group.add_argument("--sharing", choices=cli.SHARINGS, default=default["sharing"],
+                       help="Which projections share weights.")
+    group.add_argument("--sequence-length", type=cli.sequence_length,
+                       default=default["max_sequence_length"],
                        help="n, tokens per sequence in both stages.")
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
                        help="Largest WordPiece vocabulary to train (on the news articles; "

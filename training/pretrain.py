@@ -46,7 +46,8 @@ def parse_args(argv=None):
     group.add_argument("--text-column", default="text", help="With --table: the text column.")
     group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
                        help="With --text-files or --table: the files' text encoding.")
-    group.add_argument("--sequence-length", type=cli.sequence_length, default=64,
+    group.add_argument("--sequence-length", type=cli.sequence_length,
+                       default=cli.DEFAULT_ARCHITECTURE["max_sequence_length"],
                        help="n: tokens per sequence, [CLS] and [SEP] included; the longest "
                             "input the model will take.")
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
