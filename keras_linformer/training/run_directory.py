@@ -131,6 +131,32 @@ def read_labels(path):
         return file.read().splitlines()
 
 
+def logged_scalars(log_dir):
+    """The scalars a run logged for TensorBoard: `{tag: [(round, value), ...]}`, in round order.
+
+    Reads the event files in `log_dir` (`OUTPUT_DIR/logs/train` or
+    `OUTPUT_DIR/logs/validation`, under `LOG_DIR`)
+    with TensorFlow's own record reader and `Event` protos. A resumed run
+    appends to new event files; a round logged twice (a kill after the
+    point was written, before its checkpoint) keeps its last value.
+    """
+    import tensorflow as tf
+
+    points = {}
+    for name in sorted(os.listdir(log_dir)):
+        if not name.startswith("events.out.tfevents"):
+            continue
+        for record in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "scalars":
+                    continue  # E.g. the graph traced with a profile.
+                number = float(tf.make_ndarray(value.tensor))
+                points.setdefault(value.tag, {})[event.step] = number
+    return {tag: sorted(by_round.items()) for tag, by_round in points.items()}
+
+
+
 def check_output_dir(path, task, argument="output_dir"):
     """Raises unless `path` may receive a run of `task` (a key of `PROGRAMS`).
 

@@ -28,6 +28,7 @@ from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
+from keras_linformer.training.run_directory import logged_scalars  # noqa: F401 (read here too)
 from keras_linformer.training.run_directory import RUN_FILE
 from keras_linformer.training.run_directory import SUMMARY_FILE
 
@@ -177,31 +178,6 @@ def training_summary(history, steps, plan, tokens_per_step, fit_seconds, start):
         "seconds": time.perf_counter() - start,
         "final_train_loss": history["loss"][-1] if history.get("loss") else None,
     }
-
-
-def logged_scalars(log_dir):
-    """The scalars a run logged for TensorBoard: `{tag: [(round, value), ...]}`, in round order.
-
-    Reads the event files in `log_dir` (e.g. `OUTPUT_DIR/logs/validation`)
-    with TensorFlow's own record reader and `Event` protos. A resumed run
-    appends to new event files; a round logged twice (a kill after the
-    point was written, before its checkpoint) keeps its last value.
-    """
-    import tensorflow as tf
-
-    points = {}
-    for name in sorted(os.listdir(log_dir)):
-        if not name.startswith("events.out.tfevents"):
-            continue
-        for record in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
-            event = tf.compat.v1.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                if value.metadata.plugin_data.plugin_name != "scalars":
-                    continue  # E.g. the graph traced with a profile.
-                number = float(tf.make_ndarray(value.tensor))
-                points.setdefault(value.tag, {})[event.step] = number
-    return {tag: sorted(by_round.items()) for tag, by_round in points.items()}
-
 
 
 class Task:
