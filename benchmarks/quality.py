@@ -28,7 +28,6 @@ PROGRAM = "benchmarks.quality"
 PRETRAIN = "training.pretrain"
 FINETUNE = "training.finetune"
 DATASETS = ("rotten_tomatoes", "bbc_news")
-SHARING_MODES = ("none", "headwise", "key_value", "layerwise")
 DEFAULT_LINFORMERS = ("64:layerwise", "128:layerwise", "256:layerwise", "128:none", "128:key_value")
 FULL_GRID = tuple(f"{k}:{s}" for k in (64, 128, 256) for s in ("none", "key_value", "layerwise"))
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
@@ -38,10 +37,10 @@ ECHOED = ("Round ", "Pretraining done", "Test accuracy", "python -m")
 def linformer_spec(text):
     """Parses `K:SHARING`, e.g. `128:layerwise`."""
     k, _, sharing = text.partition(":")
-    if not k.isdigit() or int(k) < 1 or sharing not in SHARING_MODES:
+    if not k.isdigit() or int(k) < 1 or sharing not in cli.SHARINGS:
         raise argparse.ArgumentTypeError(
             f"expected K:SHARING with K a positive integer and SHARING one of "
-            f"{', '.join(SHARING_MODES)} (e.g. 128:layerwise); received {text!r}"
+            f"{', '.join(cli.SHARINGS)} (e.g. 128:layerwise); received {text!r}"
         )
     return int(k), sharing
 

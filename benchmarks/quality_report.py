@@ -31,14 +31,12 @@ def validation_curve(directory, summary=None, tag="epoch_perplexity"):
     `summary`: the run's `summary.json`, if it finished (its `total_steps`
     places a shorter last round).
     """
-    from keras_linformer.training import runs
-
     config = run_directory.read_run(directory, "--output-dir")
-    log_dir = os.path.join(directory, "logs", "validation")
+    log_dir = os.path.join(directory, run_directory.LOG_DIR, "validation")
     if config is None or not os.path.isdir(log_dir):
         return []
     total = (summary or {}).get("total_steps") or config["rounds"] * config["steps_per_round"]
-    points = runs.logged_scalars(log_dir).get(tag, [])
+    points = run_directory.logged_scalars(log_dir).get(tag, [])
     return [(min(r * config["steps_per_round"], total), value) for r, value in points]
 
 

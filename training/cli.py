@@ -7,7 +7,6 @@ before TensorFlow starts (and before `--cpu-replicas` must take effect).
 import argparse
 import codecs
 import contextlib
-import dataclasses
 import json
 import math
 import os
@@ -15,19 +14,42 @@ import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-# The layers' names (keras_linformer.layers.projection_initializers), spelled
-# here so that parsing flags imports no TensorFlow; a test keeps them equal.
+# The library's names and default architecture, as the flags offer them.
+# Importing keras_linformer starts TensorFlow, so they are spelled here, once
+# for every program; tests/training/test_cli.py keeps each equal to its source.
+# keras_linformer.models.linformer_backbone.ATTENTIONS
+ATTENTIONS = ("linformer", "transformer")
+# keras_linformer.layers.sequence_projection.PROJECTIONS and SHARINGS
+PROJECTIONS = ("linear", "mean", "max", "conv")
+SHARINGS = ("none", "headwise", "key_value", "layerwise")
+# keras_linformer.layers.projection_initializers.PROJECTION_INITIALIZERS
 PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
+# keras_linformer.training.DEFAULT_ARCHITECTURE: a small Linformer that
+# pretrains on the news articles in minutes on a CPU.
+DEFAULT_ARCHITECTURE = dict(
+    num_layers=2,
+    num_heads=4,
+    hidden_dim=128,
+    intermediate_dim=256,
+    projected_dim=16,
+    max_sequence_length=64,
+    projection="mean",
+    sharing="layerwise",
+    attention="linformer",
+    dropout=0.1,
+)
 
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
-  default                      one device: the CPU, or MirroredStrategy over all visible GPUs
+  default                      one device: the CPU, or MirroredStrategy over all visible GPUs;
+                               the step compiles with XLA when there is one replica
   --cpu-replicas N             MirroredStrategy over N logical CPU devices (no GPUs);
                                the replicas share the cores: for testing distribution
   --mixed-precision            mixed_float16 with loss scaling on GPUs, mixed_bfloat16
                                on CPU; works with every option here
-  --jit-compile                XLA on one CPU or on GPUs; refused with --cpu-replicas > 1
+  --jit-compile                XLA on several GPUs too; refused with --cpu-replicas > 1
                                (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
+  --no-jit-compile             no XLA, also on one device
   TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts;
                                `python -m training.launch` starts local workers;
                                --mixed-precision works, --cpu-replicas does not
@@ -146,11 +168,12 @@ def batch_range(text):
     return first, last
 
 
-# The model flags' values from scratch (as `pretraining.DEFAULT_ARCHITECTURE`, without TensorFlow).
+# The model flags' values from scratch.
 FROM_SCRATCH = {
-    "attention": "linformer", "projection": "mean", "projected_dim": 16,
-    "sharing": "layerwise", "num_layers": 2, "num_heads": 4, "hidden_dim": 128,
-    "intermediate_dim": 256,
+    name: DEFAULT_ARCHITECTURE[name] for name in (
+        "attention", "projection", "projected_dim", "sharing", "num_layers", "num_heads",
+        "hidden_dim", "intermediate_dim",
+    )
 }
 
 
@@ -168,16 +191,16 @@ def add_model_flags(parser, from_checkpoint):
         return text + (note.format(from_scratch_default[key]) if note else "")
 
     group = parser.add_argument_group("model")
-    group.add_argument("--attention", choices=["linformer", "transformer"],
+    group.add_argument("--attention", choices=ATTENTIONS,
                        default=defaults["attention"],
                        help=described("Linformer attention, or the full-attention Transformer "
                                       "baseline (same model otherwise).", "attention"))
-    group.add_argument("--projection", choices=["linear", "mean", "max", "conv"],
+    group.add_argument("--projection", choices=PROJECTIONS,
                        default=defaults["projection"],
                        help=described("How keys and values are projected from n to k positions: "
                                       "learned matrices E, F (the paper's), mean or max pooling, "
                                       "or a strided convolution.", "projection"))
-    group.add_argument("--projection-initializer", choices=list(PROJECTION_INITIALIZERS),
+    group.add_argument("--projection-initializer", choices=PROJECTION_INITIALIZERS,
                        default=None,
                        help="How a learned linear E starts (--projection linear): "
                             "window_average (the untrained layer is mean pooling), gaussian "
@@ -190,7 +213,7 @@ def add_model_flags(parser, from_checkpoint):
     group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
                        metavar="K", help=described("k, the projected length of keys and values "
                                                   "(mean/max/conv need n %% k == 0).", "projected_dim"))
-    group.add_argument("--sharing", choices=["none", "headwise", "key_value", "layerwise"],
+    group.add_argument("--sharing", choices=SHARINGS,
                        default=defaults["sharing"],
                        help=described("Which projections share weights: none, across heads, "
                                       "keys with values per layer, or one for all layers.", "sharing"))
@@ -203,7 +226,7 @@ def add_model_flags(parser, from_checkpoint):
     group.add_argument("--intermediate-dim", type=positive_int,
                        default=defaults["intermediate_dim"],
                        help=described("Feedforward hidden size.", "intermediate_dim"))
-    group.add_argument("--dropout", type=fraction, default=0.1,
+    group.add_argument("--dropout", type=fraction, default=DEFAULT_ARCHITECTURE["dropout"],
                        help="Dropout rate everywhere in the model.")
 
 
@@ -250,8 +273,13 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group.add_argument("--mixed-precision", action="store_true",
                        help="Compute in float16 (GPU, with loss scaling) or bfloat16 (CPU); "
                             "weights stay float32.")
-    group.add_argument("--jit-compile", action="store_true",
-                       help="Compile the training step with XLA.")
+    xla = group.add_mutually_exclusive_group()
+    xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
+                     default=None,
+                     help="Compile the training step with XLA, also on several GPUs. Default: "
+                          "XLA when training on one device, without it on several replicas.")
+    xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False,
+                     help="Train without XLA, also on one device.")
     group.add_argument("--connect-timeout", type=positive_float, default=300.0,
                        metavar="SECONDS",
                        help="With TF_CONFIG: how long to wait for every other worker to "
@@ -276,7 +304,7 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
 
 
 def training_options(args):
-    """The keyword arguments `add_training_flags`'s flags give `training.pretrain` and `finetune`."""
+    """The `RunConfig` fields that `add_training_flags`'s flags set (see keras_linformer.training)."""
     return dict(
         batch_size=args.batch_size,
         epochs=args.epochs,
@@ -288,78 +316,25 @@ def training_options(args):
         profile_batches=args.profile_batches,
         jit_compile=args.jit_compile,
         seed=args.seed,
-        log=log,
-    )
-
-
-def limit_examples(corpus, train=None, evaluation=None):
-    """`corpus` with only the first `train` training and `evaluation` validation/test documents."""
-
-    def head(split, count):
-        if count is None:
-            return split
-        labels = None if split.labels is None else split.labels[:count]
-        return dataclasses.replace(
-            split, texts=split.texts[:count], ids=split.ids[:count], labels=labels
-        )
-
-    return dataclasses.replace(
-        corpus,
-        train=head(corpus.train, train),
-        validation=head(corpus.validation, evaluation),
-        test=head(corpus.test, evaluation),
-    )
-
-
-def concatenate(corpora):
-    """One unlabelled corpus of several, split by split (labels are dropped)."""
-    if len(corpora) == 1:
-        return corpora[0]
-
-    def joined(name):
-        splits = [getattr(corpus, name) for corpus in corpora]
-        return type(splits[0])(
-            texts=[text for split in splits for text in split.texts],
-            ids=[f"{corpus.name}/{id_}" for corpus, split in zip(corpora, splits) for id_ in split.ids],
-        )
-
-    return dataclasses.replace(
-        corpora[0],
-        name="+".join(corpus.name for corpus in corpora),
-        train=joined("train"),
-        validation=joined("validation"),
-        test=joined("test"),
     )
 
 
 def set_up_hardware(args):
-    """Configures replicas, strategy, precision; returns the strategy.
+    """Configures replicas, strategy, precision from the hardware flags; returns the strategy.
 
     Imports TensorFlow, so call it after parsing flags.
     """
-    from keras_linformer import training
     from keras_linformer.training import devices
 
-    if args.deterministic:
-        import tensorflow as tf
-
-        tf.config.experimental.enable_op_determinism()
-    if devices.read_tf_config() is not None:
-        if args.cpu_replicas > 1:
-            raise ValueError(
-                f"--cpu-replicas {args.cpu_replicas} cannot be combined with TF_CONFIG "
-                "(multi-worker training): run one worker per host or device."
-            )
-        with flag_names(connect_timeout="--connect-timeout"):
-            strategy = devices.make_multi_worker_strategy(args.connect_timeout, log=log)
-        training.check_jit_compile(strategy, args.jit_compile)
-        training.set_mixed_precision(args.mixed_precision)
-        return strategy
-    training.configure_cpu_replicas(args.cpu_replicas)
-    strategy = training.make_strategy()
-    training.check_jit_compile(strategy, args.jit_compile)
-    training.set_mixed_precision(args.mixed_precision)
-    return strategy
+    with flag_names(cpu_replicas="--cpu-replicas", connect_timeout="--connect-timeout"):
+        return devices.set_up_devices(
+            cpu_replicas=args.cpu_replicas,
+            mixed_precision=args.mixed_precision,
+            jit_compile=args.jit_compile,
+            deterministic=args.deterministic,
+            connect_timeout=args.connect_timeout,
+            log=log,
+        )
 
 
 def add_debug_flag(parser):
@@ -412,9 +387,16 @@ TRAINING_FLAGS = {"output_dir": "--output-dir", "sequence_length": "--sequence-l
 def flag_names(**flags):
     """Names flags, not Python parameters, in the library's errors raised inside.
 
-    The library's messages start with the parameter's name (`path: ...`) and
-    suggest values as `name=...`; `flags` maps each parameter to the flag
-    that sets it (`path="--table"`), in addition to `TRAINING_FLAGS`.
+    The library's messages start with the parameter's name (`path: ...`,
+    or "`path` must be ...") and show values as `name=...`; `flags` maps
+    each parameter to the flag that sets it (`path="--table"`), in addition
+    to `TRAINING_FLAGS`.
+
+    >>> with flag_names(cpu_replicas="--cpu-replicas"):
+    ...     raise ValueError("`cpu_replicas` must be 1 here. Received: cpu_replicas=2")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--cpu-replicas` must be 1 here. Received: --cpu-replicas 2
     """
     flags = {**TRAINING_FLAGS, **flags}
     try:
@@ -424,6 +406,7 @@ def flag_names(**flags):
         for name, flag in flags.items():
             if message.startswith(f"{name}: "):
                 message = flag + message[len(name):]
+            message = message.replace(f"`{name}`", f"`{flag}`")
             message = re.sub(rf"\b{name}=", f"{flag} ", message)
         if message == str(error):
             raise

@@ -38,8 +38,9 @@ def parse_args(argv=None):
                        help="With --table: the file's text encoding.")
     group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
                        help="Tokens per text, [CLS] and [SEP] included; longer texts keep "
-                            "their head. Default: 64 from scratch, the checkpoint's with "
-                            "--pretrained (which it may not exceed).")
+                            "their head. Default: "
+                            f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']} from scratch, "
+                            "the checkpoint's with --pretrained (which it may not exceed).")
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
                        help="From scratch: largest WordPiece vocabulary to train.")
     group.add_argument("--vocabulary-characters", type=cli.positive_int, default=1_000_000,
@@ -96,7 +97,24 @@ def load_corpus(args):
         corpus = data.load_bbc_news(seed=args.seed)
     else:
         corpus = data.load_rotten_tomatoes(seed=args.seed)
-    return cli.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+    return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+
+
+def config_from(args):
+    """The `FinetuningConfig` the flags describe."""
+    from keras_linformer import training
+
+    return training.FinetuningConfig(
+        output_dir=args.output_dir,
+        pretrained=args.pretrained,
+        from_bert=args.from_bert,
+        architecture=cli.architecture_from(args),
+        sequence_length=args.sequence_length,
+        vocabulary_size=args.vocabulary_size,
+        vocabulary_characters=args.vocabulary_characters,
+        dropout=args.dropout,
+        **cli.training_options(args),
+    )
 
 
 def finetune(args, strategy=None):
@@ -106,19 +124,7 @@ def finetune(args, strategy=None):
     with cli.flag_names(pretrained="--pretrained", from_bert="--from-bert",
                         projected_dim="--projected-dim"):
         corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
-        return training.finetune(
-            corpus,
-            args.output_dir,
-            pretrained=args.pretrained,
-            from_bert=args.from_bert,
-            architecture=cli.architecture_from(args),
-            sequence_length=args.sequence_length,
-            vocabulary_size=args.vocabulary_size,
-            vocabulary_characters=args.vocabulary_characters,
-            dropout=args.dropout,
-            strategy=strategy,
-            **cli.training_options(args),
-        )
+        return training.finetune(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
 def main(argv=None):

@@ -29,16 +29,19 @@ def parse_args(argv=None):
         description=__doc__.split("\n    python")[0],
         formatter_class=cli.HelpFormatter,
     )
+    default = cli.DEFAULT_ARCHITECTURE
     group = parser.add_argument_group("model (shared by both stages)")
-    group.add_argument("--attention", choices=["linformer", "transformer"], default="linformer",
+    group.add_argument("--attention", choices=cli.ATTENTIONS, default=default["attention"],
                        help="Linformer attention, or the full-attention baseline.")
-    group.add_argument("--projection", choices=["linear", "mean", "max", "conv"], default="mean",
+    group.add_argument("--projection", choices=cli.PROJECTIONS, default=default["projection"],
                        help="How keys/values are projected from n to k positions.")
-    group.add_argument("--projected-dim", type=cli.positive_int, default=16, metavar="K",
+    group.add_argument("--projected-dim", type=cli.positive_int,
+                       default=default["projected_dim"], metavar="K",
                        help="k, the projected length.")
-    group.add_argument("--sharing", choices=["none", "headwise", "key_value", "layerwise"],
-                       default="layerwise", help="Which projections share weights.")
-    group.add_argument("--sequence-length", type=cli.sequence_length, default=64,
+    group.add_argument("--sharing", choices=cli.SHARINGS, default=default["sharing"],
+                       help="Which projections share weights.")
+    group.add_argument("--sequence-length", type=cli.sequence_length,
+                       default=default["max_sequence_length"],
                        help="n, tokens per sequence in both stages.")
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
                        help="Largest WordPiece vocabulary to train (on the news articles; "
@@ -69,6 +72,9 @@ def parse_args(argv=None):
                         help="Validate and test both stages on the first N held-out documents "
                              "only (for trial runs).")
     parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of both stages.")
+    parser.add_argument("--no-jit-compile", action="store_true",
+                        help="Train both stages without XLA (by default the training step "
+                             "compiles with XLA on one device).")
     parser.add_argument("--output-dir", default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
     parser.add_argument("--export-dir", default="saved_models",
@@ -89,6 +95,8 @@ def stage_arguments(args):
     common = ["--sequence-length", str(args.sequence_length), "--seed", str(args.seed)]
     if args.max_eval_examples:
         common += ["--max-eval-examples", str(args.max_eval_examples)]
+    if args.no_jit_compile:
+        common += ["--no-jit-compile"]
     pretrain = model + common + [
         "--corpus", *args.pretrain_corpus,
         "--vocabulary-size", str(args.vocabulary_size),

@@ -46,7 +46,8 @@ def parse_args(argv=None):
     group.add_argument("--text-column", default="text", help="With --table: the text column.")
     group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
                        help="With --text-files or --table: the files' text encoding.")
-    group.add_argument("--sequence-length", type=cli.sequence_length, default=64,
+    group.add_argument("--sequence-length", type=cli.sequence_length,
+                       default=cli.DEFAULT_ARCHITECTURE["max_sequence_length"],
                        help="n: tokens per sequence, [CLS] and [SEP] included; the longest "
                             "input the model will take.")
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
@@ -86,10 +87,29 @@ def load_corpus(args):
                 encoding=args.encoding, seed=args.seed,
             )
     else:
-        corpus = cli.concatenate([
+        corpus = data.concatenate_corpora([
             getattr(data, BUNDLED[name])(seed=args.seed) for name in dict.fromkeys(args.corpus)
         ])
-    return cli.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+    return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+
+
+def config_from(args):
+    """The `PretrainingConfig` the flags describe."""
+    from keras_linformer import training
+
+    return training.PretrainingConfig(
+        output_dir=args.output_dir,
+        architecture=dict(
+            cli.architecture_from(args),
+            max_sequence_length=args.sequence_length,
+            dropout=args.dropout,
+        ),
+        vocabulary_size=args.vocabulary_size,
+        vocabulary_characters=args.vocabulary_characters,
+        mask_selection_rate=args.mask_rate,
+        validation_batches=args.validation_batches,
+        **cli.training_options(args),
+    )
 
 
 def pretrain(args, strategy=None):
@@ -98,21 +118,7 @@ def pretrain(args, strategy=None):
 
     with cli.flag_names(mask_selection_rate="--mask-rate"):
         corpus, strategy = cli.prepare_run(args, "masked_lm", load_corpus, strategy)
-        return training.pretrain(
-            corpus,
-            args.output_dir,
-            architecture=dict(
-                cli.architecture_from(args),
-                max_sequence_length=args.sequence_length,
-                dropout=args.dropout,
-            ),
-            vocabulary_size=args.vocabulary_size,
-            vocabulary_characters=args.vocabulary_characters,
-            mask_selection_rate=args.mask_rate,
-            validation_batches=args.validation_batches,
-            strategy=strategy,
-            **cli.training_options(args),
-        )
+        return training.pretrain(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
 def main(argv=None):

@@ -8,9 +8,8 @@ norm, GELU and embedding lookups are left out (they are O(n d) or O(n k h)).
 """
 
 from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.models.linformer_backbone import ATTENTIONS
 from keras_linformer.utils import validation
-
-ATTENTIONS = ("linformer", "transformer")
 
 
 def matmul(rows, inner, cols, batch=1):

@@ -21,6 +21,8 @@ from keras_linformer.data.pipelines import pretraining_dataset
 from keras_linformer.data.splits import SPLIT_FRACTIONS
 from keras_linformer.data.splits import Corpus
 from keras_linformer.data.splits import Split
+from keras_linformer.data.splits import concatenate_corpora
+from keras_linformer.data.splits import limit_examples
 from keras_linformer.data.splits import split_corpus
 from keras_linformer.data.unigram import unigram_perplexity
 from keras_linformer.data.user_files import load_table
@@ -39,6 +41,8 @@ __all__ = [
     "Split",
     "TextEncoder",
     "classification_dataset",
+    "concatenate_corpora",
+    "limit_examples",
     "load_bbc_news",
     "load_news_articles",
     "load_rotten_tomatoes",

@@ -7,6 +7,8 @@ or the user's own, is split the same way.
 import dataclasses
 import hashlib
 
+from keras_linformer.utils.validation import check_positive_int
+
 SPLIT_NAMES = ("train", "validation", "test")
 # Fractions of the corpus, in the order of SPLIT_NAMES.
 SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
@@ -131,3 +133,64 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
         )
 
     return Corpus(name=name, **{s: take(i) for s, i in members.items()})
+
+
+def limit_examples(corpus, train=None, evaluation=None):
+    """`corpus` with only its first `train` training and `evaluation` validation/test documents.
+
+    For trial runs; `None` keeps a split whole.
+
+    >>> corpus = split_corpus("numbers", [f"text {i}" for i in range(100)], list(range(100)))
+    >>> small = limit_examples(corpus, train=5)
+    >>> len(small.train), len(small.test) == len(corpus.test)
+    (5, True)
+    """
+    for name, count in (("train", train), ("evaluation", evaluation)):
+        if count is not None:
+            check_positive_int(name, count)
+
+    def head(split, count):
+        if count is None:
+            return split
+        labels = None if split.labels is None else split.labels[:count]
+        return dataclasses.replace(
+            split, texts=split.texts[:count], ids=split.ids[:count], labels=labels
+        )
+
+    return dataclasses.replace(
+        corpus,
+        train=head(corpus.train, train),
+        validation=head(corpus.validation, evaluation),
+        test=head(corpus.test, evaluation),
+    )
+
+
+def concatenate_corpora(corpora):
+    """One unlabelled corpus of several, split by split (labels are dropped).
+
+    Each document's id becomes `"{corpus name}/{id}"`; the name joins the
+    corpora's names with `+`. A single corpus is returned as it is.
+
+    >>> one = split_corpus("a", [f"a {i}" for i in range(40)], list(range(40)))
+    >>> two = split_corpus("b", [f"b {i}" for i in range(40)], list(range(40)))
+    >>> both = concatenate_corpora([one, two])
+    >>> both.name, len(both.train) == len(one.train) + len(two.train), both.train.ids[0]
+    ('a+b', True, 'a/0')
+    """
+    if len(corpora) == 1:
+        return corpora[0]
+
+    def joined(name):
+        splits = [getattr(corpus, name) for corpus in corpora]
+        return type(splits[0])(
+            texts=[text for split in splits for text in split.texts],
+            ids=[f"{corpus.name}/{id_}" for corpus, split in zip(corpora, splits) for id_ in split.ids],
+        )
+
+    return dataclasses.replace(
+        corpora[0],
+        name="+".join(corpus.name for corpus in corpora),
+        train=joined("train"),
+        validation=joined("validation"),
+        test=joined("test"),
+    )

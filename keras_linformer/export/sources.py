@@ -14,11 +14,11 @@ import keras
 from keras_linformer import data
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier
-from keras_linformer.training.checkpoints import VOCABULARY_FILE
-from keras_linformer.training.finetuning import CLASSIFIER_FILE
-from keras_linformer.training.finetuning import LABELS_FILE
-from keras_linformer.training.pretraining import MASKED_LM_FILE
 from keras_linformer.training import run_directory
+from keras_linformer.training.run_directory import CLASSIFIER_FILE
+from keras_linformer.training.run_directory import LABELS_FILE
+from keras_linformer.training.run_directory import MASKED_LM_FILE
+from keras_linformer.training.run_directory import VOCABULARY_FILE
 
 TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
 TASK_CLASSES = {"classifier": LinformerTextClassifier, "masked_lm": LinformerMaskedLM}
@@ -210,8 +210,7 @@ def resolve_label_names(label_names, directory, num_classes):
                 f"label_names: file {path!r} does not exist (a fine-tuning run "
                 f"writes {LABELS_FILE}: one class name per line, class-index order)."
             )
-        with open(path, encoding="utf-8") as file:
-            label_names = file.read().splitlines()
+        label_names = run_directory.read_labels(path)
     label_names = list(label_names)
     if not all(isinstance(name, str) and name and "\n" not in name for name in label_names):
         raise ValueError(

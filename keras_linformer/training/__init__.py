@@ -5,17 +5,20 @@ under `strategy.run` on one device, `MirroredStrategy` and
 `MultiWorkerMirroredStrategy` alike (Keras 3's `fit` cannot drive the
 last: keras-team/keras#20585), with checkpoints that survive SIGKILL and
 SIGTERM. The other pieces are separate functions: `devices` (replicas,
-strategy, precision, XLA checks), `inputs` (distributed tf.data input and
+strategy, precision, XLA checks; `set_up_devices` does all of it, from
+`TF_CONFIG` when set), `inputs` (distributed tf.data input and
 the step plan), `optimizers`, `checkpoints` (pretrained models on disk),
-and the model builders.
+and the model builders. `pretrain` and `finetune` take their options as a
+config object (`PretrainingConfig`, `FinetuningConfig`) or as keyword
+arguments, and share one run flow (`runs.run`).
 
 Typical use:
 
 ```python
 from keras_linformer import data, training
 
-training.configure_cpu_replicas(2)  # Before any TensorFlow op.
-strategy = training.make_strategy()
+# Before any TensorFlow op: 2 replicas on the CPU, or TF_CONFIG's workers.
+strategy = training.set_up_devices(cpu_replicas=2)
 training.pretrain(data.load_news_articles(), "runs/pretrain", strategy=strategy)
 training.finetune(
     data.load_rotten_tomatoes(), "runs/finetune", pretrained="runs/pretrain",
@@ -25,11 +28,17 @@ training.finetune(
 """
 
 from keras_linformer.training.checkpoints import load_pretrained
+from keras_linformer.training.config import FinetuningConfig
+from keras_linformer.training.config import PretrainingConfig
+from keras_linformer.training.config import RunConfig
 from keras_linformer.training.checkpoints import save_pretrained
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.devices import check_jit_compile
 from keras_linformer.training.devices import configure_cpu_replicas
 from keras_linformer.training.devices import make_strategy
+from keras_linformer.training.devices import resolve_jit_compile
 from keras_linformer.training.devices import set_mixed_precision
+from keras_linformer.training.devices import set_up_devices
 from keras_linformer.training.finetuning import build_classifier
 from keras_linformer.training.finetuning import finetune
 from keras_linformer.training.inputs import StepPlan
@@ -37,12 +46,14 @@ from keras_linformer.training.inputs import distribute
 from keras_linformer.training.inputs import plan_steps
 from keras_linformer.training.loop import Trainer
 from keras_linformer.training.optimizers import make_optimizer
-from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
 from keras_linformer.training.pretraining import build_masked_lm
 from keras_linformer.training.pretraining import pretrain
 
 __all__ = [
     "DEFAULT_ARCHITECTURE",
+    "FinetuningConfig",
+    "PretrainingConfig",
+    "RunConfig",
     "StepPlan",
     "Trainer",
     "build_classifier",
@@ -56,6 +67,8 @@ __all__ = [
     "make_strategy",
     "plan_steps",
     "pretrain",
+    "resolve_jit_compile",
     "save_pretrained",
     "set_mixed_precision",
+    "set_up_devices",
 ]

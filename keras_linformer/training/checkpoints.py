@@ -1,12 +1,9 @@
 """A pretrained model on disk: its vocabulary, backbone config and weights, checked on load.
 
-Layout of a pretraining output directory (keras-hub's preset files plus
-the vocabulary):
-
-    vocab.txt            one token per line; a token's id is its line number
-    config.json          the LinformerBackbone config (keras-hub preset)
-    model.weights.h5     the backbone weights (keras-hub preset)
-    metadata.json        keras / keras-hub versions (keras-hub preset)
+A pretraining output directory holds keras-hub's preset files (the
+backbone's `config.json`, `model.weights.h5`, `metadata.json`) and the
+vocabulary (`vocab.txt`, one token per line; a token's id is its line
+number); `run_directory` names them.
 """
 
 import json
@@ -17,10 +14,10 @@ import keras
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
+from keras_linformer.training.run_directory import CONFIG_FILE
+from keras_linformer.training.run_directory import VOCABULARY_FILE
+from keras_linformer.training.run_directory import WEIGHTS_FILE
 
-VOCABULARY_FILE = "vocab.txt"
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.weights.h5"
 # The backbone arguments that decide which weights exist and what they mean.
 # Dropout and the dtype policy can change between pretraining and
 # fine-tuning; these cannot.

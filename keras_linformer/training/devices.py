@@ -15,6 +15,9 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import check_positive_int
+
 
 def configure_cpu_replicas(cpu_replicas):
     """Splits the CPU into `cpu_replicas` logical devices, for MirroredStrategy without GPUs.
@@ -37,11 +40,7 @@ def configure_cpu_replicas(cpu_replicas):
         RuntimeError: TensorFlow has already initialised its devices with a
             different split.
     """
-    if isinstance(cpu_replicas, bool) or not isinstance(cpu_replicas, int) or cpu_replicas < 1:
-        raise ValueError(
-            f"`cpu_replicas` must be a positive integer. Received: "
-            f"cpu_replicas={cpu_replicas!r}"
-        )
+    check_positive_int("cpu_replicas", cpu_replicas)
     if cpu_replicas == 1:
         return
     if tf.config.list_physical_devices("GPU"):
@@ -109,6 +108,30 @@ def check_jit_compile(strategy, jit_compile):
         )
 
 
+def resolve_jit_compile(strategy, jit_compile=None):
+    """Whether a run under `strategy` compiles its training step with XLA.
+
+    `None` chooses XLA where it works and pays: one replica in one process
+    (on one CPU, XLA made the pretraining step about 1.3x faster). `True`
+    is checked with `check_jit_compile`; `False` turns XLA off.
+
+    >>> resolve_jit_compile(tf.distribute.get_strategy())
+    True
+    >>> resolve_jit_compile(tf.distribute.get_strategy(), False)
+    False
+
+    Raises:
+        ValueError: `jit_compile=True` where XLA cannot work (see
+            `check_jit_compile`).
+    """
+    if jit_compile is None:
+        return strategy.num_replicas_in_sync == 1 and not isinstance(
+            strategy, tf.distribute.MultiWorkerMirroredStrategy
+        )
+    check_jit_compile(strategy, jit_compile)
+    return bool(jit_compile)
+
+
 def set_mixed_precision(enabled):
     """Sets Keras's global dtype policy and returns its name.
 
@@ -127,6 +150,65 @@ def set_mixed_precision(enabled):
         name = "mixed_bfloat16"
     keras.config.set_dtype_policy(name)
     return name
+
+
+def set_up_devices(
+    cpu_replicas=1,
+    mixed_precision=False,
+    jit_compile=None,
+    deterministic=False,
+    connect_timeout=300.0,
+    log=print,
+):
+    """Configures TensorFlow's devices for a training run and returns its strategy.
+
+    With `TF_CONFIG` in the environment, this process is one worker of a
+    `MultiWorkerMirroredStrategy` (`make_multi_worker_strategy`); without
+    it, the CPU is split into `cpu_replicas` logical devices
+    (`configure_cpu_replicas`) and the strategy mirrors over what is visible
+    (`make_strategy`). Then XLA is checked against the strategy
+    (`check_jit_compile`) and the dtype policy set (`set_mixed_precision`).
+    Call it before any TensorFlow op runs, and before building models.
+
+    Args:
+        cpu_replicas: int, logical CPU devices without GPUs; must be `1`
+            with `TF_CONFIG` (one worker per host or device). Defaults to
+            `1`.
+        mixed_precision: bool, see `set_mixed_precision`. Defaults to
+            `False`.
+        jit_compile: bool or `None`, whether the run will compile its step
+            with XLA; `True` is refused where XLA cannot work, `None`
+            chooses (see `resolve_jit_compile`). Defaults to `None`.
+        deterministic: bool, makes every TensorFlow op deterministic
+            (`tf.config.experimental.enable_op_determinism`): slower, but a
+            run gives the same weights bit for bit. Defaults to `False`.
+        connect_timeout: float, with `TF_CONFIG`: seconds to wait for the
+            other workers. Defaults to `300.0`.
+        log: callable for progress messages. Defaults to `print`.
+
+    Returns:
+        The `tf.distribute.Strategy` to train under.
+
+    Raises:
+        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` other than 1 with
+            it, or XLA where it cannot work.
+    """
+    check_positive_int("cpu_replicas", cpu_replicas)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
+    if read_tf_config() is not None:
+        if cpu_replicas > 1:
+            raise ValueError(
+                "`cpu_replicas` must be 1 with TF_CONFIG (multi-worker training): run "
+                f"one worker per host or device. Received: cpu_replicas={cpu_replicas}"
+            )
+        strategy = make_multi_worker_strategy(connect_timeout, log=log)
+    else:
+        configure_cpu_replicas(cpu_replicas)
+        strategy = make_strategy()
+    check_jit_compile(strategy, jit_compile)
+    set_mixed_precision(mixed_precision)
+    return strategy
 
 
 def read_tf_config(environ=None):
@@ -225,11 +307,7 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
             "TF_CONFIG is not set: a multi-worker run needs it in every worker's "
             "environment (see `python -m training.launch --help`)."
         )
-    if not (connect_timeout > 0 and math.isfinite(connect_timeout)):
-        raise ValueError(
-            f"connect_timeout: must be a positive number of seconds. Received: "
-            f"connect_timeout={connect_timeout!r}"
-        )
+    check_number("connect_timeout", connect_timeout, 0, include_low=False)
     task = config["task"]
     address = config["cluster"][task["type"]][task["index"]]
     port = int(address.rpartition(":")[2])

@@ -13,16 +13,12 @@ from keras_linformer.models import LinformerTextClassifier
 from keras_linformer.models import bert_presets
 from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.training import checkpoints
-from keras_linformer.training import devices
-from keras_linformer.training import inputs
-from keras_linformer.training import loop as loop_lib
-from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
-from keras_linformer.training.pretraining import DEFAULT_ARCHITECTURE
-
-CLASSIFIER_FILE = "classifier.keras"
-LABELS_FILE = "labels.txt"
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+from keras_linformer.training.config import FinetuningConfig
+from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import check_positive_int
 
 
 def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=False):
@@ -52,29 +48,7 @@ CONVERSION_KEYS = (
 )
 
 
-def finetune(
-    corpus,
-    output_dir,
-    pretrained=None,
-    from_bert=None,
-    architecture=None,
-    sequence_length=None,
-    vocabulary_size=4096,
-    vocabulary_characters=1_000_000,
-    batch_size=32,
-    epochs=2.0,
-    max_steps=None,
-    learning_rate=3e-4,
-    warmup_fraction=0.1,
-    weight_decay=0.01,
-    dropout=0.1,
-    checkpoint_every=None,
-    profile_batches=None,
-    strategy=None,
-    jit_compile=False,
-    seed=0,
-    log=print,
-):
+def finetune(corpus, config=None, *, strategy=None, log=print, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
     With `pretrained` (a pretraining output directory), the classifier
@@ -88,222 +62,190 @@ def finetune(
     trained on the training texts and the backbone starts from random
     weights. Texts become `[CLS] tokens [SEP]` of `sequence_length` tokens
     (longer ones keep their head). Training, checkpoints and logs
-    work as in `pretraining.pretrain`, with a validation pass over the
-    whole validation split every round; the test split is evaluated once
-    at the end. Writes `vocab.txt`, `classifier.keras`, `labels.txt` (the
-    class names, one per line in class-index order) and `summary.json`.
+    work as in `pretraining.pretrain` (`runs.run`), with a validation pass
+    over the whole validation split every round; the test split is
+    evaluated once at the end. Writes `vocab.txt`, `classifier.keras`,
+    `labels.txt` (the class names, one per line in class-index order) and
+    `summary.json` (see `run_directory`).
+
+    ```python
+    finetune(corpus, "runs/finetune", pretrained="runs/pretrain")
+    finetune(corpus, FinetuningConfig(output_dir="runs/finetune", pretrained="runs/pretrain"))
+    ```
 
     Args:
         corpus: `data.Corpus` with labels.
-        output_dir: str, where everything is written.
-        pretrained: str or `None`, a pretraining output directory.
-        from_bert: str or `None`, a BERT preset or directory (see above).
-        architecture: dict or `None`, `LinformerBackbone` arguments. From
-            scratch, missing ones take `DEFAULT_ARCHITECTURE`'s values;
-            with `pretrained`, they must equal the checkpoint's.
-        sequence_length: int or `None`, tokens per text. From scratch it is
-            also the backbone's `max_sequence_length` (default 64); with
-            `pretrained` it defaults to, and may not exceed, the
-            checkpoint's.
-        vocabulary_size: int, from scratch only. Defaults to `4096`.
-        vocabulary_characters: int, from scratch only. Defaults to
-            `1_000_000`.
-        batch_size: int, the global batch size. Defaults to `32`.
-        epochs: float, passes over the training texts. Defaults to `2.0`.
-        max_steps: int or `None`, a cap on the optimizer steps.
-        learning_rate: float, the peak AdamW learning rate. Defaults to
-            `3e-4`.
-        warmup_fraction: float. Defaults to `0.1`.
-        weight_decay: float. Defaults to `0.01`.
-        dropout: float, in the backbone and before the output layer.
-            Defaults to `0.1`.
-        checkpoint_every: int or `None`, the most steps between checkpoints;
-            `None` means one pass over the training texts.
-        profile_batches: `(first, last)` or `None`, batches to profile.
+        config: a `config.FinetuningConfig`, or the output directory (str).
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
-        jit_compile: bool. Defaults to `False`.
-        seed: int. Defaults to `0`.
         log: callable for progress messages. Defaults to `print`.
+        **options: `FinetuningConfig` fields (`pretrained`, `from_bert`,
+            `architecture`, `sequence_length`, `batch_size`, `epochs`,
+            `dropout`, `jit_compile`, `seed`, ...), replacing `config`'s.
 
     Returns:
         The summary dict (also in `summary.json`): `test_accuracy`,
         `test_loss`, `majority_accuracy`, `steps`, `tokens_per_second`,
         `seconds`, ...
     """
-    start = time.perf_counter()
-    if corpus.label_names is None:
-        raise ValueError(
-            f"corpus: {corpus.name!r} has no labels; fine-tuning needs a "
-            "labelled corpus (e.g. a table with a label column)."
-        )
-    if sequence_length is not None and (
-        isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3
-    ):
-        raise ValueError(
-            "`sequence_length` must be an integer of at least 3 ([CLS], a token, "
-            f"[SEP]). Received: sequence_length={sequence_length!r}"
-        )
-    if not (epochs > 0 and math.isfinite(epochs)):
-        raise ValueError(f"`epochs` must be positive and finite. Received: epochs={epochs!r}")
-    strategy = strategy or devices.make_strategy()
-    devices.check_jit_compile(strategy, jit_compile)
-    chief = loop_lib.is_chief(strategy)
-    if chief:
-        run_directory.check_output_dir(output_dir, "classification")
-    keras.utils.set_random_seed(seed)
-    os.makedirs(output_dir, exist_ok=True)
-    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
+    config = FinetuningConfig.of(config, **options)
+    return runs.run(ClassificationTask(corpus, config), strategy, log)
 
-    bert = None
-    if pretrained is not None and from_bert is not None:
-        raise ValueError(
-            "pretrained and from_bert are two starting points; give one. Received: "
-            f"pretrained={pretrained!r}, from_bert={from_bert!r}"
-        )
-    if from_bert is not None:
-        bert, vocabulary, conversion, config = _bert_start(
-            from_bert, architecture, sequence_length, dropout
-        )
-        sequence_length = config["max_sequence_length"]
-    elif pretrained is not None:
-        config = checkpoints.read_pretrained_config(pretrained, architecture)
-        if sequence_length is None:
-            sequence_length = config["max_sequence_length"]
-        elif sequence_length > config["max_sequence_length"]:
+
+class ClassificationTask(runs.Task):
+    """Classifier fine-tuning, as `runs.run` drives it (see `finetune`)."""
+
+    name = "classification"
+    labelled = True
+
+    def check(self):
+        config = self.config
+        if self.corpus.label_names is None:
             raise ValueError(
-                f"sequence_length: {sequence_length} is longer than the "
-                f"pretrained backbone's max_sequence_length "
-                f"{config['max_sequence_length']} (in {pretrained!r})."
+                f"corpus: {self.corpus.name!r} has no labels; fine-tuning needs a "
+                "labelled corpus (e.g. a table with a label column)."
             )
-        # Loaded (and checked) below, inside the strategy's scope.
-        vocabulary = None
-    else:
-        sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
-        vocabulary = runs.vocabulary_for(
-            output_dir, corpus.train.texts, vocabulary_size, vocabulary_characters, seed
+        if config.sequence_length is not None:  # [CLS], a token and [SEP] at least.
+            check_positive_int("sequence_length", config.sequence_length, minimum=3)
+        check_number("epochs", config.epochs, 0, include_low=False)
+        if config.pretrained is not None and config.from_bert is not None:
+            raise ValueError(
+                "pretrained and from_bert are two starting points; give one. Received: "
+                f"pretrained={config.pretrained!r}, from_bert={config.from_bert!r}"
+            )
+
+    def prepare(self, strategy, log, start):
+        config, corpus = self.config, self.corpus
+        sequence_length = config.sequence_length
+        self.bert = None
+        if config.from_bert is not None:
+            self.bert, self.vocabulary, self.conversion, backbone_config = _bert_start(
+                config.from_bert, config.architecture, sequence_length, config.dropout
+            )
+            sequence_length = backbone_config["max_sequence_length"]
+        elif config.pretrained is not None:
+            backbone_config = checkpoints.read_pretrained_config(
+                config.pretrained, config.architecture
+            )
+            if sequence_length is None:
+                sequence_length = backbone_config["max_sequence_length"]
+            elif sequence_length > backbone_config["max_sequence_length"]:
+                raise ValueError(
+                    f"sequence_length: {sequence_length} is longer than the "
+                    f"pretrained backbone's max_sequence_length "
+                    f"{backbone_config['max_sequence_length']} (in {config.pretrained!r})."
+                )
+            # Loaded (and checked) by build_model, inside the strategy's scope.
+        else:
+            sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
+            self.vocabulary = runs.vocabulary_for(
+                config.output_dir, corpus.train.texts, config.vocabulary_size,
+                config.vocabulary_characters, config.seed,
+            )
+            backbone_config = {
+                **DEFAULT_ARCHITECTURE,
+                **(config.architecture or {}),
+                "max_sequence_length": sequence_length,
+                "vocabulary_size": len(self.vocabulary),
+                "dropout": config.dropout,
+            }
+        self.sequence_length = sequence_length
+        self.backbone_config = backbone_config
+        steps_per_pass = math.ceil(len(corpus.train) / config.batch_size)
+        plan = runs.plan_run(
+            steps_per_pass, config.epochs, config.max_steps,
+            config.checkpoint_every or steps_per_pass,
         )
-        config = {
-            **DEFAULT_ARCHITECTURE,
-            **(architecture or {}),
-            "max_sequence_length": sequence_length,
-            "vocabulary_size": len(vocabulary),
-            "dropout": dropout,
-        }
-
-    steps_per_pass = math.ceil(len(corpus.train) / batch_size)
-    plan = runs.plan_run(steps_per_pass, epochs, max_steps, checkpoint_every or steps_per_pass)
-    runs.start_run(
-        output_dir,
-        {
-            "task": "classification",
-            "corpus": corpus.name,
-            "pretrained": None if pretrained is None else os.path.abspath(pretrained),
-            "from_bert": _preset_record(from_bert),
-            "backbone": checkpoints.architecture_of(config),
+        record = {
+            "pretrained": (
+                None if config.pretrained is None else os.path.abspath(config.pretrained)
+            ),
+            "from_bert": _preset_record(config.from_bert),
+            "backbone": checkpoints.architecture_of(backbone_config),
             "sequence_length": sequence_length,
-            "rounds": plan.rounds,
-            "steps_per_round": plan.steps_per_round,
-            "batch_size": batch_size,
-            "learning_rate": learning_rate,
-            "seed": seed,
-            "data_sha256": runs.texts_digest(corpus.train.texts, corpus.train.labels),
-        },
-        log=log,
-        chief=chief,
-    )
-    finished = runs.finished_summary(output_dir, log)
-    if finished is not None:
-        return finished
+        }
+        return plan, record
 
-    with strategy.scope():
-        if bert is not None:
+    def build_model(self, optimizer, jit_compile):
+        config = self.config
+        if self.bert is not None:
             backbone = LinformerBackbone.from_bert(
-                bert, max_sequence_length=sequence_length, dropout=dropout, **conversion
+                self.bert, max_sequence_length=self.sequence_length, dropout=config.dropout,
+                **self.conversion,
             )
-        elif pretrained is not None:
-            backbone, vocabulary = checkpoints.load_pretrained(
-                pretrained, architecture=architecture, dropout=dropout
+        elif config.pretrained is not None:
+            backbone, self.vocabulary = checkpoints.load_pretrained(
+                config.pretrained, architecture=config.architecture, dropout=config.dropout
             )
         else:
-            backbone = LinformerBackbone(**config)
-        model = build_classifier(
+            backbone = LinformerBackbone(**self.backbone_config)
+        self.attention = backbone.attention
+        return build_classifier(
             backbone,
-            len(corpus.label_names),
-            optimizers.make_optimizer(
-                learning_rate, plan.total_steps, warmup_fraction, weight_decay
-            ),
-            dropout=dropout,
+            len(self.corpus.label_names),
+            optimizer,
+            dropout=config.dropout,
             jit_compile=jit_compile,
         )
-    if chief:
-        data.save_vocabulary(vocabulary, vocabulary_path)
-    tokenizer = data.make_tokenizer(vocabulary)
 
-    def make_dataset(split, shuffle):
-        return lambda context: data.classification_dataset(
+    def dataset(self, split, shuffle, input_context):
+        return data.classification_dataset(
             split.texts,
             split.labels,
-            tokenizer,
-            sequence_length=sequence_length,
-            batch_size=batch_size,
+            self.tokenizer(),
+            sequence_length=self.sequence_length,
+            batch_size=self.config.batch_size,
             shuffle=shuffle,
-            seed=seed,
-            input_context=context,
+            seed=self.config.seed,
+            input_context=input_context,
         )
 
-    def make_train(skip_steps):
-        return inputs.distribute(
-            strategy, make_dataset(corpus.train, True), repeat=True, skip_steps=skip_steps
+    def source(self):
+        """How the backbone started, in words."""
+        config = self.config
+        if config.pretrained is not None:
+            return f"pretrained {config.pretrained}"
+        if config.from_bert is not None:
+            return f"converted from BERT {config.from_bert}"
+        return "from scratch"
+
+    def describe(self, model, plan, strategy, jit_compile, start):
+        corpus, config = self.corpus, self.config
+        return (
+            f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
+            f" / {len(corpus.test)} test texts, labels {list(corpus.label_names)}. "
+            f"{self.attention} classifier {self.source()}: "
+            f"{model.backbone.count_params():,} backbone parameters, "
+            f"n={self.sequence_length}; {plan.total_steps} steps of {config.batch_size} on "
+            f"{strategy.num_replicas_in_sync} replica(s), {plan.rounds} rounds of "
+            f"{plan.steps_per_round}; dtype policy {keras.config.dtype_policy().name}"
+            f"{', XLA' if jit_compile else ''} ({time.perf_counter() - start:.0f} s)."
         )
 
-    validation = inputs.distribute(strategy, make_dataset(corpus.validation, False))
-    test = inputs.distribute(strategy, make_dataset(corpus.test, False))
-    source = (f"pretrained {pretrained}" if pretrained is not None
-              else f"converted from BERT {from_bert}" if from_bert is not None
-              else "from scratch")
-    log(
-        f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
-        f" / {len(corpus.test)} test texts, labels {list(corpus.label_names)}. "
-        f"{backbone.attention} classifier {source}: {backbone.count_params():,} "
-        f"backbone parameters, n={sequence_length}; {plan.total_steps} steps of "
-        f"{batch_size} on {strategy.num_replicas_in_sync} replica(s), {plan.rounds} "
-        f"rounds of {plan.steps_per_round}; dtype policy "
-        f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''} "
-        f"({time.perf_counter() - start:.0f} s)."
-    )
+    def save(self, model, output_dir):
+        model.save(os.path.join(output_dir, run_directory.CLASSIFIER_FILE))
+        run_directory.write_labels(output_dir, self.corpus.label_names)
 
-    history, steps, fit_seconds = runs.fit(
-        model, make_train, validation, plan, output_dir, profile_batches, strategy, log
-    )
-    results = loop_lib.evaluate(model, strategy, test)
-    if chief:
-        model.save(os.path.join(output_dir, CLASSIFIER_FILE))
-        with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as file:
-            file.writelines(f"{name}\n" for name in corpus.label_names)
-    majority = max(collections.Counter(corpus.test.labels).values()) / len(corpus.test)
-    summary = {
-        "test_accuracy": float(results["accuracy"]),
-        "test_loss": float(results["loss"]),
-        "test_examples": len(corpus.test),
-        "majority_accuracy": majority,
-        "pretrained": pretrained,
-        "from_bert": from_bert,
-        "attention": backbone.attention,
-        **runs.training_summary(
-            history, steps, plan, batch_size * sequence_length, fit_seconds, start
-        ),
-    }
-    if chief:
-        runs.write_summary(output_dir, summary)
-    log(
-        f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
-        f"majority class {majority:.4f}) on {len(corpus.test)} held-out examples | "
-        f"{backbone.attention} {source} | {steps} steps, "
-        f"{summary['tokens_per_second']:,.0f} tokens/s | wall time "
-        f"{summary['seconds']:.0f} s"
-    )
-    return summary
+    def summary(self, results):
+        test = self.corpus.test
+        return {
+            "test_accuracy": float(results["accuracy"]),
+            "test_loss": float(results["loss"]),
+            "test_examples": len(test),
+            "majority_accuracy": max(collections.Counter(test.labels).values()) / len(test),
+            "pretrained": self.config.pretrained,
+            "from_bert": self.config.from_bert,
+            "attention": self.attention,
+        }
+
+    def report(self, summary):
+        return (
+            f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
+            f"majority class {summary['majority_accuracy']:.4f}) on "
+            f"{len(self.corpus.test)} held-out examples | {self.attention} {self.source()} | "
+            f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall "
+            f"time {summary['seconds']:.0f} s"
+        )
 
 
 def _preset_record(preset):

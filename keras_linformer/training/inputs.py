@@ -11,6 +11,8 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from keras_linformer.utils.validation import check_positive_int
+
 
 @dataclasses.dataclass(frozen=True)
 class StepPlan:
@@ -38,11 +40,8 @@ def plan_steps(total_steps, checkpoint_every):
     Returns:
         A `StepPlan`.
     """
-    for name, value in (("total_steps", total_steps), ("checkpoint_every", checkpoint_every)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(
-                f"`{name}` must be a positive integer. Received: {name}={value!r}"
-            )
+    check_positive_int("total_steps", total_steps)
+    check_positive_int("checkpoint_every", checkpoint_every)
     rounds = math.ceil(total_steps / checkpoint_every)
     return StepPlan(rounds, math.ceil(total_steps / rounds))
 

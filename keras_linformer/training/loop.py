@@ -50,7 +50,8 @@ import keras
 import tensorflow as tf
 
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
-LOG_DIR = "logs"
+from keras_linformer.training.run_directory import LOG_DIR
+from keras_linformer.utils.validation import check_positive_int
 
 
 def progress_verbosity():
@@ -156,11 +157,8 @@ class Trainer:
     def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print):
         if model.optimizer is None:
             raise ValueError("`model` must be compiled (with an optimizer) before training.")
-        if max_to_keep < 2:
-            raise ValueError(
-                f"`max_to_keep` must be at least 2, so that a corrupted latest "
-                f"checkpoint has a predecessor. Received: max_to_keep={max_to_keep!r}"
-            )
+        # At least 2, so that a corrupted latest checkpoint has a predecessor.
+        check_positive_int("max_to_keep", max_to_keep, minimum=2)
         self.model = model
         self.strategy = strategy
         self.output_dir = os.fspath(output_dir)

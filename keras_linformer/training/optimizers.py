@@ -4,6 +4,9 @@ import math
 
 import keras
 
+from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import check_positive_int
+
 
 def make_optimizer(
     learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01, end_fraction=0.0
@@ -28,19 +31,9 @@ def make_optimizer(
         end_fraction: float, the final learning rate as a fraction of the
             peak. Defaults to `0.0`.
     """
-    if not learning_rate > 0:
-        raise ValueError(
-            f"`learning_rate` must be positive. Received: learning_rate={learning_rate!r}"
-        )
-    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
-        raise ValueError(
-            f"`total_steps` must be a positive integer. Received: total_steps={total_steps!r}"
-        )
-    if not 0.0 <= warmup_fraction < 1.0:
-        raise ValueError(
-            "`warmup_fraction` must be in [0, 1). Received: "
-            f"warmup_fraction={warmup_fraction!r}"
-        )
+    check_number("learning_rate", learning_rate, 0, include_low=False)
+    check_positive_int("total_steps", total_steps)
+    check_number("warmup_fraction", warmup_fraction, 0, 1, include_high=False)
     warmup_steps = math.ceil(warmup_fraction * total_steps)
     if warmup_steps:
         schedule = keras.optimizers.schedules.CosineDecay(

@@ -11,28 +11,13 @@ from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.training import checkpoints
-from keras_linformer.training import devices
 from keras_linformer.training import inputs
-from keras_linformer.training import loop as loop_lib
-from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
-
-MASKED_LM_FILE = "masked_lm.keras"
-
-# A small Linformer that pretrains on the news articles in minutes on a CPU.
-DEFAULT_ARCHITECTURE = dict(
-    num_layers=2,
-    num_heads=4,
-    hidden_dim=128,
-    intermediate_dim=256,
-    projected_dim=16,
-    max_sequence_length=64,
-    projection="mean",
-    sharing="layerwise",
-    attention="linformer",
-    dropout=0.1,
-)
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+from keras_linformer.training.config import PretrainingConfig
+from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import check_positive_int
 
 
 def build_masked_lm(backbone_config, optimizer, jit_compile=False):
@@ -83,27 +68,7 @@ def check_results(results, mask_selection_rate):
         )
 
 
-def pretrain(
-    corpus,
-    output_dir,
-    architecture=None,
-    vocabulary_size=4096,
-    vocabulary_characters=1_000_000,
-    batch_size=64,
-    epochs=1.0,
-    max_steps=None,
-    learning_rate=1e-3,
-    warmup_fraction=0.1,
-    weight_decay=0.01,
-    mask_selection_rate=0.15,
-    checkpoint_every=200,
-    validation_batches=20,
-    profile_batches=None,
-    strategy=None,
-    jit_compile=False,
-    seed=0,
-    log=print,
-):
+def pretrain(corpus, config=None, *, strategy=None, log=print, **options):
     """Pretrains a LinformerBackbone as a masked language model on `corpus`.
 
     Trains a WordPiece vocabulary on (a sample of) the training documents,
@@ -119,173 +84,125 @@ def pretrain(
     the perplexity on the whole test split and writes what fine-tuning
     needs (`checkpoints.save_pretrained`): `vocab.txt`, `config.json`,
     `model.weights.h5`; the whole masked LM as `masked_lm.keras`; and
-    `summary.json`.
+    `summary.json` (see `run_directory`).
+
+    ```python
+    pretrain(corpus, "runs/pretrain", max_steps=100)
+    pretrain(corpus, PretrainingConfig(output_dir="runs/pretrain", max_steps=100))
+    ```
 
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
-        output_dir: str, where everything is written.
-        architecture: dict of `LinformerBackbone` arguments (without
-            `vocabulary_size`, which is the trained vocabulary's);
-            missing ones take `DEFAULT_ARCHITECTURE`'s values.
-            `max_sequence_length` is the sequence length. Defaults to `None`.
-        vocabulary_size: int, the largest vocabulary to train. Defaults to
-            `4096`.
-        vocabulary_characters: int, the size in characters of the document
-            sample the vocabulary is trained on. Defaults to `1_000_000`.
-        batch_size: int, the global batch size. Defaults to `64`.
-        epochs: float, passes over the training sequences. Defaults to `1.0`.
-        max_steps: int or `None`, a cap on the optimizer steps. Defaults to
-            `None`.
-        learning_rate: float, the peak AdamW learning rate. Defaults to
-            `1e-3`.
-        warmup_fraction: float, the share of steps of linear warmup.
-            Defaults to `0.1`.
-        weight_decay: float. Defaults to `0.01`.
-        mask_selection_rate: float, the share of tokens to predict. Defaults
-            to `0.15`.
-        checkpoint_every: int, the most steps between checkpoints. Defaults
-            to `200`.
-        validation_batches: int, validation batches per round. Defaults to
-            `20`.
-        profile_batches: `(first, last)` or `None`, batches to profile.
+        config: a `config.PretrainingConfig`, or the output directory (str).
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
-        jit_compile: bool, whether to compile with XLA. Defaults to `False`.
-        seed: int, seeds the vocabulary sample, weights, shuffling and
-            masks. Defaults to `0`.
         log: callable for progress messages. Defaults to `print`.
+        **options: `PretrainingConfig` fields (`architecture`, `batch_size`,
+            `epochs`, `max_steps`, `learning_rate`, `mask_selection_rate`,
+            `jit_compile`, `seed`, ...), replacing `config`'s.
 
     Returns:
         The summary dict (also in `summary.json`): `test_perplexity`,
-        `test_loss`, `test_accuracy`, `steps`, `tokens_per_second`,
-        `seconds`, ...
+        `unigram_test_perplexity`, `test_loss`, `test_accuracy`, `steps`,
+        `tokens_per_second`, `seconds`, ...
     """
-    start = time.perf_counter()
-    strategy = strategy or devices.make_strategy()
-    devices.check_jit_compile(strategy, jit_compile)
-    chief = loop_lib.is_chief(strategy)
-    architecture = {**DEFAULT_ARCHITECTURE, **(architecture or {})}
-    sequence_length = architecture["max_sequence_length"]
-    if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3:
-        raise ValueError(
-            "`max_sequence_length` must be an integer of at least 3 ([CLS], a "
-            f"token, [SEP]). Received: max_sequence_length={sequence_length!r}"
-        )
-    if not (epochs > 0 and math.isfinite(epochs)):
-        raise ValueError(f"`epochs` must be positive and finite. Received: epochs={epochs!r}")
-    if not 0 < mask_selection_rate < 1:
-        raise ValueError(
-            "`mask_selection_rate` must be in (0, 1): with no masked token there is "
-            f"nothing to learn. Received: mask_selection_rate={mask_selection_rate!r}"
-        )
-    if chief:
-        run_directory.check_output_dir(output_dir, "masked_lm")
-    keras.utils.set_random_seed(seed)
-    os.makedirs(output_dir, exist_ok=True)
+    config = PretrainingConfig.of(config, **options)
+    return runs.run(MaskedLMTask(corpus, config), strategy, log)
 
-    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
-    vocabulary = runs.vocabulary_for(
-        output_dir, corpus.train.texts, vocabulary_size, vocabulary_characters, seed
-    )
-    tokenizer = data.make_tokenizer(vocabulary)
-    sequences = inputs.count_sequences(corpus.train.texts, tokenizer, sequence_length)
-    plan = runs.plan_run(sequences / batch_size, epochs, max_steps, checkpoint_every)
-    backbone_config = {**architecture, "vocabulary_size": len(vocabulary)}
-    log(
-        f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
-        f"sequences of {sequence_length} tokens; vocabulary of {len(vocabulary)} "
-        f"({time.perf_counter() - start:.0f} s). {plan.total_steps} steps of "
-        f"{batch_size} on {strategy.num_replicas_in_sync} replica(s), "
-        f"{plan.rounds} rounds of {plan.steps_per_round}."
-    )
-    runs.start_run(
-        output_dir,
-        {
-            "task": "masked_lm",
-            "corpus": corpus.name,
-            "backbone": backbone_config,
-            "rounds": plan.rounds,
-            "steps_per_round": plan.steps_per_round,
-            "batch_size": batch_size,
-            "learning_rate": learning_rate,
-            "seed": seed,
-            "data_sha256": runs.texts_digest(corpus.train.texts),
-        },
-        log=log,
-        chief=chief,
-    )
-    finished = runs.finished_summary(output_dir, log)
-    if finished is not None:
-        return finished
-    if chief:
-        # Written after run.json, which marks the directory as this run's.
-        data.save_vocabulary(vocabulary, vocabulary_path)
 
-    def make_dataset(texts, shuffle):
-        return lambda context: data.pretraining_dataset(
-            texts,
-            tokenizer,
-            sequence_length=sequence_length,
-            batch_size=batch_size,
-            mask_selection_rate=mask_selection_rate,
+class MaskedLMTask(runs.Task):
+    """Masked-LM pretraining, as `runs.run` drives it (see `pretrain`)."""
+
+    name = "masked_lm"
+
+    def __init__(self, corpus, config):
+        super().__init__(corpus, config)
+        self.architecture = {**DEFAULT_ARCHITECTURE, **(config.architecture or {})}
+        self.sequence_length = self.architecture["max_sequence_length"]
+
+    def check(self):
+        # [CLS], a token and [SEP] at least.
+        check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
+        check_number("epochs", self.config.epochs, 0, include_low=False)
+        # With no masked token there is nothing to learn; with all, nothing to read.
+        check_number("mask_selection_rate", self.config.mask_selection_rate, 0, 1, False, False)
+
+    def prepare(self, strategy, log, start):
+        config, corpus = self.config, self.corpus
+        self.vocabulary = runs.vocabulary_for(
+            config.output_dir, corpus.train.texts, config.vocabulary_size,
+            config.vocabulary_characters, config.seed,
+        )
+        sequences = inputs.count_sequences(
+            corpus.train.texts, self.tokenizer(), self.sequence_length
+        )
+        plan = runs.plan_run(
+            sequences / config.batch_size, config.epochs, config.max_steps,
+            config.checkpoint_every,
+        )
+        self.backbone_config = {**self.architecture, "vocabulary_size": len(self.vocabulary)}
+        log(
+            f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
+            f"sequences of {self.sequence_length} tokens; vocabulary of "
+            f"{len(self.vocabulary)} ({time.perf_counter() - start:.0f} s). "
+            f"{plan.total_steps} steps of {config.batch_size} on "
+            f"{strategy.num_replicas_in_sync} replica(s), {plan.rounds} rounds of "
+            f"{plan.steps_per_round}."
+        )
+        return plan, {"backbone": self.backbone_config}
+
+    def build_model(self, optimizer, jit_compile):
+        return build_masked_lm(self.backbone_config, optimizer, jit_compile=jit_compile)
+
+    def dataset(self, split, shuffle, input_context):
+        return data.pretraining_dataset(
+            split.texts,
+            self.tokenizer(),
+            sequence_length=self.sequence_length,
+            batch_size=self.config.batch_size,
+            mask_selection_rate=self.config.mask_selection_rate,
             shuffle=shuffle,
-            seed=seed,
-            input_context=context,
+            seed=self.config.seed,
+            input_context=input_context,
         )
 
-    def make_train(skip_steps):
-        return inputs.distribute(
-            strategy, make_dataset(corpus.train.texts, True), repeat=True, skip_steps=skip_steps
+    def validation_batches(self):
+        return self.config.validation_batches
+
+    def describe(self, model, plan, strategy, jit_compile, start):
+        return (
+            f"{self.architecture['attention']} masked LM: "
+            f"{model.backbone.count_params():,} backbone parameters; dtype policy "
+            f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}."
         )
 
-    validation = inputs.distribute(
-        strategy, make_dataset(corpus.validation.texts, False), max_steps=validation_batches
-    )
-    test = inputs.distribute(strategy, make_dataset(corpus.test.texts, False))
+    def check_results(self, results):
+        check_results(results, self.config.mask_selection_rate)
 
-    with strategy.scope():
-        model = build_masked_lm(
-            backbone_config,
-            optimizers.make_optimizer(
-                learning_rate, plan.total_steps, warmup_fraction, weight_decay
-            ),
-            jit_compile=jit_compile,
-        )
-    log(
-        f"{architecture['attention']} masked LM: {model.backbone.count_params():,} "
-        f"backbone parameters; dtype policy {keras.config.dtype_policy().name}"
-        f"{', XLA' if jit_compile else ''}."
-    )
-    history, steps, fit_seconds = runs.fit(
-        model, make_train, validation, plan, output_dir, profile_batches, strategy, log
-    )
-    results = loop_lib.evaluate(model, strategy, test)
-    check_results(results, mask_selection_rate)
-    if chief:
-        checkpoints.save_pretrained(model.backbone, vocabulary, output_dir)
+    def save(self, model, output_dir):
+        checkpoints.save_pretrained(model.backbone, self.vocabulary, output_dir)
         # The whole masked LM (backbone and tied head), for fill-mask use and export.
-        model.save(os.path.join(output_dir, MASKED_LM_FILE))
-    summary = {
-        "test_perplexity": float(results["perplexity"]),
-        # What word frequencies alone reach on the same texts: the bar to clear.
-        "unigram_test_perplexity": data.unigram_perplexity(
-            tokenizer, corpus.train.texts, corpus.test.texts
-        ),
-        "test_loss": float(results["loss"]),
-        "test_accuracy": float(results["accuracy"]),
-        "test_documents": len(corpus.test),
-        **runs.training_summary(
-            history, steps, plan, batch_size * sequence_length, fit_seconds, start
-        ),
-    }
-    if chief:
-        runs.write_summary(output_dir, summary)
-    log(
-        f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "
-        f"(unigram baseline {summary['unigram_test_perplexity']:.2f}; "
-        f"loss {summary['test_loss']:.4f}, masked-token accuracy "
-        f"{summary['test_accuracy']:.4f}) on {len(corpus.test)} held-out documents | "
-        f"{steps} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall time "
-        f"{summary['seconds']:.0f} s | saved to {output_dir}"
-    )
-    return summary
+        model.save(os.path.join(output_dir, run_directory.MASKED_LM_FILE))
+
+    def summary(self, results):
+        corpus = self.corpus
+        return {
+            "test_perplexity": float(results["perplexity"]),
+            # What word frequencies alone reach on the same texts: the bar to clear.
+            "unigram_test_perplexity": data.unigram_perplexity(
+                self.tokenizer(), corpus.train.texts, corpus.test.texts
+            ),
+            "test_loss": float(results["loss"]),
+            "test_accuracy": float(results["accuracy"]),
+            "test_documents": len(corpus.test),
+        }
+
+    def report(self, summary):
+        return (
+            f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "
+            f"(unigram baseline {summary['unigram_test_perplexity']:.2f}; "
+            f"loss {summary['test_loss']:.4f}, masked-token accuracy "
+            f"{summary['test_accuracy']:.4f}) on {len(self.corpus.test)} held-out documents | "
+            f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall time "
+            f"{summary['seconds']:.0f} s | saved to {self.config.output_dir}"
+        )

@@ -1,5 +1,26 @@
 """What a run's output directory holds, and which directories a run may write into.
 
+This module names every file that a pretraining (`pretraining.pretrain`,
+task `"masked_lm"`) or fine-tuning (`finetuning.finetune`, task
+`"classification"`) run writes, and reads them back:
+
+    run.json             the run's options, written first (`read_run`)
+    checkpoints/         the trainer's checkpoints (`loop.Trainer`)
+    logs/                TensorBoard events: logs/train, logs/validation
+    vocab.txt            the WordPiece vocabulary, one token per line
+    summary.json         the run's results, written last (`read_summary`)
+
+    pretraining only (keras-hub's preset files, then the whole model):
+    config.json          the LinformerBackbone config
+    model.weights.h5     the backbone weights
+    metadata.json        keras / keras-hub versions
+    masked_lm.keras      the whole masked LM (backbone and tied head)
+
+    fine-tuning only:
+    classifier.keras     the whole LinformerTextClassifier
+    labels.txt           the class names, one per line, in class-index order
+                         (`read_labels`)
+
 A run records its options in `run.json` when it starts; its `task` names
 the program that wrote it, so that `run.json` marks a directory as that
 program's run. `summary.json` is written last: a directory with it holds a
@@ -13,6 +34,14 @@ import os
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_DIR = "checkpoints"
+LOG_DIR = "logs"
+VOCABULARY_FILE = "vocab.txt"
+# keras-hub's preset files (`Backbone.save_to_preset`); metadata.json too.
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.h5"
+MASKED_LM_FILE = "masked_lm.keras"
+CLASSIFIER_FILE = "classifier.keras"
+LABELS_FILE = "labels.txt"
 # Written by `python -m benchmarks.quality` beside a run before starting it.
 COMMAND_FILE = "command.txt"
 LOG_FILE = "output.log"
@@ -67,6 +96,65 @@ def read_run(directory, argument="output_dir"):
 def read_summary(directory, argument="output_dir"):
     """A finished run's `summary.json` (a dict), or `None` when the run has not finished."""
     return read_json(os.path.join(directory, SUMMARY_FILE), argument)
+
+
+def is_finished(directory):
+    """Whether `directory` holds a finished run (its `summary.json`)."""
+    return os.path.isfile(os.path.join(directory, SUMMARY_FILE))
+
+
+def write_json(path, value):
+    """Writes `value` to `path` as indented JSON."""
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(value, file, indent=2)
+
+
+def write_run(directory, run_config):
+    """Writes the run's options to `run.json`."""
+    write_json(os.path.join(directory, RUN_FILE), run_config)
+
+
+def write_summary(directory, summary):
+    """Writes the run's final numbers to `summary.json`."""
+    write_json(os.path.join(directory, SUMMARY_FILE), summary)
+
+
+def write_labels(directory, label_names):
+    """Writes the class names to `labels.txt`, one per line in class-index order."""
+    with open(os.path.join(directory, LABELS_FILE), "w", encoding="utf-8") as file:
+        file.writelines(f"{name}\n" for name in label_names)
+
+
+def read_labels(path):
+    """The class names in a `labels.txt` file (one per line), as a list of str."""
+    with open(path, encoding="utf-8") as file:
+        return file.read().splitlines()
+
+
+def logged_scalars(log_dir):
+    """The scalars a run logged for TensorBoard: `{tag: [(round, value), ...]}`, in round order.
+
+    Reads the event files in `log_dir` (`OUTPUT_DIR/logs/train` or
+    `OUTPUT_DIR/logs/validation`, under `LOG_DIR`)
+    with TensorFlow's own record reader and `Event` protos. A resumed run
+    appends to new event files; a round logged twice (a kill after the
+    point was written, before its checkpoint) keeps its last value.
+    """
+    import tensorflow as tf
+
+    points = {}
+    for name in sorted(os.listdir(log_dir)):
+        if not name.startswith("events.out.tfevents"):
+            continue
+        for record in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "scalars":
+                    continue  # E.g. the graph traced with a profile.
+                number = float(tf.make_ndarray(value.tensor))
+                points.setdefault(value.tag, {})[event.step] = number
+    return {tag: sorted(by_round.items()) for tag, by_round in points.items()}
+
 
 
 def check_output_dir(path, task, argument="output_dir"):

@@ -1,4 +1,9 @@
-"""What the pretraining and fine-tuning runs share: the run record, training, the summary.
+"""What the pretraining and fine-tuning runs share: their flow (`run`), the run record, the summary.
+
+`run` drives a `Task` (`pretraining.MaskedLMTask`,
+`finetuning.ClassificationTask`) through the same steps: checks, devices,
+output directory, data and step plan, run record, model, training,
+evaluation, saved files and summary.
 
 A run writes `run.json` (its configuration, and a digest of its training
 data) when it starts, before any other file. A restart in a directory
@@ -14,11 +19,15 @@ import math
 import os
 import time
 
+import keras
+
 from keras_linformer import data
-from keras_linformer.training import checkpoints
+from keras_linformer.training import devices
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
+from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
+from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import RUN_FILE
 from keras_linformer.training.run_directory import SUMMARY_FILE
 
@@ -52,12 +61,11 @@ def start_run(output_dir, run_config, log=print, chief=True):
     """
     os.makedirs(output_dir, exist_ok=True)
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
-    path = os.path.join(output_dir, RUN_FILE)
     resuming = loop_lib.has_checkpoint(output_dir)
     previous = run_directory.read_run(output_dir)
     if previous is None and resuming:
         raise ValueError(
-            f"output_dir: {output_dir!r} holds {loop_lib.CHECKPOINT_DIR}/ but no "
+            f"output_dir: {output_dir!r} holds {CHECKPOINT_DIR}/ but no "
             f"{RUN_FILE}: the options that produced those checkpoints are unknown, so "
             "they are not resumed. Use another output directory, or remove this one "
             "to start over."
@@ -70,7 +78,7 @@ def start_run(output_dir, run_config, log=print, chief=True):
         ]
         if differences:
             state = ("the checkpoints of " if resuming else "the record of ") + (
-                "a finished run" if is_finished(output_dir) else "an unfinished run"
+                "a finished run" if run_directory.is_finished(output_dir) else "an unfinished run"
             )
             raise ValueError(
                 f"output_dir: {output_dir!r} holds {state} "
@@ -80,14 +88,8 @@ def start_run(output_dir, run_config, log=print, chief=True):
                 "output directory (or remove this one) to start over."
             )
     if chief and previous is None:
-        with open(path, "w", encoding="utf-8") as file:
-            json.dump(run_config, file, indent=2)
+        run_directory.write_run(output_dir, run_config)
     return resuming
-
-
-def is_finished(output_dir):
-    """Whether `output_dir` holds a finished run (its summary)."""
-    return os.path.isfile(os.path.join(output_dir, SUMMARY_FILE))
 
 
 def finished_summary(output_dir, log=print):
@@ -146,7 +148,7 @@ def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, se
     A resumed run must keep its vocabulary: the checkpoint's embeddings
     index it.
     """
-    vocabulary_path = os.path.join(output_dir, checkpoints.VOCABULARY_FILE)
+    vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
     if loop_lib.has_checkpoint(output_dir) and os.path.isfile(vocabulary_path):
         return data.load_vocabulary(vocabulary_path)
     return data.train_vocabulary(
@@ -177,32 +179,170 @@ def training_summary(history, steps, plan, tokens_per_step, fit_seconds, start):
     }
 
 
-def write_summary(output_dir, summary):
-    """Writes the run's final numbers to `summary.json`."""
-    with open(os.path.join(output_dir, SUMMARY_FILE), "w", encoding="utf-8") as file:
-        json.dump(summary, file, indent=2)
+class Task:
+    """One kind of training run, as `run` drives it: what differs between pretraining and fine-tuning.
 
+    A subclass sets `name` (the `task` of `run.json`, a key of
+    `run_directory.PROGRAMS`) and implements the methods below; `run` calls
+    them in this order. `prepare` sets `vocabulary` (or `build_model` does)
+    and `sequence_length`.
 
-def logged_scalars(log_dir):
-    """The scalars a run logged for TensorBoard: `{tag: [(round, value), ...]}`, in round order.
-
-    Reads the event files in `log_dir` (e.g. `OUTPUT_DIR/logs/validation`)
-    with TensorFlow's own record reader and `Event` protos. A resumed run
-    appends to new event files; a round logged twice (a kill after the
-    point was written, before its checkpoint) keeps its last value.
+    Args:
+        corpus: `data.Corpus`, the run's data.
+        config: a `config.RunConfig` subclass, the run's options.
     """
-    import tensorflow as tf
 
-    points = {}
-    for name in sorted(os.listdir(log_dir)):
-        if not name.startswith("events.out.tfevents"):
-            continue
-        for record in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
-            event = tf.compat.v1.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                if value.metadata.plugin_data.plugin_name != "scalars":
-                    continue  # E.g. the graph traced with a profile.
-                number = float(tf.make_ndarray(value.tensor))
-                points.setdefault(value.tag, {})[event.step] = number
-    return {tag: sorted(by_round.items()) for tag, by_round in points.items()}
+    name = None
+    # Whether the training labels are part of the data the run record digests.
+    labelled = False
 
+    def __init__(self, corpus, config):
+        self.corpus = corpus
+        self.config = config
+        self.vocabulary = None
+        self.sequence_length = None
+        self._tokenizer = None
+
+    def tokenizer(self):
+        """The tokenizer of `vocabulary`, made once."""
+        if self._tokenizer is None:
+            self._tokenizer = data.make_tokenizer(self.vocabulary)
+        return self._tokenizer
+
+    def check(self):
+        """Raises ValueError for options no run can take, before anything starts."""
+
+    def prepare(self, strategy, log, start):
+        """Reads what the run starts from; returns `(plan, record)`.
+
+        `plan` is the `inputs.StepPlan`; `record` holds the task's own
+        fields of `run.json` (e.g. the backbone config).
+        """
+        raise NotImplementedError
+
+    def build_model(self, optimizer, jit_compile):
+        """The compiled model, built inside the strategy's scope."""
+        raise NotImplementedError
+
+    def dataset(self, split, shuffle, input_context):
+        """The batched `tf.data.Dataset` of `split` for one input pipeline."""
+        raise NotImplementedError
+
+    def validation_batches(self):
+        """Validation batches per round, or `None` for the whole validation split."""
+        return None
+
+    def describe(self, model, plan, strategy, jit_compile, start):
+        """The log line that starts training."""
+        raise NotImplementedError
+
+    def check_results(self, results):
+        """Raises ValueError for test metrics that measured nothing, before anything is saved."""
+
+    def save(self, model, output_dir):
+        """Writes the trained model's files (on the chief only)."""
+        raise NotImplementedError
+
+    def summary(self, results):
+        """The task's own fields of `summary.json`, from the test metrics."""
+        raise NotImplementedError
+
+    def report(self, summary):
+        """The log line that ends the run."""
+        raise NotImplementedError
+
+
+def run(task, strategy=None, log=print):
+    """Runs `task` the way every training run goes; returns the summary dict.
+
+    Checks the options, then makes the strategy (`devices.make_strategy()`
+    unless given), decides XLA (`devices.resolve_jit_compile`) and checks the
+    output directory (`run_directory.check_output_dir`); seeds Keras;
+    prepares the data and the step plan; records the run in `run.json`
+    (`start_run`), or returns the summary of a finished one; builds the
+    model inside the strategy's scope and saves the vocabulary; trains with
+    `loop.Trainer` (`fit`), with a validation pass every round; evaluates the
+    whole test split; saves the model and writes `summary.json`.
+
+    Args:
+        task: a `Task`.
+        strategy: a `tf.distribute.Strategy`, or `None`.
+        log: callable for progress messages.
+    """
+    start = time.perf_counter()
+    config, corpus = task.config, task.corpus
+    task.check()
+    strategy = strategy or devices.make_strategy()
+    jit_compile = devices.resolve_jit_compile(strategy, config.jit_compile)
+    chief = loop_lib.is_chief(strategy)
+    output_dir = config.output_dir
+    if chief:
+        run_directory.check_output_dir(output_dir, task.name)
+    keras.utils.set_random_seed(config.seed)
+    os.makedirs(output_dir, exist_ok=True)
+
+    plan, record = task.prepare(strategy, log, start)
+    labels = corpus.train.labels if task.labelled else None
+    start_run(
+        output_dir,
+        {
+            "task": task.name,
+            "corpus": corpus.name,
+            **record,
+            "rounds": plan.rounds,
+            "steps_per_round": plan.steps_per_round,
+            "batch_size": config.batch_size,
+            "learning_rate": config.learning_rate,
+            "seed": config.seed,
+            "data_sha256": texts_digest(corpus.train.texts, labels),
+        },
+        log=log,
+        chief=chief,
+    )
+    finished = finished_summary(output_dir, log)
+    if finished is not None:
+        return finished
+
+    with strategy.scope():
+        model = task.build_model(
+            optimizers.make_optimizer(
+                config.learning_rate, plan.total_steps, config.warmup_fraction,
+                config.weight_decay,
+            ),
+            jit_compile,
+        )
+    if chief:
+        # Written after run.json, which marks the directory as this run's.
+        data.save_vocabulary(
+            task.vocabulary, os.path.join(output_dir, run_directory.VOCABULARY_FILE)
+        )
+
+    def distributed(split, shuffle, **options):
+        return inputs.distribute(
+            strategy, lambda context: task.dataset(split, shuffle, context), **options
+        )
+
+    def make_train(skip_steps):
+        return distributed(corpus.train, True, repeat=True, skip_steps=skip_steps)
+
+    validation = distributed(corpus.validation, False, max_steps=task.validation_batches())
+    test = distributed(corpus.test, False)
+    log(task.describe(model, plan, strategy, jit_compile, start))
+
+    history, steps, fit_seconds = fit(
+        model, make_train, validation, plan, output_dir, config.profile_batches, strategy, log
+    )
+    results = loop_lib.evaluate(model, strategy, test)
+    task.check_results(results)
+    if chief:
+        task.save(model, output_dir)
+    summary = {
+        **task.summary(results),
+        **training_summary(
+            history, steps, plan, config.batch_size * task.sequence_length, fit_seconds, start
+        ),
+    }
+    if chief:
+        run_directory.write_summary(output_dir, summary)
+    log(task.report(summary))
+    return summary

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from benchmarks import quality
-from keras_linformer.training import runs as runs_lib
+from keras_linformer.training import run_directory
 from tests.training.harness import read_summary, run_program
 
 TOY = [
@@ -101,7 +101,7 @@ def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study)
     output_dir, results_dir, _, _, _ = study
     rows = read_rows(results_dir / "toy-curves.csv")
     for name in ("transformer", "linformer-k8-layerwise"):
-        logged = runs_lib.logged_scalars(output_dir / "pretrain" / name / "logs" / "validation")
+        logged = run_directory.logged_scalars(output_dir / "pretrain" / name / "logs" / "validation")
         curve = [(int(r["step"]), float(r["validation_perplexity"]))
                  for r in rows if r["model"] == name]
         assert [step for step, _ in curve] == [2, 4]  # rounds of 2 steps

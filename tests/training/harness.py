@@ -126,6 +126,6 @@ def read_summary(output_dir):
 
 def scalars(log_dir):
     """`{tag: [values in round order]}` from the TensorBoard event files in `log_dir`."""
-    from keras_linformer.training import runs
+    from keras_linformer.training import run_directory
 
-    return {tag: [v for _, v in points] for tag, points in runs.logged_scalars(log_dir).items()}
+    return {tag: [v for _, v in points] for tag, points in run_directory.logged_scalars(log_dir).items()}

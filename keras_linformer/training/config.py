@@ -1,0 +1,166 @@
+"""The options of a training run, as config objects.
+
+`pretraining.pretrain` takes a `PretrainingConfig`, `finetuning.finetune` a
+`FinetuningConfig`; both share `RunConfig`'s fields (where the run writes,
+its step plan, optimizer, XLA and seed). The functions also take the fields
+as keyword arguments:
+
+>>> config = PretrainingConfig(output_dir="runs/pretrain", max_steps=100)
+>>> config.batch_size, config.max_steps
+(64, 100)
+>>> PretrainingConfig.of("runs/pretrain", max_steps=100) == config
+True
+>>> PretrainingConfig.of(config, seed=1).seed
+1
+"""
+
+import dataclasses
+import os
+
+# The backbone a run trains from scratch unless told otherwise: a small
+# Linformer that pretrains on the news articles in minutes on a CPU.
+DEFAULT_ARCHITECTURE = dict(
+    num_layers=2,
+    num_heads=4,
+    hidden_dim=128,
+    intermediate_dim=256,
+    projected_dim=16,
+    max_sequence_length=64,
+    projection="mean",
+    sharing="layerwise",
+    attention="linformer",
+    dropout=0.1,
+)
+
+
+@dataclasses.dataclass(kw_only=True)
+class RunConfig:
+    """What every training run takes.
+
+    Args:
+        output_dir: str, where everything is written (see `run_directory`).
+        batch_size: int, the global batch size, split among replicas.
+        epochs: float, passes over the training data.
+        max_steps: int or `None`, a cap on the optimizer steps. Defaults to
+            `None`.
+        learning_rate: float, the peak AdamW learning rate.
+        warmup_fraction: float, the share of steps of linear warmup.
+            Defaults to `0.1`.
+        weight_decay: float, AdamW's weight decay. Defaults to `0.01`.
+        checkpoint_every: int or `None`, the most steps between
+            checkpoints (and validation passes, log lines, TensorBoard
+            points).
+        vocabulary_size: int, the largest WordPiece vocabulary to train
+            (when the run trains one). Defaults to `4096`.
+        vocabulary_characters: int, the size in characters of the document
+            sample the vocabulary is trained on. Defaults to `1_000_000`.
+        profile_batches: `(first, last)` or `None`, batches to profile.
+            Defaults to `None`.
+        jit_compile: bool or `None`, whether to compile the training step
+            with XLA; `None` compiles it on one replica (see
+            `devices.resolve_jit_compile`). Defaults to `None`.
+        seed: int, seeds the vocabulary sample, weights, shuffling and
+            masks. Defaults to `0`.
+    """
+
+    output_dir: str
+    batch_size: int
+    epochs: float
+    max_steps: int | None = None
+    learning_rate: float
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    checkpoint_every: int | None
+    vocabulary_size: int = 4096
+    vocabulary_characters: int = 1_000_000
+    profile_batches: tuple | None = None
+    jit_compile: bool | None = None
+    seed: int = 0
+
+    @classmethod
+    def of(cls, config=None, **options):
+        """A config of this class from a config, or an output directory, and keyword options.
+
+        Args:
+            config: an instance (`options` replace its fields), an output
+                directory (str or path), or `None` (`options` must then
+                hold `output_dir`).
+            **options: fields of the config.
+
+        Raises:
+            TypeError: an unknown option, or a config of another class.
+        """
+        if isinstance(config, cls):
+            return dataclasses.replace(config, **options) if options else config
+        if isinstance(config, RunConfig):
+            raise TypeError(
+                f"config: expected a {cls.__name__}. Received: {type(config).__name__}"
+            )
+        if config is not None:
+            options = {"output_dir": os.fspath(config), **options}
+        return cls(**options)
+
+
+@dataclasses.dataclass(kw_only=True)
+class PretrainingConfig(RunConfig):
+    """What a masked-LM pretraining run takes (`pretraining.pretrain`), beyond `RunConfig`.
+
+    Args:
+        architecture: dict or `None`, `LinformerBackbone` arguments (without
+            `vocabulary_size`, which is the trained vocabulary's); missing
+            ones take `DEFAULT_ARCHITECTURE`'s values. `max_sequence_length`
+            is the sequence length. Defaults to `None`.
+        mask_selection_rate: float, the share of tokens to predict. Defaults
+            to `0.15`.
+        validation_batches: int, validation batches per round. Defaults to
+            `20`.
+
+    The defaults of `RunConfig`'s fields: `batch_size=64`, `epochs=1.0`,
+    `learning_rate=1e-3`, `checkpoint_every=200`.
+    """
+
+    batch_size: int = 64
+    epochs: float = 1.0
+    learning_rate: float = 1e-3
+    checkpoint_every: int | None = 200
+    architecture: dict | None = None
+    mask_selection_rate: float = 0.15
+    validation_batches: int = 20
+
+
+@dataclasses.dataclass(kw_only=True)
+class FinetuningConfig(RunConfig):
+    """What a classifier fine-tuning run takes (`finetuning.finetune`), beyond `RunConfig`.
+
+    Args:
+        pretrained: str or `None`, a pretraining output directory to start
+            from. Defaults to `None`.
+        from_bert: str or `None`, a BERT preset or directory to convert and
+            start from. Defaults to `None`.
+        architecture: dict or `None`, `LinformerBackbone` arguments. From
+            scratch, missing ones take `DEFAULT_ARCHITECTURE`'s values; with
+            `pretrained`, they must equal the checkpoint's; with
+            `from_bert`, only the conversion's options may be given.
+            Defaults to `None`.
+        sequence_length: int or `None`, tokens per text. From scratch it is
+            also the backbone's `max_sequence_length` (default 64); with
+            `pretrained` it defaults to, and may not exceed, the
+            checkpoint's. Defaults to `None`.
+        dropout: float, in the backbone and before the output layer.
+            Defaults to `0.1`.
+
+    The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=2.0`,
+    `learning_rate=3e-4`, `checkpoint_every=None` (one pass over the
+    training texts); `vocabulary_size` and `vocabulary_characters` apply
+    from scratch only.
+    """
+
+    batch_size: int = 32
+    epochs: float = 2.0
+    learning_rate: float = 3e-4
+    checkpoint_every: int | None = None
+    pretrained: str | None = None
+    from_bert: str | None = None
+    architecture: dict | None = None
+    sequence_length: int | None = None
+    dropout: float = 0.1
