@@ -15,7 +15,7 @@ from keras_linformer.data.corpora import load_bbc_news
 from keras_linformer.data.corpora import load_news_articles
 from keras_linformer.data.corpora import load_rotten_tomatoes
 from keras_linformer.data.encoding import TextEncoder
-from keras_linformer.data.masking import mask_tokens
+from keras_linformer.data.masked_lm import mask_tokens
 from keras_linformer.data.pipelines import classification_dataset
 from keras_linformer.data.pipelines import pretraining_dataset
 from keras_linformer.data.splits import SPLIT_FRACTIONS

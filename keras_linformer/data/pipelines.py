@@ -1,7 +1,7 @@
 """tf.data input pipelines: masked-LM pretraining and text classification.
 
 Tokenization, packing and masking run inside the tf.data graph (keras-hub's
-WordPiece tokenizer and `StartEndPacker`, and `masking.mask_tokens`), in
+WordPiece tokenizer and `StartEndPacker`, and `masked_lm.mask_tokens`), in
 parallel with training and without the Python interpreter. Both accept a
 `tf.distribute.InputContext`, so they plug straight into
 `strategy.distribute_datasets_from_function`, and both are deterministic
@@ -17,7 +17,7 @@ import tensorflow as tf
 from keras_linformer.utils.validation import check_positive_int
 from keras_linformer.data.encoding import TextEncoder
 from keras_linformer.data.encoding import special_token_ids
-from keras_linformer.data.masking import mask_tokens
+from keras_linformer.data.masked_lm import mask_tokens
 from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -140,7 +140,7 @@ def pretraining_dataset(
     Documents are shuffled (seeded, reshuffled each epoch), then chunks
     again through a buffer of `shuffle_buffer_size` so a batch mixes
     documents. Each global batch's masks come from stateless random ops
-    keyed by a seed drawn for it from `seed` (`masking.mask_tokens`), so
+    keyed by a seed drawn for it from `seed` (`masked_lm.mask_tokens`), so
     the whole stream, over any number of epochs (`repeat()`), is the same
     from run to run.
 
