@@ -1,7 +1,8 @@
 # Two entry points a new user needs: `make main` (the main job) and `make test`.
 # Both create the virtual environment in .venv on first use. `make main` installs
 # only what the job runs (the package and its bundled data); `make test` adds the
-# `dev` extra of setup.cfg (pytest, the PyTorch and JAX backends, plotting).
+# `dev` extra of setup.cfg (pytest, ruff, the PyTorch and JAX backends, plotting);
+# `make test` lints with ruff, then runs the suite.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -27,6 +28,7 @@ main: install
 	$(PY) -m training.main
 
 test: install-dev
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadfile
 
 clean:

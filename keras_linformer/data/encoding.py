@@ -8,8 +8,11 @@ model sees exactly the token ids it was trained on.
 import keras_hub
 import tensorflow as tf
 
+from keras_linformer.data.vocabulary import CLS
+from keras_linformer.data.vocabulary import MASK
+from keras_linformer.data.vocabulary import PAD
+from keras_linformer.data.vocabulary import SEP
 from keras_linformer.utils.validation import check_positive_int
-from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
 
 
 def special_token_ids(tokenizer):

@@ -14,11 +14,14 @@ import math
 import keras_hub
 import tensorflow as tf
 
-from keras_linformer.utils.validation import check_positive_int
 from keras_linformer.data.encoding import TextEncoder
 from keras_linformer.data.encoding import special_token_ids
 from keras_linformer.data.masked_lm import mask_tokens
-from keras_linformer.data.vocabulary import CLS, MASK, PAD, SEP
+from keras_linformer.data.vocabulary import CLS
+from keras_linformer.data.vocabulary import MASK
+from keras_linformer.data.vocabulary import PAD
+from keras_linformer.data.vocabulary import SEP
+from keras_linformer.utils.validation import check_positive_int
 
 AUTOTUNE = tf.data.AUTOTUNE
 # Documents are tokenized this many at a time (one ragged op per batch).

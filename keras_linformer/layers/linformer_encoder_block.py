@@ -5,12 +5,12 @@ import keras
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import sequence_projection as sp
-from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.keras_masks import padding_mask_of
+from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.utils import validation
 
 

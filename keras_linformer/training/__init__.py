@@ -28,11 +28,11 @@ training.finetune(
 """
 
 from keras_linformer.training.checkpoints import load_pretrained
+from keras_linformer.training.checkpoints import save_pretrained
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.config import FinetuningConfig
 from keras_linformer.training.config import PretrainingConfig
 from keras_linformer.training.config import RunConfig
-from keras_linformer.training.checkpoints import save_pretrained
-from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.devices import check_jit_compile
 from keras_linformer.training.devices import configure_cpu_replicas
 from keras_linformer.training.devices import make_strategy

@@ -8,10 +8,10 @@ import time
 import keras
 
 from keras_linformer import data
+from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
 from keras_linformer.models import bert_presets
-from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.training import checkpoints
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs

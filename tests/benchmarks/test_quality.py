@@ -15,7 +15,8 @@ import pytest
 
 from benchmarks import quality
 from keras_linformer.training import run_directory
-from tests.training.harness import read_summary, run_program
+from tests.training.harness import read_summary
+from tests.training.harness import run_program
 
 TOY = [
     "--linformers", "8:layerwise", "--sequence-length", 16, "--num-layers", 1,

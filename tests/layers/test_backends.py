@@ -2,7 +2,6 @@
 predicts the same and trains under the PyTorch and JAX backends (each in a
 separate process, since Keras picks its backend at import)."""
 
-import json
 import os
 import pathlib
 import subprocess

@@ -22,8 +22,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_linformer import data  # noqa: E402
-from keras_linformer.training import loop  # noqa: E402
 from keras_linformer.models import LinformerBackbone  # noqa: E402
+from keras_linformer.training import loop  # noqa: E402
 
 GLOBAL_BATCH = 8
 WORDS = "good bad fine awful great dull fun slow film plot cast story".split()

@@ -13,9 +13,12 @@ import signal
 import numpy
 import pytest
 
-from tests.training.harness import (
-    TINY_MODEL, Run, checkpoint_steps, checkpoint_values, read_summary, run_program,
-)
+from tests.training.harness import TINY_MODEL
+from tests.training.harness import Run
+from tests.training.harness import checkpoint_steps
+from tests.training.harness import checkpoint_values
+from tests.training.harness import read_summary
+from tests.training.harness import run_program
 
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,

@@ -7,7 +7,6 @@ import keras_hub
 import pytest
 
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
-
 from tests.training.harness import NEGATIVE
 from tests.training.harness import NEUTRAL
 from tests.training.harness import POSITIVE

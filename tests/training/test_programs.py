@@ -9,7 +9,11 @@ import re
 
 import pytest
 
-from tests.training.harness import TINY_MODEL, checkpoint_steps, read_summary, run_program, scalars
+from tests.training.harness import TINY_MODEL
+from tests.training.harness import checkpoint_steps
+from tests.training.harness import read_summary
+from tests.training.harness import run_program
+from tests.training.harness import scalars
 
 ROUNDS, EVERY = 3, 4
 

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from tests.training.harness import Run, run_in_process
+from tests.training.harness import Run
+from tests.training.harness import run_in_process
 
 
 def contents(directory):
