@@ -178,7 +178,9 @@ def markdown(rows, command):
             cells.append("-" if reference is None or model == "transformer"
                          else f"{mean - reference:+.1f}")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    majority = {r["dataset"]: r.get("majority_accuracy") for r in rows if r.get("majority_accuracy")}
+    majority = {
+        r["dataset"]: r.get("majority_accuracy") for r in rows if r.get("majority_accuracy")
+    }
     if majority:
         lines += ["", "Majority class: " + ", ".join(
             f"{d.replace('_', ' ')} {100 * m:.1f}" for d, m in majority.items()) + "."]

@@ -212,7 +212,10 @@ def reference_forward(weights, config, token_ids, padding_mask=None, segment_ids
     """
     token_ids = np.asarray(token_ids)
     batch, length = token_ids.shape
-    mask = np.ones((batch, length), bool) if padding_mask is None else np.asarray(padding_mask, bool)
+    mask = (
+        np.ones((batch, length), bool) if padding_mask is None
+        else np.asarray(padding_mask, bool)
+    )
     segments = np.zeros_like(token_ids) if segment_ids is None else np.asarray(segment_ids)
     w = {name: value.astype(np.float64) for name, value in weights.items()
          if name not in UNUSED_TENSORS}

@@ -182,7 +182,8 @@ def add_model_flags(parser, from_checkpoint):
     from_scratch_default = FROM_SCRATCH
     if from_checkpoint:
         defaults = dict.fromkeys(from_scratch_default)
-        note = " Default: {} from scratch; with --pretrained, the checkpoint's (another value is refused)."
+        note = (" Default: {} from scratch; with --pretrained, the checkpoint's "
+                "(another value is refused).")
     else:
         defaults = from_scratch_default
         note = ""
@@ -212,11 +213,13 @@ def add_model_flags(parser, from_checkpoint):
                             "n / (real tokens) on padded texts (the layer's default does).")
     group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
                        metavar="K", help=described("k, the projected length of keys and values "
-                                                  "(mean/max/conv need n %% k == 0).", "projected_dim"))
+                                                  "(mean/max/conv need n %% k == 0).",
+                                                  "projected_dim"))
     group.add_argument("--sharing", choices=SHARINGS,
                        default=defaults["sharing"],
                        help=described("Which projections share weights: none, across heads, "
-                                      "keys with values per layer, or one for all layers.", "sharing"))
+                                      "keys with values per layer, or one for all layers.",
+                                      "sharing"))
     group.add_argument("--num-layers", type=positive_int, default=defaults["num_layers"],
                        help=described("Encoder blocks.", "num_layers"))
     group.add_argument("--num-heads", type=positive_int, default=defaults["num_heads"],
@@ -304,7 +307,8 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
 
 
 def training_options(args):
-    """The `RunConfig` fields that `add_training_flags`'s flags set (see keras_linformer.training)."""
+    """The `RunConfig` fields that `add_training_flags`'s flags set (see
+    keras_linformer.training)."""
     return dict(
         batch_size=args.batch_size,
         epochs=args.epochs,

@@ -54,7 +54,8 @@ def parse_args(argv=None):
     start.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
                        help="A pretrained BERT that keras-hub loads (a Hugging Face BERT "
                             "directory, a keras-hub preset, or all-minilm-l6-v2 for the bundled "
-                            "all-MiniLM-L6-v2), converted to a Linformer with --projected-dim K (and "
+                            "all-MiniLM-L6-v2), converted to a Linformer with "
+                            "--projected-dim K (and "
                             "--projection, --sharing, --projection-initializer), or kept as "
                             "the Transformer with --attention transformer. Texts are read "
                             "with the BERT's own vocabulary; --sequence-length defaults to "

@@ -45,7 +45,9 @@ def free_ports(count):
 
 
 def tf_config(addresses, index):
-    return json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}})
+    return json.dumps(
+        {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+    )
 
 
 def parse_args(argv=None):
@@ -91,7 +93,9 @@ def launch(args):
             except OSError:
                 busy.append(port)
     if busy:
-        raise ValueError(f"--ports: {busy} already in use on localhost; pick others or omit --ports.")
+        raise ValueError(
+            f"--ports: {busy} already in use on localhost; pick others or omit --ports."
+        )
     addresses = [f"localhost:{port}" for port in ports]
     os.makedirs(args.log_dir, exist_ok=True)
     workers = []

@@ -68,7 +68,9 @@ def attention_spectrum(backbone, token_ids, batch_size=4, progress=None):
             f"Received: shape={token_ids.shape}"
         )
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r}")
+        raise ValueError(
+            f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r}"
+        )
     spectra = []
     for start in range(0, len(token_ids), batch_size):
         batch = token_ids[start:start + batch_size].astype("int32")
@@ -103,7 +105,11 @@ def full_length_token_ids(token_lists, sequence_length, cls_id, sep_id, limit=No
     Returns:
         `(token_ids (texts, n) int32, indices of the texts used)`.
     """
-    if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3:
+    if (
+        isinstance(sequence_length, bool)
+        or not isinstance(sequence_length, int)
+        or sequence_length < 3
+    ):
         raise ValueError(
             "`sequence_length` must be an integer of at least 3 ([CLS], a token, "
             f"[SEP]). Received: sequence_length={sequence_length!r}"
@@ -136,7 +142,9 @@ def load_model(model):
         def tokenize(texts):
             return tokenizer([hf_bert.normalize_uncased(text) for text in texts])
 
-        name = "all-MiniLM-L6-v2" if model == "minilm" else os.path.basename(os.path.normpath(model))
+        name = (
+            "all-MiniLM-L6-v2" if model == "minilm" else os.path.basename(os.path.normpath(model))
+        )
         directory = directory or hf_bert.minilm_directory()
         checkpoint = {"config": config, "weights": hf_bert.load_weights(directory)}
         return backbone, tokenize, tokenizer, name, checkpoint
@@ -154,7 +162,8 @@ def load_model(model):
 
 
 def check_against_reference(backbone, checkpoint, token_ids):
-    """Max differences of hidden states and attention probabilities from `hf_bert.reference_forward`."""
+    """Max differences of hidden states and attention probabilities from
+    `hf_bert.reference_forward`."""
     inputs = {
         "token_ids": token_ids,
         "segment_ids": np.zeros_like(token_ids),

@@ -101,7 +101,9 @@ def normalized_cumulative(values):
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim < 1 or values.shape[-1] == 0:
-        raise ValueError(f"`values` must have a non-empty last axis. Received: shape={values.shape}")
+        raise ValueError(
+            f"`values` must have a non-empty last axis. Received: shape={values.shape}"
+        )
     if (values < 0).any():
         raise ValueError(
             f"`values` must be non-negative (singular values). Received a minimum of {values.min()}"

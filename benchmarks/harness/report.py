@@ -321,7 +321,8 @@ def throughput_table(rows):
             if linformer is None:
                 continue
             tokens = [
-                _number(row.get("tokens_per_s")) if _ok(row) else (row["status"] if row else "not run")
+                _number(row.get("tokens_per_s")) if _ok(row)
+                else (row["status"] if row else "not run")
                 for row in (transformer, linformer)
             ]
             flops = flop_ratio(by_key, n, k)

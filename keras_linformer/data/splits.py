@@ -184,7 +184,10 @@ def concatenate_corpora(corpora):
         splits = [getattr(corpus, name) for corpus in corpora]
         return type(splits[0])(
             texts=[text for split in splits for text in split.texts],
-            ids=[f"{corpus.name}/{id_}" for corpus, split in zip(corpora, splits) for id_ in split.ids],
+            ids=[
+                f"{corpus.name}/{id_}"
+                for corpus, split in zip(corpora, splits) for id_ in split.ids
+            ],
         )
 
     return dataclasses.replace(

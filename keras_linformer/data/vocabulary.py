@@ -30,7 +30,8 @@ def train_vocabulary(
     sees a seeded random sample of whole texts adding up to about
     `max_characters`. Measured on 2 CPU cores with the news articles and
     `vocabulary_size=8192`: 0.5 M characters in 16 s (about 2,000 tokens),
-    1 M in 27 s (3,200), 2 M in 45 s (5,100), all 12.5 M in 120 s (7,624). The vocabulary can come out smaller than
+    1 M in 27 s (3,200), 2 M in 45 s (5,100), all 12.5 M in 120 s (7,624).
+    The vocabulary can come out smaller than
     `vocabulary_size`: the learner keeps only pieces seen at least 10 times,
     so a small sample cannot fill a large vocabulary. Raise
     `max_characters` for a larger vocabulary.

@@ -51,7 +51,9 @@ SIGNATURE_RE = re.compile(r"^signature_def\['([^']+)'\]:", re.M)
 TENSOR_RE = re.compile(
     r"(inputs|outputs)\['([^']+)'\] tensor_info:\s+dtype: (\w+)\s+shape: ([^\n]+)"
 )
-DTYPE_NAMES = {"DT_STRING": "string", "DT_INT32": "int32", "DT_INT64": "int64", "DT_FLOAT": "float32"}
+DTYPE_NAMES = {
+    "DT_STRING": "string", "DT_INT32": "int32", "DT_INT64": "int64", "DT_FLOAT": "float32"
+}
 
 
 def parse_show_all(text):
@@ -179,7 +181,8 @@ def check_warmup(export_dir, info, expected):
     if problems:
         return requests, Check(name, False, "; ".join(problems))
     described = ", ".join(
-        f"{r.signature_name}({', '.join(f'{k}: {r.dtypes[k]}{list(v.shape)}' for k, v in r.inputs.items())})"
+        f"{r.signature_name}("
+        f"{', '.join(f'{k}: {r.dtypes[k]}{list(v.shape)}' for k, v in r.inputs.items())})"
         for r in requests
     )
     return requests, Check(

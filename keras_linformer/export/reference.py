@@ -121,7 +121,9 @@ class KerasReference:
         top_k = self.info["top_k"]
         problems = []
         if not np.array_equal(outputs["num_masks"], num_masks):
-            problems.append(f"num_masks {outputs['num_masks'].tolist()} vs Keras {num_masks.tolist()}")
+            problems.append(
+                f"num_masks {outputs['num_masks'].tolist()} vs Keras {num_masks.tolist()}"
+            )
         if not np.array_equal(outputs["mask_positions"], positions):
             problems.append("mask_positions differ from the [MASK] positions of the encoded text")
         valid = positions >= 0
@@ -142,7 +144,9 @@ class KerasReference:
             problems.append("top_k_tokens are not the vocabulary's tokens of top_k_ids")
         unused = ~valid
         if not (
-            np.all(ids[unused] == -1) and np.all(scores[unused] == 0) and np.all(tokens[unused] == b"")
+            np.all(ids[unused] == -1)
+            and np.all(scores[unused] == 0)
+            and np.all(tokens[unused] == b"")
         ):
             problems.append("unused slots are not -1 / 0 / ''")
         detail = (

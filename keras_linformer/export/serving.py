@@ -74,7 +74,8 @@ WARMUP_MASK_TEXTS = [
 
 
 def expected_signatures(info):
-    """The signatures (`{name: (inputs, outputs)}` of `{key: (dtype, shape)}`) an export must have."""
+    """The signatures (`{name: (inputs, outputs)}` of `{key: (dtype, shape)}`) an export
+    must have."""
     sizes = {
         "n": info["sequence_length"],
         "C": len(info.get("label_names") or ()),

@@ -1,4 +1,5 @@
-"""What an export starts from: a Keras model with its vocabulary (and class names), or a training output directory.
+"""What an export starts from: a Keras model with its vocabulary (and class names), or a
+training output directory.
 
 A fine-tuning output directory (`python -m training.finetune`) holds
 `classifier.keras`, `vocab.txt` and `labels.txt`; a pretraining one

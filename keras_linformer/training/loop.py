@@ -60,7 +60,8 @@ def progress_verbosity():
 
 
 def is_chief(strategy):
-    """Whether this process is the chief: always, except for workers 1.. of a multi-worker strategy."""
+    """Whether this process is the chief: always, except for workers 1.. of a multi-worker
+    strategy."""
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not resolver.cluster_spec().as_dict():
         return True

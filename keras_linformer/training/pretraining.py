@@ -23,7 +23,8 @@ from keras_linformer.utils.validation import check_positive_int
 def build_masked_lm(backbone_config, optimizer, jit_compile=False):
     """A compiled `LinformerMaskedLM` on a new backbone. Call it inside the strategy's scope.
 
-    The pooler (`pooled_dense`) is frozen. The loss is the mean cross-entropy over the selected (masked) tokens
+    The pooler (`pooled_dense`) is frozen. The loss is the mean cross-entropy over the
+    selected (masked) tokens
     only (`reduction="mean_with_sample_weight"`: the padding of
     `mask_positions` has weight 0), so `exp(loss)` is the perplexity, which
     is also tracked as a metric (`keras_hub.metrics.Perplexity`), with the

@@ -160,7 +160,8 @@ def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, se
 
 
 def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
-    """`epochs` passes of `batches_per_pass` global batches, capped at `max_steps`, as a StepPlan."""
+    """`epochs` passes of `batches_per_pass` global batches, capped at `max_steps`, as a
+    StepPlan."""
     total_steps = math.ceil(epochs * batches_per_pass)
     if max_steps is not None:
         total_steps = min(total_steps, max_steps)
@@ -180,7 +181,8 @@ def training_summary(history, steps, plan, tokens_per_step, fit_seconds, start):
 
 
 class Task:
-    """One kind of training run, as `run` drives it: what differs between pretraining and fine-tuning.
+    """One kind of training run, as `run` drives it: what differs between pretraining and
+    fine-tuning.
 
     A subclass sets `name` (the `task` of `run.json`, a key of
     `run_directory.PROGRAMS`) and implements the methods below; `run` calls

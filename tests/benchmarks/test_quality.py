@@ -102,7 +102,9 @@ def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study)
     output_dir, results_dir, _, _, _ = study
     rows = read_rows(results_dir / "toy-curves.csv")
     for name in ("transformer", "linformer-k8-layerwise"):
-        logged = run_directory.logged_scalars(output_dir / "pretrain" / name / "logs" / "validation")
+        logged = run_directory.logged_scalars(
+            output_dir / "pretrain" / name / "logs" / "validation"
+        )
         curve = [(int(r["step"]), float(r["validation_perplexity"]))
                  for r in rows if r["model"] == name]
         assert [step for step, _ in curve] == [2, 4]  # rounds of 2 steps

@@ -9,7 +9,10 @@ import tensorflow as tf
 from keras_linformer import data
 from keras_linformer.data import encoding
 
-VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "caf", "##e", "mask", "[", "]"]
+VOCABULARY = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "cat", "sat", "caf", "##e", "mask", "[", "]",
+]
 
 
 @pytest.fixture
@@ -61,7 +64,9 @@ def test_mask_token_in_text_only_when_asked():
     assert plain(["the [MASK] sat"])["token_ids"].numpy()[0, :6].tolist() == [2, 5, 11, 10, 12, 7]
     assert masking(["the [MASK] sat"])["token_ids"].numpy()[0, :5].tolist() == [2, 5, 4, 7, 3]
     # Everything else tokenizes the same.
-    np.testing.assert_array_equal(plain(["the cat sat"])["token_ids"], masking(["the cat sat"])["token_ids"])
+    np.testing.assert_array_equal(
+        plain(["the cat sat"])["token_ids"], masking(["the cat sat"])["token_ids"]
+    )
 
 
 def test_bad_arguments(encoder):

@@ -1,4 +1,5 @@
-"""tf.data pipelines: exact packing, BERT masking statistics, reproducible masks, classification batches, replica batches."""
+"""tf.data pipelines: exact packing, BERT masking statistics, reproducible masks, classification
+batches, replica batches."""
 
 import collections
 import math
@@ -244,7 +245,9 @@ def test_bad_pipeline_arguments_are_named(tokenizer):
         data.classification_dataset("one string", [0], tokenizer)
     with pytest.raises(ValueError, match=r"Received 1 labels for 2 texts"):
         data.classification_dataset(["a", "b"], [0], tokenizer)
-    with pytest.raises(ValueError, match=r"`batch_size` must be a multiple of the 4 replicas.*batch_size=6"):
+    with pytest.raises(
+        ValueError, match=r"`batch_size` must be a multiple of the 4 replicas.*batch_size=6"
+    ):
         data.pretraining_dataset(
             ["a", "b"], tokenizer, batch_size=6,
             input_context=tf.distribute.InputContext(4, 0, 4),

@@ -66,7 +66,10 @@ def test_vocabulary_without_special_tokens_is_rejected(tmp_path):
     path.write_text("the\n[PAD]\n[UNK]\n")
     with pytest.raises(
         ValueError,
-        match=r"path \(.*vocab\.txt'\).*Missing: \['\[CLS\]', '\[SEP\]', '\[MASK\]'\]; first token: 'the'",
+        match=(
+            r"path \(.*vocab\.txt'\).*Missing: \['\[CLS\]', '\[SEP\]', '\[MASK\]'\]; "
+            r"first token: 'the'"
+        ),
     ):
         data.load_vocabulary(path)
     with pytest.raises(ValueError, match=r"vocabulary: .*Missing: \['\[MASK\]'\]"):

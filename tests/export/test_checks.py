@@ -1,4 +1,5 @@
-"""The checks of a verification that need no TensorFlow process: layout, `show --all` parsing, output comparison."""
+"""The checks of a verification that need no TensorFlow process: layout, `show --all` parsing,
+output comparison."""
 
 import numpy as np
 

@@ -47,7 +47,9 @@ def test_next_version_follows_the_highest_one(tmp_path):
 
 def test_a_taken_version_is_refused_and_left_alone(tmp_path):
     layout.write_version(tmp_path, "model", write_marker("first"))
-    with pytest.raises(FileExistsError, match=r"version: .*model/1' already exists.*next free one \(2\)"):
+    with pytest.raises(
+        FileExistsError, match=r"version: .*model/1' already exists.*next free one \(2\)"
+    ):
         layout.write_version(tmp_path, "model", write_marker("second"), version=1)
     assert read_marker(tmp_path / "model" / "1") == "first"
 
@@ -55,7 +57,10 @@ def test_a_taken_version_is_refused_and_left_alone(tmp_path):
 def test_an_explicit_version_may_skip_numbers(tmp_path):
     path = layout.write_version(tmp_path, "model", write_marker("x"), version=5)
     assert path == str(tmp_path / "model" / "5")
-    assert layout.write_version(tmp_path, "model", write_marker("y")) == str(tmp_path / "model" / "6")
+    assert (
+        layout.write_version(tmp_path, "model", write_marker("y"))
+        == str(tmp_path / "model" / "6")
+    )
 
 
 def test_a_failed_export_leaves_no_version_and_no_temporary_directory(tmp_path):
@@ -88,7 +93,9 @@ def test_model_name_must_be_a_plain_directory_name(tmp_path, model_name):
 
 @pytest.mark.parametrize("version", [0, -1, "2", 1.0, True])
 def test_version_must_be_a_positive_integer(tmp_path, version):
-    with pytest.raises(ValueError, match=r"`version` must be a positive integer.*Received: version="):
+    with pytest.raises(
+        ValueError, match=r"`version` must be a positive integer.*Received: version="
+    ):
         layout.write_version(tmp_path, "model", write_marker("x"), version=version)
 
 

@@ -1,4 +1,5 @@
-"""`python -m training.export` and `python -m training.verify`: help, exports, clear errors, exit codes."""
+"""`python -m training.export` and `python -m training.verify`: help, exports, clear errors,
+exit codes."""
 
 import os
 import subprocess
@@ -15,13 +16,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.parametrize(
     "program, flags",
     [
-        ("training.export", ["--base-dir", "--model-name", "--version", "--top-k", "--max-masks", "--verify"]),
+        (
+            "training.export",
+            ["--base-dir", "--model-name", "--version", "--top-k", "--max-masks", "--verify"],
+        ),
         ("training.verify", ["EXPORT_DIR", "--model", "--text", "--atol"]),
     ],
 )
 def test_help_explains_every_flag(program, flags):
     result = subprocess.run(
-        [sys.executable, "-m", program, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-m", program, "--help"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert result.returncode == 0, result.stderr
     for flag in flags:
@@ -63,7 +68,9 @@ def test_export_into_an_existing_version_exits_2(finetune_dir, classifier_export
 
 def test_masked_lm_flags_on_a_classifier_exit_2(finetune_dir, tmp_path, capsys):
     code, output = run_main(
-        export_program.main, [str(finetune_dir), "--base-dir", str(tmp_path), "--top-k", "3"], capsys
+        export_program.main,
+        [str(finetune_dir), "--base-dir", str(tmp_path), "--top-k", "3"],
+        capsys,
     )
     assert code == 2
     assert "--top-k: only for a masked LM" in output
@@ -101,7 +108,9 @@ def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, mon
 
     def failing_verify(export_dir, log, **kwargs):
         report = VerificationReport(export_dir, {}, f"Verifying {export_dir}")
-        report.checks += [Check("layout", True, "fine"), Check("warmup requests", False, "no record")]
+        report.checks += [
+            Check("layout", True, "fine"), Check("warmup requests", False, "no record")
+        ]
         log(str(report))
         return report
 

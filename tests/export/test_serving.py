@@ -1,4 +1,5 @@
-"""export_classifier and export_masked_lm: the SavedModel they write, and errors that name the argument."""
+"""export_classifier and export_masked_lm: the SavedModel they write, and errors that name the
+argument."""
 
 import os
 
@@ -13,9 +14,18 @@ from tests.export.conftest import VOCABULARY
 
 
 def test_top_k_and_max_masks_must_fit(masked_lm, tmp_path):
-    with pytest.raises(ValueError, match=rf"`top_k` must be .*from 1 to the vocabulary size {len(VOCABULARY)}. Received: top_k=0"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            rf"`top_k` must be .*from 1 to the vocabulary size {len(VOCABULARY)}. "
+            r"Received: top_k=0"
+        ),
+    ):
         export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, top_k=0)
-    with pytest.raises(ValueError, match=r"`max_masks` must be .*from 1 to sequence_length - 2 = 14. Received: max_masks=15"):
+    with pytest.raises(
+        ValueError,
+        match=r"`max_masks` must be .*from 1 to sequence_length - 2 = 14. Received: max_masks=15",
+    ):
         export.export_masked_lm(masked_lm, VOCABULARY, base_dir=tmp_path, max_masks=15)
 
 
@@ -48,7 +58,9 @@ def test_any_batch_size_including_zero(classifier_export):
 def test_token_ids_outside_the_vocabulary_fail_with_a_clear_error(classifier_export):
     serve = tf.saved_model.load(classifier_export).signatures["predict_token_ids"]
     token_ids = np.full((1, SEQUENCE_LENGTH), len(VOCABULARY), "int32")
-    with pytest.raises(tf.errors.InvalidArgumentError, match="token_ids: ids must be < the vocabulary size"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="token_ids: ids must be < the vocabulary size"
+    ):
         serve(token_ids=token_ids, padding_mask=np.ones_like(token_ids))
     with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask: values must be 0 or 1"):
         serve(token_ids=np.zeros_like(token_ids), padding_mask=np.full_like(token_ids, 2))

@@ -102,7 +102,9 @@ def test_saved_model_cli_run_matches_keras_within_1e_5(report, classifier):
 
 def test_token_ids_signature_matches_the_text_signature(report, classifier):
     fed = report.inputs["predict_token_ids"]
-    assert fed["token_ids"].shape == (len(report.inputs["serving_default"]["text"]), SEQUENCE_LENGTH)
+    assert fed["token_ids"].shape == (
+        len(report.inputs["serving_default"]["text"]), SEQUENCE_LENGTH
+    )
     served = report.cli_outputs["predict_token_ids"]
     np.testing.assert_allclose(
         served["probabilities"], report.cli_outputs["serving_default"]["probabilities"], atol=1e-6

@@ -114,7 +114,10 @@ def test_a_window_average_object_survives_a_keras_file(tmp_path, rng):
 
 
 def test_an_unknown_name_is_refused_naming_the_valid_ones():
-    with pytest.raises(ValueError, match=r"projection_initializer.*window_average.*Received: projection_initializer='xavier'"):
+    with pytest.raises(
+        ValueError,
+        match=r"projection_initializer.*window_average.*Received: projection_initializer='xavier'",
+    ):
         attention(projection_initializer="xavier")
 
 

@@ -137,7 +137,10 @@ def test_a_directory_without_the_files_is_refused(tmp_path):
 
 
 def test_normalization_cleans_lowercases_and_strips_accents():
-    assert hf_bert.normalize_uncased("Zurm\ufffdhlen\u00a0Caf\u00e9 \x07½ ＡＢ") == "zurmhlen cafe ½ ａｂ"
+    assert (
+        hf_bert.normalize_uncased("Zurm\ufffdhlen\u00a0Caf\u00e9 \x07½ ＡＢ")
+        == "zurmhlen cafe ½ ａｂ"
+    )
 
 
 # --- The real pretrained MiniLM ------------------------------------------------------------
@@ -202,7 +205,8 @@ def test_minilm_tokens_are_the_checkpoints_own(minilm):
     tokenizers = pytest.importorskip("tokenizers")
     _, _, tokenizer, _ = minilm
     texts = SENTENCES + [
-        "Zurm\ufffdhlen said:\u00a0\u201cIt costs 3½ times more\u201d at the Caf\u00e9 M\u00fcller, 北京，",
+        "Zurm\ufffdhlen said:\u00a0\u201cIt costs 3½ times more\u201d "
+        "at the Caf\u00e9 M\u00fcller, 北京，",
     ]
     reference = tokenizers.Tokenizer.from_file(f"{hf_bert.minilm_directory()}/tokenizer.json")
     reference.no_padding()

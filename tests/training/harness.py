@@ -128,4 +128,7 @@ def scalars(log_dir):
     """`{tag: [values in round order]}` from the TensorBoard event files in `log_dir`."""
     from keras_linformer.training import run_directory
 
-    return {tag: [v for _, v in points] for tag, points in run_directory.logged_scalars(log_dir).items()}
+    return {
+        tag: [v for _, v in points]
+        for tag, points in run_directory.logged_scalars(log_dir).items()
+    }

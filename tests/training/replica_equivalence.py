@@ -84,7 +84,9 @@ def main():
     ).get_weights()
     mirrored = training.make_strategy()
     results = [
-        train_one_step(tf.distribute.OneDeviceStrategy("/cpu:0"), initial, tokenizer, config, train, test),
+        train_one_step(
+            tf.distribute.OneDeviceStrategy("/cpu:0"), initial, tokenizer, config, train, test
+        ),
         train_one_step(mirrored, initial, tokenizer, config, train, test),
     ]
     try:

@@ -21,7 +21,8 @@ def test_the_default_architecture_is_the_librarys():
     from keras_linformer import training
 
     assert cli.DEFAULT_ARCHITECTURE == training.DEFAULT_ARCHITECTURE
-    assert all(cli.FROM_SCRATCH[name] == value for name, value in training.DEFAULT_ARCHITECTURE.items()
+    assert all(cli.FROM_SCRATCH[name] == value
+               for name, value in training.DEFAULT_ARCHITECTURE.items()
                if name in cli.FROM_SCRATCH)
 
 
@@ -30,7 +31,10 @@ def test_parsing_flags_imports_no_tensorflow():
         "import sys\n"
         "from training import cli, finetune, main, pretrain\n"
         "pretrain.parse_args([]); finetune.parse_args([]); main.parse_args([])\n"
-        "print(sorted(name for name in ('tensorflow', 'keras', 'keras_linformer') if name in sys.modules))\n"
+        "print(sorted(name for name in ('tensorflow', 'keras', 'keras_linformer') "
+        "if name in sys.modules))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]", result.stdout

@@ -10,7 +10,8 @@ from tests.training.harness import run_program
 
 @pytest.fixture(scope="module")
 def runs():
-    """(one device, two replicas): one training step, then an evaluation (see replica_equivalence.py)."""
+    """(one device, two replicas): one training step, then an evaluation (see
+    replica_equivalence.py)."""
     # Two logical CPUs must be configured before TensorFlow starts: a fresh process.
     result = run_program("tests.training.replica_equivalence")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -42,7 +42,9 @@ def test_sequence_length_below_3_is_refused(program_name, capsys):
     assert "--sequence-length: must be at least 3 ([CLS], one token and [SEP]), got 1" in stderr
 
 
-def test_checkpoint_of_another_configuration_is_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+def test_checkpoint_of_another_configuration_is_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
     from training import finetune
 
     status, stderr = run_in_process(finetune, [
@@ -56,7 +58,9 @@ def test_checkpoint_of_another_configuration_is_refused(pretrained_dir, reviews_
     assert "projection" not in stderr.split("requested (")[1]  # It matches.
 
 
-def test_checkpoint_with_another_vocabulary_is_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+def test_checkpoint_with_another_vocabulary_is_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
     from training import finetune
 
     with open(pretrained_dir / "vocab.txt", "a", encoding="utf-8") as file:
@@ -68,7 +72,9 @@ def test_checkpoint_with_another_vocabulary_is_refused(pretrained_dir, reviews_f
     assert "tokens but a backbone for" in stderr and "come from different runs" in stderr
 
 
-def test_weights_that_do_not_fit_the_config_are_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+def test_weights_that_do_not_fit_the_config_are_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
     from training import finetune
 
     config_file = pretrained_dir / "config.json"
@@ -81,7 +87,9 @@ def test_weights_that_do_not_fit_the_config_are_refused(pretrained_dir, reviews_
     assert status == 2 and "do not fit its config.json" in stderr
 
 
-def test_unfinished_pretraining_directory_is_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+def test_unfinished_pretraining_directory_is_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
     from training import finetune
 
     (pretrained_dir / "model.weights.h5").unlink()
@@ -91,7 +99,9 @@ def test_unfinished_pretraining_directory_is_refused(pretrained_dir, reviews_fil
     assert status == 2 and "lacks model.weights.h5" in stderr
 
 
-def test_inputs_longer_than_the_pretrained_model_are_refused(pretrained_dir, reviews_file, tmp_path, capsys):
+def test_inputs_longer_than_the_pretrained_model_are_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
     from training import finetune
 
     status, stderr = run_in_process(finetune, [

@@ -33,7 +33,8 @@ def pretrain_arguments(reviews_file, output_dir):
 
 @pytest.fixture(scope="module")
 def runs(reviews_file, tmp_path_factory):
-    """(uninterrupted output dir, interrupted output dir, outputs of the interrupted run's 4 parts)."""
+    """(uninterrupted output dir, interrupted output dir, outputs of the interrupted run's 4
+    parts)."""
     uninterrupted = tmp_path_factory.mktemp("uninterrupted")
     result = run_program("training.pretrain", *pretrain_arguments(reviews_file, uninterrupted))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -67,7 +68,9 @@ def runs(reviews_file, tmp_path_factory):
 
 def test_sigkill_costs_at_most_the_round_since_the_last_checkpoint(runs):
     _, _, outputs = runs
-    assert re.search(r"Resuming from checkpoint \S+ckpt-20 at step 20", outputs[1]), outputs[1][-3000:]
+    assert re.search(
+        r"Resuming from checkpoint \S+ckpt-20 at step 20", outputs[1]
+    ), outputs[1][-3000:]
 
 
 def test_sigterm_saves_a_mid_round_checkpoint_and_resumes_there(runs):
@@ -89,7 +92,11 @@ def test_resumed_run_takes_every_step_exactly_once(runs):
     import tensorflow as tf
 
     uninterrupted, interrupted, _ = runs
-    assert read_summary(interrupted)["total_steps"] == read_summary(uninterrupted)["total_steps"] == 60
+    assert (
+        read_summary(interrupted)["total_steps"]
+        == read_summary(uninterrupted)["total_steps"]
+        == 60
+    )
     for output_dir in (uninterrupted, interrupted):
         reader = tf.train.load_checkpoint(str(output_dir / "checkpoints"))
         assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 60

@@ -1,4 +1,5 @@
-"""Bad inputs and failing resources during training: each gives a clear error or a documented recovery.
+"""Bad inputs and failing resources during training: each gives a clear error or a documented
+recovery.
 
 The table in README.md ("What goes wrong, and what happens") lists these
 cases next to those tested in test_fault_tolerance.py, test_multi_worker.py,
@@ -73,7 +74,9 @@ def limit_file_size(limit):
     return apply
 
 
-def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(reviews_file, tmp_path):
+def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
+    reviews_file, tmp_path
+):
     arguments = [
         "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 30,
         "--checkpoint-every", 10, "--output-dir", tmp_path,
@@ -90,7 +93,10 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(re
     data_file = next((tmp_path / "checkpoints").glob("ckpt-20.data-*"))
 
     # 2. Restarted where no file may exceed half a checkpoint: its save fails.
-    run = Run(arguments, tmp_path / "part-2.log", preexec_fn=limit_file_size(data_file.stat().st_size // 2))
+    run = Run(
+        arguments, tmp_path / "part-2.log",
+        preexec_fn=limit_file_size(data_file.stat().st_size // 2),
+    )
     run.process.wait(timeout=300)
     output = run.output()
     assert run.process.returncode == 74, output[-3000:]
@@ -102,14 +108,20 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(re
     # 3. With space again, the same command resumes from the intact checkpoint.
     result = run_program(*arguments)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Resuming from checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} at step 20" in result.stdout
+    assert (
+        f"Resuming from checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} at step 20"
+        in result.stdout
+    )
     assert checkpoint_steps(tmp_path)[-1] == 30 and read_summary(tmp_path)["total_steps"] == 30
 
     # 4. Run again, finished: reported, and the run's record is left as it is.
     record = {name: (tmp_path / name).read_bytes() for name in ("run.json", "summary.json")}
     result = run_program(*arguments)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "holds a finished run of these options and data (summary.json); nothing to do" in result.stdout
+    assert (
+        "holds a finished run of these options and data (summary.json); nothing to do"
+        in result.stdout
+    )
     assert {name: (tmp_path / name).read_bytes() for name in record} == record
 
 
@@ -147,5 +159,8 @@ def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resu
     (text_files / "00.txt").write_text("a different first document")
     result = run_program(*arguments)
     assert result.returncode == 2
-    assert "holds the checkpoints of a finished run with another configuration or data" in result.stderr
+    assert (
+        "holds the checkpoints of a finished run with another configuration or data"
+        in result.stderr
+    )
     assert "data_sha256: '" in result.stderr

@@ -25,7 +25,9 @@ def test_plan_cuts_steps_into_equal_rounds_of_at_most_checkpoint_every(
 
 
 def test_plan_rejects_zero_steps():
-    with pytest.raises(ValueError, match="`total_steps` must be a positive integer. Received: total_steps=0"):
+    with pytest.raises(
+        ValueError, match="`total_steps` must be a positive integer. Received: total_steps=0"
+    ):
         training.plan_steps(0, 10)
 
 
@@ -63,7 +65,9 @@ def test_weight_decay_spares_biases_and_layer_norm():
 def test_architecture_differences_name_each_differing_key():
     saved = dict(hidden_dim=16, num_layers=2, attention="linformer", dropout=0.1)
     assert checkpoints.architecture_differences(dict(hidden_dim=16, dropout=0.3), saved) == []
-    assert checkpoints.architecture_differences(dict(hidden_dim=32, attention="transformer"), saved) == [
+    assert checkpoints.architecture_differences(
+        dict(hidden_dim=32, attention="transformer"), saved
+    ) == [
         "hidden_dim: 32 requested, 16 in the checkpoint",
         "attention: 'transformer' requested, 'linformer' in the checkpoint",
     ]
@@ -102,9 +106,18 @@ def test_help_explains_every_flag(name, capsys):
         ("{not json", "TF_CONFIG is not valid JSON"),
         ('{"task": {"type": "worker", "index": 0}}', 'must be a JSON object with "cluster"'),
         ('{"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}}', 'must have "worker"'),
-        ('{"cluster": {"worker": ["localhost"]}, "task": {"type": "worker", "index": 0}}', "'localhost'; each must be \"host:port\""),
-        ('{"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker", "index": 0}}', "the same address twice: ['a:1']"),
-        ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}}', "must name this process's job"),
+        (
+            '{"cluster": {"worker": ["localhost"]}, "task": {"type": "worker", "index": 0}}',
+            "'localhost'; each must be \"host:port\"",
+        ),
+        (
+            '{"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker", "index": 0}}',
+            "the same address twice: ['a:1']",
+        ),
+        (
+            '{"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}}',
+            "must name this process's job",
+        ),
     ],
 )
 def test_bad_tf_config_is_named(text, message):

@@ -26,7 +26,10 @@ def test_main_job_pretrains_finetunes_and_reports_test_accuracy(tmp_path):
     # The main job ends with a verified TF Serving export of the classifier.
     assert (tmp_path / "exports" / "linformer_sentiment" / "1" / "saved_model.pb").is_file()
     assert "PASSED: all" in result.stdout
-    assert (tmp_path / "finetune" / "vocab.txt").read_text() == (tmp_path / "pretrain" / "vocab.txt").read_text()
+    assert (
+        (tmp_path / "finetune" / "vocab.txt").read_text()
+        == (tmp_path / "pretrain" / "vocab.txt").read_text()
+    )
 
 
 def test_bad_flag_value_exits_with_a_message():

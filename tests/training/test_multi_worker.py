@@ -33,7 +33,8 @@ ARGUMENTS = [
 
 @pytest.fixture(scope="module")
 def two_workers(reviews_file, tmp_path_factory):
-    """(output dir, first launcher's output, checkpoint step it was killed after, restart's output, chief log, worker 1 log)."""
+    """(output dir, first launcher's output, checkpoint step it was killed after, restart's
+    output, chief log, worker 1 log)."""
     root = tmp_path_factory.mktemp("two_workers")
     output_dir, log_dir = root / "out", root / "logs"
     arguments = [
@@ -110,7 +111,10 @@ def test_two_workers_killed_and_restarted_train_like_one_process_on_the_same_glo
 
 
 def test_a_bad_tf_config_is_refused_before_training(tmp_path, monkeypatch):
-    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}')
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}',
+    )
     result = run_program("training.pretrain", "--output-dir", tmp_path, "--max-steps", 1)
     assert result.returncode == 2
     assert 'TF_CONFIG["task"] must name this process\'s job and index' in result.stderr

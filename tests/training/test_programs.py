@@ -48,14 +48,19 @@ def finetuning(pretraining, reviews_file, tmp_path_factory):
 def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
     output_dir, stdout = pretraining
     assert f"{ROUNDS * EVERY} steps of 8 on 2 replica(s), {ROUNDS} rounds of {EVERY}" in stdout
-    assert re.search(r"Pretraining done: test perplexity [0-9.]+ .* \d+ steps, [0-9,]+ tokens/s", stdout)
+    assert re.search(
+        r"Pretraining done: test perplexity [0-9.]+ .* \d+ steps, [0-9,]+ tokens/s", stdout
+    )
     summary = read_summary(output_dir)
     assert summary["test_perplexity"] > 1 and summary["steps"] == ROUNDS * EVERY
 
 
 def round_losses(stdout):
     """The training loss of each round, from the trainer's round lines."""
-    return [float(loss) for loss in re.findall(r"^Round \d+/\d+: loss: ([0-9.]+)", stdout, re.MULTILINE)]
+    return [
+        float(loss)
+        for loss in re.findall(r"^Round \d+/\d+: loss: ([0-9.]+)", stdout, re.MULTILINE)
+    ]
 
 
 def test_pretraining_loss_decreases(pretraining):

@@ -29,7 +29,10 @@ def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_pat
         finetune, ["--table", reviews_file, "--output-dir", tmp_path], capsys
     )
     assert status == 2
-    assert f"--output-dir: '{tmp_path}' is not empty and is not a run (it has no run.json)" in stderr
+    assert (
+        f"--output-dir: '{tmp_path}' is not empty and is not a run (it has no run.json)"
+        in stderr
+    )
     assert "labels.txt, summary.json, vocab.txt" in stderr
     assert len(stderr.strip().splitlines()) == 1
     assert contents(tmp_path) == before
@@ -53,7 +56,9 @@ def test_checkpoints_without_their_run_record_are_refused(reviews_file, tmp_path
 
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\n')
-    status, stderr = run_in_process(pretrain, ["--table", reviews_file, "--output-dir", tmp_path], capsys)
+    status, stderr = run_in_process(
+        pretrain, ["--table", reviews_file, "--output-dir", tmp_path], capsys
+    )
     assert status == 2
     assert "holds checkpoints/ but no run.json recording the options that produced them" in stderr
 
@@ -63,7 +68,9 @@ def test_an_output_dir_that_is_a_file_is_refused(reviews_file, tmp_path, capsys)
 
     path = tmp_path / "notes.txt"
     path.write_text("notes")
-    status, stderr = run_in_process(pretrain, ["--table", reviews_file, "--output-dir", path], capsys)
+    status, stderr = run_in_process(
+        pretrain, ["--table", reviews_file, "--output-dir", path], capsys
+    )
     assert status == 2 and f"--output-dir: '{path}' is a file, not a directory" in stderr
     assert path.read_text() == "notes"
 
@@ -72,7 +79,9 @@ def test_a_truncated_run_record_is_named(reviews_file, tmp_path, capsys):
     from training import pretrain
 
     (tmp_path / "run.json").write_text('{"task": "masked_l')
-    status, stderr = run_in_process(pretrain, ["--table", reviews_file, "--output-dir", tmp_path], capsys)
+    status, stderr = run_in_process(
+        pretrain, ["--table", reviews_file, "--output-dir", tmp_path], capsys
+    )
     assert status == 2
     assert f"--output-dir: '{tmp_path / 'run.json'}' is unreadable or truncated" in stderr
 
@@ -101,7 +110,10 @@ def test_a_report_of_no_finished_run_is_refused_and_keeps_the_results(tmp_path, 
     (["--seed", "-1"], "argument --seed: must be an integer from 0 to 2**32 - 1, got '-1'"),
     (["--connect-timeout", "0"], "argument --connect-timeout: must be a positive number, got 0.0"),
     (["--encoding", "klingon"], "argument --encoding: must be a text encoding Python knows"),
-    (["--sequence-length", "1000000000"], "argument --sequence-length: 1000000000 cannot fit in memory"),
+    (
+        ["--sequence-length", "1000000000"],
+        "argument --sequence-length: 1000000000 cannot fit in memory",
+    ),
 ])
 def test_flags_out_of_range_are_refused_by_name(arguments, message, capsys):
     from training import pretrain
@@ -126,7 +138,9 @@ def test_the_launcher_refuses_bad_ports(ports, message, capsys):
 def test_a_model_name_that_cannot_be_served_is_refused_before_training(tmp_path, capsys):
     from training import main
 
-    status, stderr = run_in_process(main, ["--model-name", "my model", "--output-dir", tmp_path], capsys)
+    status, stderr = run_in_process(
+        main, ["--model-name", "my model", "--output-dir", tmp_path], capsys
+    )
     assert status == 2 and "--model-name: 'my model' cannot be a model name" in stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -136,7 +150,9 @@ def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
 
     latin = tmp_path / "latin.csv"
     latin.write_bytes("text,label\ncaf\xe9,a\n".encode("latin-1"))
-    status, stderr = run_in_process(finetune, ["--table", latin, "--output-dir", tmp_path / "a"], capsys)
+    status, stderr = run_in_process(
+        finetune, ["--table", latin, "--output-dir", tmp_path / "a"], capsys
+    )
     assert status == 2 and f"--table: '{latin}' is not valid utf-8 text" in stderr
     assert "encoding=" not in stderr and "Pass --encoding ... with the file's encoding" in stderr
     status, stderr = run_in_process(finetune, [
@@ -145,7 +161,9 @@ def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
     assert status == 2 and "--label-column: " in stderr and "has no column 'sentiment'" in stderr
 
 
-def test_a_truncated_pretrained_weights_file_is_named(pretrained_dir, reviews_file, tmp_path, capsys):
+def test_a_truncated_pretrained_weights_file_is_named(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
     from training import finetune
 
     weights = pretrained_dir / "model.weights.h5"
@@ -180,7 +198,9 @@ def test_an_unexpected_failure_is_one_line_unless_debug_asks(capsys):
 def test_impossible_pretraining_metrics_are_an_error():
     from keras_linformer.training import pretraining
 
-    with pytest.raises(ValueError, match=r"mask_selection_rate: the test perplexity came out as 0.0"):
+    with pytest.raises(
+        ValueError, match=r"mask_selection_rate: the test perplexity came out as 0.0"
+    ):
         pretraining.check_results({"perplexity": 0.0, "loss": 0.0, "accuracy": 0.0}, 1e-6)
     pretraining.check_results({"perplexity": 1.5, "loss": 0.4, "accuracy": 0.5}, 0.15)
 

@@ -18,7 +18,8 @@ import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 
 
 def run_cases(export_dir, cases_dir):
-    """Writes the outputs of every case in `cases_dir`; returns the number of cases and signatures."""
+    """Writes the outputs of every case in `cases_dir`; returns the number of cases and
+    signatures."""
     loaded = tf.saved_model.load(export_dir, tags=["serve"])
     with open(os.path.join(cases_dir, "cases.json"), encoding="utf-8") as file:
         cases = json.load(file)

@@ -90,7 +90,9 @@ def test_average_weights_spectra_by_their_texts():
 
 @pytest.mark.parametrize("target", [0, -0.1, 1.5, "0.9", True, None])
 def test_bad_target_is_rejected_naming_it(target):
-    with pytest.raises(ValueError, match=r"`target` must be a number in \(0, 1\]. Received: target="):
+    with pytest.raises(
+        ValueError, match=r"`target` must be a number in \(0, 1\]. Received: target="
+    ):
         smallest_index_reaching([0.5, 1.0], target)
 
 
@@ -111,7 +113,10 @@ def test_bad_values_and_measures_are_rejected():
     with pytest.raises(ValueError, match="ending at 1"):
         smallest_index_reaching([0.2, 0.5], 0.4)
     result = AttentionSpectrum.from_matrices(np.broadcast_to(np.eye(2), (1, 1, 2, 2)))
-    with pytest.raises(ValueError, match=r"`measure` must be one of \['singular', 'energy'\]. Received: measure='rank'"):
+    with pytest.raises(
+        ValueError,
+        match=r"`measure` must be one of \['singular', 'energy'\]. Received: measure='rank'",
+    ):
         result.projected_dims(0.9, measure="rank")
 
 

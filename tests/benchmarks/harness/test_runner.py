@@ -38,7 +38,9 @@ def test_tiny_cell_runs_in_a_subprocess_and_yields_a_csv_row(
     assert result["memory_measures"] == measures
     _, args = inference.parse_args(TINY_FLAGS)
     row = grid.result_row(result, spec, grid.model_shape(args), args)
-    assert "n/a" in grid.describe(dict(row, peak_allocated_mb=None, tokens_per_s=1.0, load_average=0.0))
+    assert "n/a" in grid.describe(
+        dict(row, peak_allocated_mb=None, tokens_per_s=1.0, load_average=0.0)
+    )
     report.write_csv([row], tmp_path / "cell.csv", "command")
     (read,), _ = outputs.read_csv(tmp_path / "cell.csv")
     assert read["status"] == "ok"
