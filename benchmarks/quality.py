@@ -175,7 +175,7 @@ def model_flags(args, attention, k=None, sharing=None):
 def plan(args):
     """Every run, in order: dicts with stage, dataset, model, k, sharing, start, directory, argv."""
     models = [("transformer", None, None)] + [("linformer", k, s) for k, s in args.linformers]
-    common = ["--seed", str(args.seed)] + (["--jit-compile"] if args.jit_compile else [])
+    common = ["--seed", str(args.seed), "--jit-compile" if args.jit_compile else "--no-jit-compile"]
     for flag, value in (("--max-train-examples", args.max_train_examples),
                         ("--max-eval-examples", args.max_eval_examples)):
         if value:

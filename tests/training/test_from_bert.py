@@ -35,7 +35,7 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
         "training.finetune", "--table", reviews_file, "--from-bert", tiny_bert,
         "--projected-dim", "8", "--projection-initializer", "window_average",
         "--sequence-length", "16", "--epochs", "4", "--batch-size", "16",
-        "--output-dir", output,
+        "--no-jit-compile", "--output-dir", output,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "converted from BERT" in result.stdout
