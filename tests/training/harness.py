@@ -18,13 +18,14 @@ REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 # A model small enough that a step takes milliseconds. Without XLA: compiling
 # such a run's steps takes longer than running them (about 18 s of a 40 s
-# process here); the tests of XLA ask for it with --jit-compile after these
-# flags, and the main job's test runs the programs' default (XLA on one device).
-TINY_MODEL = [
+# process here). The tests of XLA use TINY_ARCHITECTURE with --jit-compile (the
+# two XLA flags exclude each other), and the main job's test runs the programs'
+# default (XLA on one device).
+TINY_ARCHITECTURE = [
     "--num-layers", "1", "--num-heads", "2", "--hidden-dim", "16",
     "--intermediate-dim", "32", "--projected-dim", "4", "--projection", "linear",
-    "--no-jit-compile",
 ]
+TINY_MODEL = [*TINY_ARCHITECTURE, "--no-jit-compile"]
 POSITIVE = "good great fine fun lovely".split()
 NEGATIVE = "bad awful dull slow boring".split()
 NEUTRAL = "the film plot cast story a it is was and of".split()

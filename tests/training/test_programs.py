@@ -9,11 +9,15 @@ import re
 
 import pytest
 
+from tests.training.harness import TINY_ARCHITECTURE
 from tests.training.harness import TINY_MODEL
 from tests.training.harness import checkpoint_steps
 from tests.training.harness import read_summary
 from tests.training.harness import run_program
 from tests.training.harness import scalars
+
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 ROUNDS, EVERY = 3, 4
 
@@ -123,7 +127,7 @@ def test_finetuning_writes_checkpoints_and_the_classifier(finetuning):
 def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_path):
     # One CPU device: bfloat16 compute with float32 variables, XLA-compiled steps.
     result = run_program(
-        "training.finetune", "--table", reviews_file, *TINY_MODEL, "--sequence-length", 16,
+        "training.finetune", "--table", reviews_file, *TINY_ARCHITECTURE, "--sequence-length", 16,
         "--vocabulary-size", 100, "--mixed-precision", "--jit-compile", "--batch-size", 8,
         "--max-steps", 6, "--checkpoint-every", 3, "--output-dir", tmp_path,
     )
