@@ -6,6 +6,9 @@ from benchmarks import inference
 from benchmarks import outputs
 from benchmarks.harness import grid
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 # The suite runs beside other tests, so the busy-machine wait is off here;
 # test_protocol.py tests it on its own.
 TINY_FLAGS = [

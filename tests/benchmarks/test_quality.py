@@ -18,6 +18,9 @@ from keras_linformer.training import run_directory
 from tests.training.harness import read_summary
 from tests.training.harness import run_program
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 TOY = [
     "--linformers", "8:layerwise", "--sequence-length", 16, "--num-layers", 1,
     "--num-heads", 2, "--hidden-dim", 16, "--intermediate-dim", 32,

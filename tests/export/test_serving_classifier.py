@@ -13,6 +13,9 @@ from tests.export.conftest import LABEL_NAMES
 from tests.export.conftest import SEQUENCE_LENGTH
 from tests.export.conftest import VOCABULARY
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def report(classifier_export):

@@ -12,6 +12,9 @@ from keras_linformer import export
 from tests.export.conftest import SEQUENCE_LENGTH
 from tests.export.conftest import VOCABULARY
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 TOP_K, MAX_MASKS = 3, 2
 MASK_ID = VOCABULARY.index("[MASK]")
 

@@ -14,6 +14,9 @@ import pytest
 
 from keras_linformer.layers import LinformerEncoderStack
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 CASES = [
     ("linear", "layerwise"),
     ("linear", "none"),

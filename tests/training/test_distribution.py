@@ -7,6 +7,9 @@ import pytest
 
 from tests.training.harness import run_program
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def runs():

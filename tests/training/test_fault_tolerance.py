@@ -20,6 +20,9 @@ from tests.training.harness import checkpoint_values
 from tests.training.harness import read_summary
 from tests.training.harness import run_program
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
     "--epochs", 100, "--max-steps", 60, "--checkpoint-every", 10, "--learning-rate", 1e-2,

@@ -13,6 +13,9 @@ from tests.training.harness import POSITIVE
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):

@@ -24,6 +24,9 @@ from tests.training.harness import checkpoint_values
 from tests.training.harness import read_summary
 from tests.training.harness import run_program
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 SMALL = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
     "--epochs", 100, "--validation-batches", 1, "--max-eval-examples", 8,

@@ -2,7 +2,12 @@
 
 import re
 
+import pytest
+
 from tests.training.harness import run_program
+
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 
 def test_main_job_pretrains_finetunes_and_reports_test_accuracy(tmp_path):

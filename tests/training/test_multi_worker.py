@@ -23,6 +23,9 @@ from tests.training.harness import read_summary
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
+# Starts training or export processes: scheduled first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 STEPS, EVERY = 120, 20
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
