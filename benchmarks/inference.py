@@ -48,7 +48,7 @@ def parse_args(argv=None):
 
 
 def write_outputs(rows, command, args, machine):
-    base, csv_path, first = grid.write_rows(rows, command, args, "inference")
+    base, csv_path, first = grid.write_rows(rows, command, args)
     title = f"{first['preset']}, batch {first['batch_size']}, {first['dtype']}"
     images = []
     for suffix, panels in (

@@ -65,7 +65,7 @@ def parse_args(argv=None):
 
 
 def write_outputs(rows, command, args, machine):
-    base, csv_path, first = grid.write_rows(rows, command, args, "training")
+    base, csv_path, first = grid.write_rows(rows, command, args)
     title = f"masked-LM train step, {first['preset']}, {first['dtype']}"
     for row in rows:
         if row["status"] == "ok" and row.get("median_cpu_s"):

@@ -40,6 +40,8 @@ PRESETS = {
 SHAPE_FIELDS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim")
 DTYPES = ("float32", "bfloat16", "mixed_bfloat16")
 TASKS = ("forward", "train")
+# The first word of a task's output files.
+OUTPUT_PREFIXES = {"forward": "inference", "train": "training"}
 FAILED = ("OOM", "timeout")
 
 non_negative_int = cli.integer_in(0, 2**63 - 1, "an integer >= 0")
@@ -293,6 +295,7 @@ def result_row(result, spec, shape, args):
         "repeats": spec["repeats"],
         "cell_wall_s": result.get("cell_wall_s"),
         "load_average": result.get("load_average"),
+        "busy_cores_during": result.get("busy_cores_during"),
         "masked_positions": spec.get("masked_positions"),
         "dropout": spec.get("dropout"),
         "vocabulary_size": spec.get("vocabulary_size"),
@@ -300,6 +303,7 @@ def result_row(result, spec, shape, args):
     if result["status"] == "ok":
         row["median_s"] = result["median_s"]
         row["min_s"] = result["min_s"]
+        row["max_s"] = max(result["times_s"]) if result.get("times_s") else None
         row["median_cpu_s"] = result["median_cpu_s"]
         row["peak_rss_mb"] = result["peak_rss_bytes"] / 2**20
         allocated = result.get("peak_allocated_bytes")
@@ -356,17 +360,57 @@ def wait_until_idle(args, log=cli.log):
     return busy, True
 
 
-def run(args):
+# Cells with these statuses are results: a resumed run keeps them. The others
+# ("skipped", "error") are run again.
+FINAL = ("ok",) + FAILED
+
+
+def previous_rows(csv_path, command, cells):
+    """The rows an interrupted run of `command` left in `csv_path`, to resume from.
+
+    Rows are written in plan order, one per cell, so row i is cell i of
+    `plan_cells`. Returns [] where there is no file. Raises `ValueError`
+    where the file holds another command's results (nothing is overwritten)
+    or rows that are not this plan's cells.
+    """
+    if not os.path.exists(csv_path):
+        return []
+    rows, recorded = outputs.read_csv(csv_path)
+    if recorded != command:
+        raise ValueError(
+            f"{csv_path} holds the results of another command ({recorded or 'none recorded'}); "
+            f"to keep them, give --name another stem; to start over, remove the file"
+        )
+    for row, (model, n, k, round_) in zip(rows, cells):
+        same = (row["model"], row["projected_dim"], row.get("round")) == (model, k, round_)
+        if not same or (model != "matmul" and row["sequence_length"] != n):
+            raise ValueError(
+                f"{csv_path} does not hold the cells this command plans (row "
+                f"{row['model']} n={row['sequence_length']} k={row['projected_dim']} round "
+                f"{row.get('round')} where {model} n={n} k={k} round {round_} was expected); "
+                f"remove it to start over"
+            )
+    return rows[:len(cells)]
+
+
+def run(args, csv_path=None, command=None):
     """Runs every cell of the grid, interleaved in rounds; returns the rows.
 
     Every row records the other processes' load before it (`busy_cores`) and
     its round; the fraction of peak of a cell is taken against the reference
-    matmul of its own n and round.
+    matmul of its own n and round. With `csv_path`, the rows so far are
+    written there after every cell, and the cells a run of the same
+    `command` already measured there are kept, not run again: an
+    interrupted run resumes cell by cell.
     """
     shape = model_shape(args)
     rows = []
     start = time.monotonic()
     cells = plan_cells(args)
+    previous = previous_rows(csv_path, command, cells) if csv_path else []
+    kept = sum(row["status"] in FINAL for row in previous)
+    if kept:
+        cli.log(f"resuming {csv_path}: {kept} of {len(cells)} cells already measured")
     failed_at = {}  # (model, k) -> (status, n) of the first cell that did not fit.
     group = []  # The rows of the current (n, round), until its matmul.
     stopped = None  # Why the remaining cells are not run.
@@ -376,6 +420,23 @@ def run(args):
                         batch_size=1, warmup=args.warmup, repeats=args.repeats)
         else:
             spec = cell_spec(args, shape, model, n, k)
+        earlier = previous[index - 1] if index <= len(previous) else None
+        if earlier is not None and earlier["status"] in FINAL:
+            row = dict(earlier)
+            if model != "matmul" and row["status"] in FAILED:
+                failed_at.setdefault((model, k), (row["status"], n))
+            if model == "matmul":
+                # Cells measured in this run take the kept matmul as their peak.
+                if row["status"] == "ok":
+                    for cell in group:
+                        if cell.get("fraction_of_peak") is None:
+                            derive(cell, cell["_spec"], {"float32": row["gflops_per_s"]})
+                group = []
+            else:
+                row["_spec"] = spec
+                group.append(row)
+            rows.append(row)
+            continue
         elapsed = time.monotonic() - start
         busy = None
         if stopped is None and args.total_time_budget is not None \
@@ -411,6 +472,8 @@ def run(args):
             derive(row, spec, {})
             group.append(row)
         rows.append(row)
+        if csv_path:
+            write_partial(rows, csv_path, command)
         label = describe(row) if model != "matmul" else (
             f"matmul {args.matmul_size}^2 float32: " + (
                 f"{row['gflops_per_s']:.0f} GFLOP/s" if row["status"] == "ok"
@@ -421,28 +484,38 @@ def run(args):
     return rows
 
 
-def output_base(args, rows, prefix):
+def write_partial(rows, csv_path, command):
+    """Writes the rows so far to `csv_path`, replacing it whole (never half-written)."""
+    scratch = csv_path + ".partial"
+    report.write_csv([{k: v for k, v in row.items() if k != "_spec"} for row in rows],
+                     scratch, command)
+    os.replace(scratch, csv_path)
+
+
+def output_base(args):
     """`(base path without extension, csv path)` of a run's outputs.
 
     With `--report-only` the outputs go next to the given CSV; otherwise to
-    `--output-dir`, named `--name` or `<prefix>-<preset>-<dtype>-b<batch>`.
+    `--output-dir`, named `--name` or `<prefix>-<preset>-<dtype>-b<batch>`,
+    the prefix naming the task (`OUTPUT_PREFIXES`).
     """
     if args.report_only:
         return os.path.splitext(args.report_only)[0], args.report_only
-    first = next((r for r in rows if r["model"] != "matmul"), rows[0])
-    stem = args.name or f"{prefix}-{first['preset']}-{first['dtype']}-{batch_label(args)}"
+    stem = args.name or (
+        f"{OUTPUT_PREFIXES[args.task]}-{args.preset}-{args.dtype}-{batch_label(args)}"
+    )
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, stem)
     return base, base + ".csv"
 
 
-def write_rows(rows, command, args, prefix):
+def write_rows(rows, command, args):
     """Writes the CSV of a run (not for `--report-only`, which reads it).
 
     Returns `(base path of the outputs, CSV path, first encoder row)`; see
     `output_base` for the names.
     """
-    base, csv_path = output_base(args, rows, prefix)
+    base, csv_path = output_base(args)
     if not args.report_only:
         report.write_csv(rows, csv_path, command)
     encoder_rows = [r for r in rows if r["model"] != "matmul"] or rows
@@ -480,7 +553,7 @@ def benchmark(args, command, write_outputs):
     else:
         cli.log(command)
         cli.log(f"machine: {machine}")
-        rows = run(args)
+        rows = run(args, output_base(args)[1], command)
     written = write_outputs(rows, command, args, machine)
     encoder_rows = [r for r in rows if r["model"] != "matmul"]
     failed = sum(r["status"] != "ok" for r in encoder_rows)

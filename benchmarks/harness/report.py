@@ -45,6 +45,8 @@ FIELDS = (
     "memory_measures",
     "round",
     "busy_cores",
+    "busy_cores_during",
+    "max_s",
 )
 # Fields of one (model, n, k) that are combined over its rounds by their median.
 ROUND_MEDIAN_FIELDS = (
@@ -258,10 +260,10 @@ def _number(value, digits=3):
 
 def absolute_table(rows):
     lines = [
-        "| model | n | k | batch | round | status | median s | min s | CPU s | tokens/s "
-        "| peak RSS MB | peak alloc. MB | GFLOP | GFLOP/s | of fp32 peak | others' cores "
-        "| note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | n | k | batch | round | status | median s | min s | max s | CPU s | tokens/s "
+        "| peak RSS MB | peak alloc. MB | GFLOP | GFLOP/s | of fp32 peak "
+        "| others' cores before / during | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if row["model"] == "matmul":
@@ -269,8 +271,8 @@ def absolute_table(rows):
         fraction = row.get("fraction_of_peak")
         lines.append(
             "| {model} | {n} | {k} | {batch} | {round} | {status} | {median} | {fastest} "
-            "| {cpu} | {tokens} | {rss} | {alloc} | {gflop} | {rate} | {fraction} | {load} "
-            "| {note} |".format(
+            "| {slowest} | {cpu} | {tokens} | {rss} | {alloc} | {gflop} | {rate} | {fraction} "
+            "| {load} | {note} |".format(
                 round=row.get("round") or "",
                 model=row["model"],
                 n=row["sequence_length"],
@@ -279,8 +281,10 @@ def absolute_table(rows):
                 status=row["status"],
                 median=_number(row.get("median_s")),
                 fastest=_number(row.get("min_s")),
+                slowest=_number(row.get("max_s")),
                 cpu=_number(row.get("median_cpu_s")),
-                load=_number(row.get("busy_cores"), 2),
+                load=" / ".join(_number(row.get(field), 2)
+                                for field in ("busy_cores", "busy_cores_during")).strip(" /"),
                 tokens=_number(row.get("tokens_per_s")),
                 rss=_number(row.get("peak_rss_mb")),
                 alloc=_number(row.get("peak_allocated_mb")),

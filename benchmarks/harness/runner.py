@@ -8,6 +8,7 @@ fit is recorded as `"OOM"` or `"timeout"` instead of taking the machine down.
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -62,6 +63,46 @@ def busy_cores(interval=1.0):
     return (busy_after - busy_before) / elapsed * (os.cpu_count() or 1)
 
 
+def _cpu_seconds(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+class OtherProcessesCpu:
+    """How many cores processes other than this one and its children kept busy.
+
+    Measured over a `with` block: all CPUs' busy time (/proc/stat) less this
+    process's and its reaped children's CPU time, divided by the wall time.
+    Around a benchmark cell it catches load that starts while the cell runs,
+    which the check before the cell cannot see. `cores` is None where
+    /proc/stat cannot be read.
+    """
+
+    def __enter__(self):
+        self.cores = None
+        try:
+            self._busy, self._total = _cpu_jiffies()
+        except (OSError, ValueError, IndexError):
+            self._busy = None
+        self._own = _cpu_seconds(resource.RUSAGE_SELF) + _cpu_seconds(resource.RUSAGE_CHILDREN)
+        self._start = time.monotonic()
+        return self
+
+    def __exit__(self, *exc_info):
+        wall = time.monotonic() - self._start
+        if self._busy is None or wall <= 0:
+            return
+        try:
+            busy, _ = _cpu_jiffies()
+        except (OSError, ValueError, IndexError):
+            return
+        ticks = os.sysconf("SC_CLK_TCK")
+        own = (_cpu_seconds(resource.RUSAGE_SELF) + _cpu_seconds(resource.RUSAGE_CHILDREN)
+               - self._own)
+        # Jiffies count in whole ticks: never report less than nothing.
+        self.cores = max(0.0, ((busy - self._busy) / ticks - own) / wall)
+
+
 def _tail(path, limit=300):
     with open(path, errors="replace") as file:
         text = file.read().strip()
@@ -75,7 +116,9 @@ def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
     `memory_limit_bytes` of resident memory, was killed by the kernel, or
     TensorFlow ran out of memory), `"timeout"` (still running after
     `time_budget_s` seconds, start-up and compilation included) or `"error"`,
-    plus `cell_wall_s` and `max_rss_bytes` as seen from outside.
+    plus `cell_wall_s`, `max_rss_bytes` and `busy_cores_during` (the cores
+    other processes kept busy while it ran, see `OtherProcessesCpu`) as seen
+    from outside.
     """
     path = os.pathsep.join(filter(None, [REPOSITORY, os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow", PYTHONPATH=path)
@@ -83,7 +126,8 @@ def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
     with tempfile.TemporaryDirectory() as scratch:
         stdout_path = os.path.join(scratch, "stdout")
         stderr_path = os.path.join(scratch, "stderr")
-        with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
+        with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr, \
+                OtherProcessesCpu() as others:
             start = time.monotonic()
             child = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
             killed_for, max_rss = None, 0
@@ -121,4 +165,5 @@ def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
             }
     result["cell_wall_s"] = wall
     result["max_rss_bytes"] = max_rss
+    result["busy_cores_during"] = others.cores
     return result

@@ -50,6 +50,73 @@ def test_a_busy_machine_is_refused_and_every_cell_is_recorded_as_not_run(
     assert "3 cells not run: the machine was busy" in printed
 
 
+def interrupted_run(tmp_path, monkeypatch, statuses):
+    """Runs the tiny grid with `grid.measure` giving `statuses` in turn; returns the cells run.
+
+    The measurement itself (a cell in a fresh process) has its own tests; here
+    only which cells a run measures, keeps and writes matters.
+    """
+    measured = []
+
+    def measure(spec, args):
+        measured.append((spec["model"], spec.get("projected_dim")))
+        status = statuses[len(measured) - 1]
+        if status != "ok":
+            return {"status": status, "note": "", "cell_wall_s": 0.1, "load_average": 0.0}
+        return {"status": "ok", "median_s": 0.5, "min_s": 0.4, "median_cpu_s": 0.5,
+                "peak_rss_bytes": 2**20, "peak_allocated_bytes": None,
+                "baseline_rss_bytes": 2**20, "cell_wall_s": 1.0, "load_average": 0.0}
+
+    monkeypatch.setattr(grid, "measure", measure)
+    monkeypatch.setattr(grid, "wait_until_idle", lambda args: (0.0, True))
+    flags = TINY_FLAGS + ["--sequence-lengths", "64", "--projected-dims", "16", "32",
+                          "--rounds", "1", "--output-dir", str(tmp_path), "--name", "run"]
+    try:
+        inference.main(flags)
+    except SystemExit as exit_info:
+        assert exit_info.code == 1  # A cell with an error.
+    return measured
+
+
+def test_a_run_again_resumes_keeping_every_measured_cell(tmp_path, monkeypatch):
+    # First run: the Linformer with k = 32 fails with an error.
+    first = interrupted_run(tmp_path, monkeypatch, ["ok", "ok", "error", "ok"])
+    assert first == [("transformer", None), ("linformer", 16), ("linformer", 32),
+                     ("matmul", None)]
+    before, _ = outputs.read_csv(tmp_path / "run.csv")
+    assert [r["status"] for r in before] == ["ok", "ok", "error", "ok"]
+    # The same command again measures only that cell, against the kept matmul.
+    again = interrupted_run(tmp_path, monkeypatch, ["ok"])
+    assert again == [("linformer", 32)]
+    after, _ = outputs.read_csv(tmp_path / "run.csv")
+    assert [r["status"] for r in after] == ["ok"] * 4
+    assert after[0] == before[0] and after[3] == before[3]
+    assert after[2]["fraction_of_peak"] == pytest.approx(
+        after[2]["gflops_per_s"] / after[3]["gflops_per_s"])
+
+
+def test_the_csv_is_written_after_every_cell(tmp_path, monkeypatch):
+    written = []
+    real_write = grid.write_partial
+    monkeypatch.setattr(grid, "write_partial", lambda rows, path, command: (
+        written.append(len(rows)), real_write(rows, path, command)))
+    interrupted_run(tmp_path, monkeypatch, ["ok"] * 4)
+    assert written == [1, 2, 3, 4]
+
+
+def test_a_csv_of_another_command_is_refused_and_kept(tmp_path, capsys):
+    path = tmp_path / "run.csv"
+    path.write_text("# python -m benchmarks.inference --preset small\nmodel,status\n")
+    with pytest.raises(SystemExit) as exit_info:
+        inference.main(TINY_FLAGS + ["--sequence-lengths", "64", "--projected-dims", "16",
+                                     "--output-dir", str(tmp_path), "--name", "run"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert f"{path} holds the results of another command" in error
+    assert "give --name another stem" in error
+    assert path.read_text().startswith("# python -m benchmarks.inference --preset small\n")
+
+
 def row(model, k, round_, median_s, cpu_s=None):
     return dict(model=model, sequence_length=512, projected_dim=k, batch_size=1, status="ok",
                 round=round_, median_s=median_s, min_s=median_s * 0.9,

@@ -1,11 +1,15 @@
 """One cell in a fresh process, under a time and memory limit; the load of other processes."""
 
+import subprocess
+import sys
+
 import pytest
 
 from benchmarks import inference
 from benchmarks import outputs
 from benchmarks.harness import grid
 from benchmarks.harness import report
+from benchmarks.harness.runner import OtherProcessesCpu
 from benchmarks.harness.runner import busy_cores
 from benchmarks.harness.runner import run_in_subprocess
 
@@ -45,6 +49,8 @@ def test_tiny_cell_runs_in_a_subprocess_and_yields_a_csv_row(
     (read,), _ = outputs.read_csv(tmp_path / "cell.csv")
     assert read["status"] == "ok"
     assert read["median_s"] > 0 and read["min_s"] > 0
+    assert read["max_s"] >= read["median_s"] >= read["min_s"]
+    assert read["busy_cores_during"] >= 0
     assert read["peak_rss_mb"] > 0
     assert read["memory_measures"] == measures
     if measures == "rss":
@@ -73,3 +79,13 @@ def test_cell_over_its_memory_limit_is_an_oom():
 
 def test_busy_cores_sees_other_processes(two_busy_processes):
     assert busy_cores(interval=1.0) > 1.0
+
+
+def test_load_that_runs_beside_a_cell_is_measured(two_busy_processes):
+    # The fixture's two spinning processes share the 2 cores with our own
+    # spinning child (the "cell"): about 1.3 cores are others'.
+    spin = "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass\n"
+    with OtherProcessesCpu() as others:
+        subprocess.run([sys.executable, "-c", spin], check=True)
+    assert others.cores > 0.5
+    assert others.cores < 2.5
