@@ -50,9 +50,10 @@ def test_a_busy_machine_is_refused_and_every_cell_is_recorded_as_not_run(
     assert "3 cells not run: the machine was busy" in printed
 
 
-def interrupted_run(tmp_path, monkeypatch, statuses):
+def interrupted_run(tmp_path, monkeypatch, statuses, extra_flags=()):
     """Runs the tiny grid with `grid.measure` giving `statuses` in turn; returns the cells run.
 
+    A status "busy" is a cell that ran while other processes used 1.5 cores.
     The measurement itself (a cell in a fresh process) has its own tests; here
     only which cells a run measures, keeps and writes matters.
     """
@@ -61,16 +62,18 @@ def interrupted_run(tmp_path, monkeypatch, statuses):
     def measure(spec, args):
         measured.append((spec["model"], spec.get("projected_dim")))
         status = statuses[len(measured) - 1]
-        if status != "ok":
+        if status not in ("ok", "busy"):
             return {"status": status, "note": "", "cell_wall_s": 0.1, "load_average": 0.0}
         return {"status": "ok", "median_s": 0.5, "min_s": 0.4, "median_cpu_s": 0.5,
                 "peak_rss_bytes": 2**20, "peak_allocated_bytes": None,
-                "baseline_rss_bytes": 2**20, "cell_wall_s": 1.0, "load_average": 0.0}
+                "baseline_rss_bytes": 2**20, "cell_wall_s": 1.0, "load_average": 0.0,
+                "busy_cores_during": 1.5 if status == "busy" else 0.0}
 
     monkeypatch.setattr(grid, "measure", measure)
     monkeypatch.setattr(grid, "wait_until_idle", lambda args: (0.0, True))
     flags = TINY_FLAGS + ["--sequence-lengths", "64", "--projected-dims", "16", "32",
-                          "--rounds", "1", "--output-dir", str(tmp_path), "--name", "run"]
+                          "--rounds", "1", "--output-dir", str(tmp_path), "--name", "run",
+                          *extra_flags]
     try:
         inference.main(flags)
     except SystemExit as exit_info:
@@ -93,6 +96,21 @@ def test_a_run_again_resumes_keeping_every_measured_cell(tmp_path, monkeypatch):
     assert after[0] == before[0] and after[3] == before[3]
     assert after[2]["fraction_of_peak"] == pytest.approx(
         after[2]["gflops_per_s"] / after[3]["gflops_per_s"])
+
+
+def test_a_cell_disturbed_by_other_load_is_measured_again(tmp_path, monkeypatch):
+    # The Transformer ran beside other load once, the first Linformer three times.
+    measured = interrupted_run(tmp_path, monkeypatch,
+                               ["busy", "ok", "busy", "busy", "busy", "ok", "ok"],
+                               ["--disturbed-retries", "2"])
+    assert measured == [("transformer", None)] * 2 + [("linformer", 16)] * 3 + [
+        ("linformer", 32), ("matmul", None)]
+    rows, _ = outputs.read_csv(tmp_path / "run.csv")
+    assert [r["status"] for r in rows] == ["ok", "disturbed", "ok", "ok"]
+    assert rows[1]["note"] == "others used 1.50 cores during the cell (limit 0.25)"
+    # Not a result: the same command again measures it.
+    assert interrupted_run(tmp_path, monkeypatch, ["ok"], ["--disturbed-retries", "2"]) == [
+        ("linformer", 16)]
 
 
 def test_the_csv_is_written_after_every_cell(tmp_path, monkeypatch):
