@@ -5,11 +5,10 @@ The count follows the order of operations the layers really use (see
 before the key/value kernels, so those kernels run on k rows, not n. Only
 matrix products are counted, at 2 FLOPs per multiply-add; softmax, layer
 norm, GELU and embedding lookups are left out (they are O(n d) or O(n k h)).
-"""
 
-from keras_linformer.layers import sequence_projection as sp
-from keras_linformer.models.linformer_backbone import ATTENTIONS
-from keras_linformer.utils import validation
+Imports nothing heavy at module level: the benchmark programs import this
+while parsing their flags, and `--help` should not wait for TensorFlow.
+"""
 
 
 def matmul(rows, inner, cols, batch=1):
@@ -30,6 +29,10 @@ def attention_flops(
         qkv_and_output = 4 * matmul(n, d, d, b)
         scores_and_context = 2 * matmul(n, d, n, b)  # Q K^T and P V, all heads.
         return qkv_and_output + scores_and_context
+    from keras_linformer.layers import sequence_projection as sp
+    from keras_linformer.models.linformer_backbone import ATTENTIONS
+    from keras_linformer.utils import validation
+
     validation.check_choice("attention", attention, ATTENTIONS)
     validation.check_choice("sharing", sharing, sp.SHARINGS)
     if projected_dim is None:
