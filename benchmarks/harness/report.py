@@ -444,7 +444,9 @@ def markdown_report(rows, command, machine="", images=()):
         "(V100 GPU, RoBERTa-base shape, largest batch that fits). "
         "Every cell ran in each round of its n, the models interleaved (T, L, matmul, "
         "T, L, matmul, ...), each in a fresh process; a cell's figure is the median over "
-        "its rounds. "
+        "its rounds. A cell starts only once other processes use at most --max-busy-cores, "
+        "and one during which they used more is measured again (`disturbed` if it stays "
+        "so); the last column of the table of every cell gives both loads. "
         "`T`/`L` mark a cell where the Transformer/Linformer did not finish "
         "(OOM: over the memory limit; timeout: over the time budget; skipped: "
         "not run, see notes).",
@@ -470,9 +472,17 @@ def markdown_report(rows, command, machine="", images=()):
         "",
         "## Memory ratio (peak RSS above the pre-forward baseline)",
         "",
+        "The memory measure of every table: it exists on every CPU and counts bytes. "
+        "It includes the compiled program's residue (tens of MB), which dominates the "
+        "smallest cells.",
+        "",
         ratio_table(rows, "peak_rss_mb", PAPER_MEMORY_RATIO),
         "",
-        "## Memory ratio (peak of TensorFlow's allocator: tensors only)",
+        "## Extra: memory ratio (peak of TensorFlow's allocator: tensors only)",
+        "",
+        "Only where oneDNN is on (TensorFlow keeps no CPU allocator statistics "
+        "otherwise); sizes are rounded to power-of-two bins, so a ratio here is good to "
+        "about a factor of 2.",
         "",
         ratio_table(rows, "peak_allocated_mb", PAPER_MEMORY_RATIO),
         "",
