@@ -6,7 +6,7 @@ from benchmarks import inference
 from benchmarks import outputs
 from benchmarks.harness import grid
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 # The suite runs beside other tests, so the busy-machine wait is off here;

@@ -18,7 +18,7 @@ from keras_linformer.training import run_directory
 from tests.training.harness import read_summary
 from tests.training.harness import run_program
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 TOY = [

@@ -13,7 +13,7 @@ from tests.export.conftest import LABEL_NAMES
 from tests.export.conftest import SEQUENCE_LENGTH
 from tests.export.conftest import VOCABULARY
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 

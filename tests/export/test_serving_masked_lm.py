@@ -12,7 +12,7 @@ from keras_linformer import export
 from tests.export.conftest import SEQUENCE_LENGTH
 from tests.export.conftest import VOCABULARY
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 TOP_K, MAX_MASKS = 3, 2

@@ -14,7 +14,7 @@ import pytest
 
 from keras_linformer.layers import LinformerEncoderStack
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 CASES = [

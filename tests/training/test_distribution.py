@@ -7,7 +7,7 @@ import pytest
 
 from tests.training.harness import run_program
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 

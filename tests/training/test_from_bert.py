@@ -13,7 +13,7 @@ from tests.training.harness import POSITIVE
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 

@@ -24,7 +24,7 @@ from tests.training.harness import checkpoint_values
 from tests.training.harness import read_summary
 from tests.training.harness import run_program
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 SMALL = [

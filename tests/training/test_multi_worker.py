@@ -23,7 +23,7 @@ from tests.training.harness import read_summary
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
-# Starts training or export processes: scheduled first (tests/conftest.py).
+# Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 STEPS, EVERY = 120, 20
