@@ -456,16 +456,7 @@ def run(args, csv_path=None, command=None):
             row = dict(earlier)
             if model != "matmul" and row["status"] in FAILED:
                 failed_at.setdefault((model, k), (row["status"], n))
-            if model == "matmul":
-                # Cells measured in this run take the kept matmul as their peak.
-                if row["status"] == "ok":
-                    for cell in group:
-                        if cell.get("fraction_of_peak") is None:
-                            derive(cell, cell["_spec"], {"float32": row["gflops_per_s"]})
-                group = []
-            else:
-                row["_spec"] = spec
-                group.append(row)
+            group = file_in_round(row, spec, group)
             rows.append(row)
             continue
         elapsed = time.monotonic() - start
@@ -495,13 +486,9 @@ def run(args, csv_path=None, command=None):
             row["note"] = row["note"] or f"beside n={n}, round {round_}"
             if row["status"] == "ok":
                 row["gflops_per_s"] = row["flops"] / row["median_s"] / 1e9
-                for cell in group:
-                    derive(cell, cell["_spec"], {"float32": row["gflops_per_s"]})
-            group = []
         else:
-            row["_spec"] = spec
             derive(row, spec, {})
-            group.append(row)
+        group = file_in_round(row, spec, group)
         rows.append(row)
         if csv_path:
             write_partial(rows, csv_path, command)
@@ -513,6 +500,23 @@ def run(args, csv_path=None, command=None):
     for row in rows:
         row.pop("_spec", None)
     return rows
+
+
+def file_in_round(row, spec, group):
+    """Files a row in its (n, round); returns the round's rows still waiting for their matmul.
+
+    A model cell waits in `group` until the round's reference matmul, which
+    gives every waiting cell without one its fraction of peak (cells kept from
+    an interrupted run keep theirs).
+    """
+    if row["model"] != "matmul":
+        row["_spec"] = spec
+        return group + [row]
+    if row["status"] == "ok":
+        for cell in group:
+            if cell.get("fraction_of_peak") is None:
+                derive(cell, cell["_spec"], {"float32": row["gflops_per_s"]})
+    return []
 
 
 def write_partial(rows, csv_path, command):
