@@ -148,6 +148,11 @@ class FinetuningConfig(RunConfig):
             checkpoint's. Defaults to `None`.
         dropout: float, in the backbone and before the output layer.
             Defaults to `0.1`.
+        restore_best: bool, whether the model ends with the variables of
+            the round with the best validation accuracy (the earliest of
+            equals), as `keras.callbacks.EarlyStopping(restore_best_weights=True)`
+            would, instead of the last round's. The test split and the saved
+            classifier then use those. Defaults to `False`.
 
     The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=2.0`,
     `learning_rate=3e-4`, `checkpoint_every=None` (one pass over the
@@ -164,3 +169,4 @@ class FinetuningConfig(RunConfig):
     architecture: dict | None = None
     sequence_length: int | None = None
     dropout: float = 0.1
+    restore_best: bool = False

@@ -64,9 +64,11 @@ def finetune(corpus, config=None, *, strategy=None, log=print, **options):
     (longer ones keep their head). Training, checkpoints and logs
     work as in `pretraining.pretrain` (`runs.run`), with a validation pass
     over the whole validation split every round; the test split is
-    evaluated once at the end. Writes `vocab.txt`, `classifier.keras`,
-    `labels.txt` (the class names, one per line in class-index order) and
-    `summary.json` (see `run_directory`).
+    evaluated once at the end, with the last round's weights or, with
+    `restore_best`, those of the round with the best validation accuracy
+    (`selected_round` and `selected_val_accuracy` in the summary). Writes
+    `vocab.txt`, `classifier.keras`, `labels.txt` (the class names, one per
+    line in class-index order) and `summary.json` (see `run_directory`).
 
     ```python
     finetune(corpus, "runs/finetune", pretrained="runs/pretrain")
@@ -164,7 +166,12 @@ class ClassificationTask(runs.Task):
             "backbone": checkpoints.architecture_of(backbone_config),
             "sequence_length": sequence_length,
         }
+        if config.restore_best:  # Only then, so that earlier runs still resume.
+            record["monitor"] = self.monitor()
         return plan, record
+
+    def monitor(self):
+        return "val_accuracy" if self.config.restore_best else None
 
     def build_model(self, optimizer, jit_compile):
         config = self.config
@@ -242,7 +249,10 @@ class ClassificationTask(runs.Task):
         return (
             f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
             f"majority class {summary['majority_accuracy']:.4f}) on "
-            f"{len(self.corpus.test)} held-out examples | {self.attention} {self.source()} | "
+            f"{len(self.corpus.test)} held-out examples"
+            + (f" with the weights of round {summary['selected_round']} (validation accuracy "
+               f"{summary['selected_val_accuracy']:.4f})" if "selected_round" in summary else "")
+            + f" | {self.attention} {self.source()} | "
             f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall "
             f"time {summary['seconds']:.0f} s"
         )

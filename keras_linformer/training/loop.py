@@ -27,6 +27,11 @@ Fault tolerance:
   checkpoint.
 - **NaN loss**: the run stops with `FloatingPointError` before saving
   anything non-finite; the last good checkpoint stays.
+- **Best round** (with `monitor`): after each round's validation pass, a
+  round that improves the monitored metric also saves the model's
+  variables to `checkpoints/best/`, before the round's own checkpoint, which
+  records the best step and value; `restore_best` loads them at the end.
+  A resumed run keeps the best round of the rounds it resumes after.
 - **Agreement**: under several workers, before each checkpoint the workers
   all-gather a fingerprint of their variables and stop with an error if
   any differs, so a checkpoint always holds the state every worker has.
@@ -49,6 +54,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_linformer.training.run_directory import BEST_DIR
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import LOG_DIR
 from keras_linformer.utils.validation import check_positive_int
@@ -153,13 +159,23 @@ class Trainer:
             latest one has a predecessor). Defaults to `2`.
         log: callable for progress messages (called on the chief only).
             Defaults to `print`.
+        monitor: str or `None`, a validation metric of the rounds (e.g.
+            `"val_accuracy"`) whose best round `restore_best` loads: the
+            lowest for a name with "loss" in it, else the highest (Keras's
+            `mode="auto"`). Defaults to `None` (no best round is kept).
     """
 
-    def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print):
+    def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None):
         if model.optimizer is None:
             raise ValueError("`model` must be compiled (with an optimizer) before training.")
         # At least 2, so that a corrupted latest checkpoint has a predecessor.
         check_positive_int("max_to_keep", max_to_keep, minimum=2)
+        if monitor is not None and not (isinstance(monitor, str) and monitor.startswith("val_")):
+            raise ValueError(
+                "monitor: expected the name of a validation metric, starting with 'val_' "
+                f"(e.g. 'val_accuracy' or 'val_loss'). Received: monitor={monitor!r}"
+            )
+        self.monitor = monitor
         self.model = model
         self.strategy = strategy
         self.output_dir = os.fspath(output_dir)
@@ -170,18 +186,26 @@ class Trainer:
             if not model.optimizer.built:
                 model.optimizer.build(model.trainable_variables)
             self.step = tf.Variable(0, dtype="int64", trainable=False, name="global_step")
-        self.checkpoint = tf.train.Checkpoint(
+            # The monitored metric's best value so far and the step it was reached at.
+            self.best_value = tf.Variable(math.nan, dtype="float64", trainable=False,
+                                          name="best_value")
+            self.best_step = tf.Variable(-1, dtype="int64", trainable=False, name="best_step")
+        tracked = dict(
             model_variables=list(model.variables),
             optimizer_variables=list(model.optimizer.variables),
             step=self.step,
         )
-        if self.chief:
-            directory = os.path.join(self.output_dir, CHECKPOINT_DIR)
-        else:
-            directory = tempfile.mkdtemp(prefix="keras_linformer_worker_checkpoints_")
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, directory, max_to_keep=max_to_keep
-        )
+        if monitor is not None:
+            tracked.update(best_value=self.best_value, best_step=self.best_step)
+        self.checkpoint = tf.train.Checkpoint(**tracked)
+        self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, max_to_keep)
+        self.best_manager = None
+        if monitor is not None:
+            # Two: a run killed between a round's best and its own checkpoint leaves
+            # one best newer than the best its last checkpoint names.
+            self.best_manager = self._manager(
+                tf.train.Checkpoint(model_variables=list(model.variables)), BEST_DIR, 2
+            )
         self._terminate_requested = False
         self._train_function = None
         self._test_function = None
@@ -189,6 +213,14 @@ class Trainer:
         self._fingerprints_function = None
 
     # Checkpoints.
+
+    def _manager(self, checkpoint, subdirectory, max_to_keep):
+        """A CheckpointManager writing under output_dir (chief) or a scratch directory."""
+        if self.chief:
+            directory = os.path.join(self.output_dir, subdirectory)
+        else:
+            directory = tempfile.mkdtemp(prefix="keras_linformer_worker_checkpoints_")
+        return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=max_to_keep)
 
     def restore(self):
         """Restores the latest checkpoint that loads; returns its step (0 when none).
@@ -225,24 +257,29 @@ class Trainer:
             "directory to start over."
         )
 
-    def save(self):
+    def save(self, manager=None):
         """Writes a checkpoint at the current step (collective: every worker calls it).
+
+        Args:
+            manager: the `tf.train.CheckpointManager` to save with. Defaults
+                to the run's own checkpoints.
 
         Raises:
             CheckpointWriteError: the write failed (disk full, file too
                 large, no permission); the checkpoint index still names the
                 previous checkpoints, which a restart resumes from.
         """
+        manager = manager or self.manager
         step = int(self.step.numpy())
-        previous = self.manager.latest_checkpoint
+        previous = manager.latest_checkpoint
         try:
-            path = self.manager.save(checkpoint_number=step)
+            path = manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
             # TensorFlow writes into a temporary name first; drop what it left.
             leftovers = [
                 name
                 for pattern in (f"ckpt-{step}.*", f"ckpt-{step}_temp*")
-                for name in tf.io.gfile.glob(os.path.join(self.manager.directory, pattern))
+                for name in tf.io.gfile.glob(os.path.join(manager.directory, pattern))
             ]
             for leftover in leftovers:
                 if tf.io.gfile.isdir(leftover):
@@ -253,7 +290,7 @@ class Trainer:
             message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
             raise CheckpointWriteError(
                 f"Could not write the checkpoint of step {step} to "
-                f"{self.manager.directory!r}: {message.strip().splitlines()[0][:300]}. "
+                f"{manager.directory!r}: {message.strip().splitlines()[0][:300]}. "
                 + (
                     f"The last complete checkpoint, {os.path.basename(previous)}, is "
                     "intact: free space (or fix the directory) and run the same "
@@ -264,8 +301,62 @@ class Trainer:
             ) from None
         if not self.chief:
             # The non-chief copy only existed so that the save could run.
-            shutil.rmtree(self.manager.directory, ignore_errors=True)
+            shutil.rmtree(manager.directory, ignore_errors=True)
         return path
+
+    def _improves(self, value):
+        best = float(self.best_value.numpy())
+        if not math.isfinite(value):
+            return False
+        if math.isnan(best):
+            return True
+        return value < best if "loss" in self.monitor else value > best
+
+    def _keep_if_best(self, round_logs):
+        """Saves the round's variables as the best ones if they improve the monitored metric."""
+        if self.monitor is None:
+            return
+        if self.monitor not in round_logs:
+            raise ValueError(
+                f"monitor: {self.monitor!r} is not a metric of the rounds; they have "
+                f"{sorted(round_logs)}. (Validation metrics need a validation dataset.)"
+            )
+        value = round_logs[self.monitor]
+        if self._improves(value):
+            self.best_value.assign(value)
+            self.best_step.assign(self.step)
+            self.save(self.best_manager)
+
+    def restore_best(self):
+        """Loads the model variables of the best round; returns `(step, value)`.
+
+        Call it after `fit`. The optimizer's state and the step stay those of
+        the last round.
+
+        Raises:
+            ValueError: the trainer has no `monitor`, no round was validated,
+                or the best round's checkpoint is missing.
+        """
+        if self.monitor is None:
+            raise ValueError("restore_best: this Trainer was made without a monitor.")
+        step = int(self.best_step.numpy())
+        if step < 0:
+            raise ValueError(
+                f"restore_best: no round has a finite {self.monitor!r} yet, so there is no "
+                "best round to restore."
+            )
+        path = os.path.join(self.output_dir, BEST_DIR, f"ckpt-{step}")
+        if not tf.io.gfile.glob(path + ".index"):
+            raise ValueError(
+                f"restore_best: the best round's checkpoint {path!r} is missing; the run "
+                "directory was changed after it was written."
+            )
+        tf.train.Checkpoint(model_variables=list(self.model.variables)).read(
+            path
+        ).assert_existing_objects_matched()
+        value = float(self.best_value.numpy())
+        self.log(f"Restored the best round's variables: step {step}, {self.monitor} {value:.4g}.")
+        return step, value
 
     # Signals.
 
@@ -458,6 +549,8 @@ class Trainer:
                     history.setdefault(name, []).append(value)
                 self._write_scalars(writers, round_index + 1, round_logs)
                 self.check_workers_agree()
+                # Before the round's own checkpoint, which names the best step.
+                self._keep_if_best(round_logs)
                 path = self.save()
                 self.log(
                     f"Round {round_index + 1}/{plan.rounds}: "

@@ -5,7 +5,9 @@ task `"masked_lm"`) or fine-tuning (`finetuning.finetune`, task
 `"classification"`) run writes, and reads them back:
 
     run.json             the run's options, written first (`read_run`)
-    checkpoints/         the trainer's checkpoints (`loop.Trainer`)
+    checkpoints/         the trainer's checkpoints (`loop.Trainer`); with a
+                         monitored metric, checkpoints/best/ holds the best
+                         round's model variables
     logs/                TensorBoard events: logs/train, logs/validation
     vocab.txt            the WordPiece vocabulary, one token per line
     summary.json         the run's results, written last (`read_summary`)
@@ -34,6 +36,7 @@ import os
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_DIR = "checkpoints"
+BEST_DIR = os.path.join(CHECKPOINT_DIR, "best")
 LOG_DIR = "logs"
 VOCABULARY_FILE = "vocab.txt"
 # keras-hub's preset files (`Backbone.save_to_preset`); metadata.json too.

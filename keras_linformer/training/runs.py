@@ -117,6 +117,7 @@ def fit(
     profile_batches=None,
     strategy=None,
     log=print,
+    monitor=None,
 ):
     """Trains `model` over `plan` with `loop.Trainer`, resuming from its checkpoints.
 
@@ -128,18 +129,26 @@ def fit(
     Args:
         make_train: callable `skip_steps -> DistributedDataset`, the training
             data repeated forever, from global step `skip_steps` on.
+        monitor: a validation metric (e.g. `"val_accuracy"`), or `None`:
+            with one, the model ends with the variables of the round where
+            it was best (`loop.Trainer.restore_best`), else with the last
+            round's.
 
     Returns:
-        `(history, steps, seconds)`: the metrics of each round (as
+        `(history, steps, seconds, selected)`: the metrics of each round (as
         `History.history`), the optimizer steps this call ran (fewer than
-        `plan.total_steps` on a resumed run), and the wall time of the call.
+        `plan.total_steps` on a resumed run), the wall time of the call, and
+        `(step, value)` of the restored best round (`None` without
+        `monitor`).
     """
     start = time.perf_counter()
-    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log)
+    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=monitor)
     history, steps, _ = trainer.fit(
         make_train, plan, validation=validation, profile_batches=profile_batches
     )
-    return history, steps, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    selected = trainer.restore_best() if monitor else None
+    return history, steps, seconds, selected
 
 
 def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed):
@@ -234,6 +243,11 @@ class Task:
         """Validation batches per round, or `None` for the whole validation split."""
         return None
 
+    def monitor(self):
+        """The validation metric whose best round the model ends with, or `None` for the
+        last round."""
+        return None
+
     def describe(self, model, plan, strategy, jit_compile, start):
         """The log line that starts training."""
         raise NotImplementedError
@@ -263,8 +277,9 @@ def run(task, strategy=None, log=print):
     prepares the data and the step plan; records the run in `run.json`
     (`start_run`), or returns the summary of a finished one; builds the
     model inside the strategy's scope and saves the vocabulary; trains with
-    `loop.Trainer` (`fit`), with a validation pass every round; evaluates the
-    whole test split; saves the model and writes `summary.json`.
+    `loop.Trainer` (`fit`), with a validation pass every round; with a
+    `monitor`, restores the variables of the round that validated best;
+    evaluates the whole test split; saves the model and writes `summary.json`.
 
     Args:
         task: a `Task`.
@@ -331,8 +346,9 @@ def run(task, strategy=None, log=print):
     test = distributed(corpus.test, False)
     log(task.describe(model, plan, strategy, jit_compile, start))
 
-    history, steps, fit_seconds = fit(
-        model, make_train, validation, plan, output_dir, config.profile_batches, strategy, log
+    history, steps, fit_seconds, selected = fit(
+        model, make_train, validation, plan, output_dir, config.profile_batches, strategy, log,
+        monitor=task.monitor(),
     )
     results = loop_lib.evaluate(model, strategy, test)
     task.check_results(results)
@@ -344,6 +360,13 @@ def run(task, strategy=None, log=print):
             history, steps, plan, config.batch_size * task.sequence_length, fit_seconds, start
         ),
     }
+    if selected is not None:
+        step, value = selected
+        summary.update(
+            selected_step=step,
+            selected_round=step // plan.steps_per_round,
+            **{f"selected_{task.monitor()}": value},
+        )
     if chief:
         run_directory.write_summary(output_dir, summary)
     log(task.report(summary))

@@ -38,7 +38,7 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
         "training.finetune", "--table", reviews_file, "--from-bert", tiny_bert,
         "--projected-dim", "8", "--projection-initializer", "window_average",
         "--sequence-length", "16", "--epochs", "4", "--batch-size", "16",
-        "--no-jit-compile", "--output-dir", output,
+        "--no-jit-compile", "--restore-best", "--output-dir", output,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "converted from BERT" in result.stdout
@@ -53,6 +53,15 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
     assert classifier.backbone.projection_initializer == "window_average"
     losses = scalars(output / "logs" / "train")["epoch_loss"]
     assert len(losses) == 4 and losses[-1] < losses[0], losses
+    # --restore-best: the test split saw the round that validated best (the first of equals).
+    assert record["monitor"] == "val_accuracy"
+    validation = scalars(output / "logs" / "validation")["epoch_accuracy"]
+    summary = json.loads((output / "summary.json").read_text())
+    best = max(validation)
+    assert summary["selected_round"] == 1 + validation.index(best), (summary, validation)
+    assert summary["selected_val_accuracy"] == pytest.approx(best, abs=1e-6)
+    assert summary["selected_step"] == summary["selected_round"] * summary["total_steps"] // 4
+    assert f"with the weights of round {summary['selected_round']}" in result.stdout
 
 
 @pytest.mark.parametrize(
