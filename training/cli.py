@@ -177,12 +177,14 @@ FROM_SCRATCH = {
 }
 
 
-def add_model_flags(parser, from_checkpoint):
-    """The LinformerBackbone's options. With `from_checkpoint`, they default to the checkpoint's."""
+def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
+    """The LinformerBackbone's options. With `from_checkpoint`, they default to None
+    (`fill_from_scratch_defaults` fills them without a checkpoint), and their help names
+    `checkpoint_flag`."""
     from_scratch_default = FROM_SCRATCH
     if from_checkpoint:
         defaults = dict.fromkeys(from_scratch_default)
-        note = (" Default: {} from scratch; with --pretrained, the checkpoint's "
+        note = (" Default: {} from scratch; with " + checkpoint_flag + ", the checkpoint's "
                 "(another value is refused).")
     else:
         defaults = from_scratch_default
@@ -231,6 +233,37 @@ def add_model_flags(parser, from_checkpoint):
                        help=described("Feedforward hidden size.", "intermediate_dim"))
     group.add_argument("--dropout", type=fraction, default=DEFAULT_ARCHITECTURE["dropout"],
                        help="Dropout rate everywhere in the model.")
+
+
+def fill_from_scratch_defaults(args):
+    """Gives the model flags left unset (None) their from-scratch values."""
+    for name, value in FROM_SCRATCH.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
+def check_from_bert_flags(parser, args):
+    """With --from-bert: only the conversion's flags, and k unless the BERT stays a
+    Transformer."""
+    fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim",
+                               "--intermediate-dim")
+             if getattr(args, flag[2:].replace("-", "_")) is not None]
+    if fixed:
+        parser.error(f"argument {fixed[0]}: not allowed with --from-bert, whose "
+                     "checkpoint sets the architecture")
+    if args.attention != "transformer" and args.projected_dim is None:
+        parser.error("argument --projected-dim: required with --from-bert (k, e.g. 128), "
+                     "unless --attention transformer keeps full attention")
+
+
+FROM_BERT_HELP = (
+    "A pretrained BERT that keras-hub loads (a Hugging Face BERT directory, a keras-hub "
+    "preset, or all-minilm-l6-v2 for the bundled all-MiniLM-L6-v2), converted to a "
+    "Linformer with --projected-dim K (and --projection, --sharing, "
+    "--projection-initializer), or kept as the Transformer with --attention transformer. "
+    "Texts are read with the BERT's own vocabulary; --sequence-length defaults to its 512 "
+    "positions."
+)
 
 
 ARCHITECTURE_FLAGS = (

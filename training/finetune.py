@@ -52,14 +52,7 @@ def parse_args(argv=None):
                        help="The --output-dir of a finished `python -m training.pretrain` run. "
                             "Default: train from scratch.")
     start.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
-                       help="A pretrained BERT that keras-hub loads (a Hugging Face BERT "
-                            "directory, a keras-hub preset, or all-minilm-l6-v2 for the bundled "
-                            "all-MiniLM-L6-v2), converted to a Linformer with "
-                            "--projected-dim K (and "
-                            "--projection, --sharing, --projection-initializer), or kept as "
-                            "the Transformer with --attention transformer. Texts are read "
-                            "with the BERT's own vocabulary; --sequence-length defaults to "
-                            "its 512 positions.")
+                       help=cli.FROM_BERT_HELP)
     cli.add_model_flags(parser, from_checkpoint=True)
     cli.add_training_flags(parser, batch_size=32, epochs=2.0, learning_rate=3e-4,
                            checkpoint_every=None)
@@ -73,15 +66,7 @@ def parse_args(argv=None):
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     if args.from_bert:
-        fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim",
-                                   "--intermediate-dim")
-                 if getattr(args, flag[2:].replace("-", "_")) is not None]
-        if fixed:
-            parser.error(f"argument {fixed[0]}: not allowed with --from-bert, whose "
-                         "checkpoint sets the architecture")
-        if args.attention != "transformer" and args.projected_dim is None:
-            parser.error("argument --projected-dim: required with --from-bert (k, e.g. 128), "
-                         "unless --attention transformer keeps full attention")
+        cli.check_from_bert_flags(parser, args)
     # Else the checkpoint's positions, which fitted, cap the length.
     if args.pretrained is None and args.from_bert is None:
         cli.check_sequence_length_fits(parser, args)

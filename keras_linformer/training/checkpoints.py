@@ -1,9 +1,10 @@
-"""A pretrained model on disk: its vocabulary, backbone config and weights, checked on load.
+"""Where a run starts from: a pretrained model on disk, or a BERT to convert; checked on load.
 
 A pretraining output directory holds keras-hub's preset files (the
 backbone's `config.json`, `model.weights.h5`, `metadata.json`) and the
 vocabulary (`vocab.txt`, one token per line; a token's id is its line
-number); `run_directory` names them.
+number); `run_directory` names them. A BERT start (`bert_start`) is any
+BERT keras-hub loads, converted by `LinformerBackbone.from_bert`.
 """
 
 import json
@@ -12,7 +13,9 @@ import os
 import keras
 
 from keras_linformer import data
+from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import bert_presets
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
@@ -184,3 +187,76 @@ def load_pretrained(directory, architecture=None, dropout=None):
             f"config.json ({str(error).splitlines()[0]})."
         ) from None
     return backbone, vocabulary
+
+
+# The options a BERT conversion takes; the rest of the architecture is the BERT's.
+CONVERSION_KEYS = (
+    "attention", "projection", "projection_initializer", "padding_compensation",
+    "projected_dim", "sharing",
+)
+
+
+def preset_record(preset):
+    """A BERT preset as run.json records it: directories by absolute path."""
+    if preset is None:
+        return None
+    return os.path.abspath(preset) if os.path.isdir(preset) else preset
+
+
+def bert_start(preset, architecture, sequence_length, dropout):
+    """Loads a BERT to convert; returns `(bert, vocabulary, conversion, config)`.
+
+    Everything is checked before training starts: the preset, its
+    vocabulary, the conversion options and k against n.
+
+    Args:
+        preset: a keras-hub BERT preset or Hugging Face BERT directory
+            (`bert_presets.load_bert`).
+        architecture: dict or `None`, the conversion's options (only
+            `CONVERSION_KEYS`; the rest is the BERT's). Default: a
+            Linformer with a learned projection and layerwise sharing.
+        sequence_length: int or `None` (the BERT's positions), n.
+        dropout: float, the converted backbone's dropout.
+
+    Returns:
+        `bert` (the keras-hub backbone), its `vocabulary` (list of
+        tokens), `conversion` (the keyword arguments of
+        `LinformerBackbone.from_bert`) and `config` (the converted
+        backbone's arguments, for the run record).
+    """
+    architecture = dict(architecture or {})
+    fixed = sorted(set(architecture) - set(CONVERSION_KEYS))
+    if fixed:
+        raise ValueError(
+            f"architecture: {fixed} come from the BERT checkpoint with from_bert; only "
+            f"{list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}"
+        )
+    conversion = {"attention": "linformer", "projection": "linear", "sharing": "layerwise",
+                  **architecture}
+    if conversion["attention"] == "transformer":
+        conversion = {"attention": "transformer"}
+    elif conversion.get("projected_dim") is None:
+        raise ValueError(
+            "projected_dim: a Linformer converted from a BERT needs k (e.g. 128). "
+            "Received: projected_dim=None"
+        )
+    bert, vocabulary = bert_presets.load_bert(preset, argument="from_bert")
+    sequence_length = sequence_length or bert.max_sequence_length
+    if sequence_length > bert.max_sequence_length:
+        raise ValueError(
+            f"sequence_length: {sequence_length} is longer than the BERT's "
+            f"{bert.max_sequence_length} position embeddings (in {preset!r})."
+        )
+    dims = conversion.get("projected_dim")
+    for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
+        sp.validate_projected_dim(k, sequence_length, conversion["projection"])
+    config = {
+        **{key: getattr(bert, key) for key in (
+            "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+            "num_segments")},
+        "projected_dim": None,
+        **conversion,
+        "max_sequence_length": sequence_length,
+        "dropout": dropout,
+    }
+    return bert, vocabulary, conversion, config

@@ -114,6 +114,12 @@ class PretrainingConfig(RunConfig):
             to `0.15`.
         validation_batches: int, validation batches per round. Defaults to
             `20`.
+        from_bert: str or `None`, a BERT preset or directory to convert and
+            continue pretraining (a masked-LM adaptation of the converted
+            model, with a new masked-LM head). `architecture` may then hold
+            only the conversion's options (`checkpoints.CONVERSION_KEYS`),
+            `max_sequence_length` (default: the BERT's) and `dropout`.
+            Defaults to `None`.
 
     The defaults of `RunConfig`'s fields: `batch_size=64`, `epochs=1.0`,
     `learning_rate=1e-3`, `checkpoint_every=200`.
@@ -126,6 +132,7 @@ class PretrainingConfig(RunConfig):
     architecture: dict | None = None
     mask_selection_rate: float = 0.15
     validation_batches: int = 20
+    from_bert: str | None = None
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -8,10 +8,8 @@ import time
 import keras
 
 from keras_linformer import data
-from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
-from keras_linformer.models import bert_presets
 from keras_linformer.training import checkpoints
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
@@ -41,13 +39,6 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
     return model
 
 
-# The options a BERT conversion takes; the rest of the architecture is the BERT's.
-CONVERSION_KEYS = (
-    "attention", "projection", "projection_initializer", "padding_compensation",
-    "projected_dim", "sharing",
-)
-
-
 def finetune(corpus, config=None, *, strategy=None, log=print, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
@@ -56,7 +47,7 @@ def finetune(corpus, config=None, *, strategy=None, log=print, **options):
     checkpoint whose configuration differs from `architecture` is refused
     (`checkpoints.load_pretrained`). With `from_bert` (a BERT preset or
     Hugging Face BERT directory keras-hub loads), it starts from that BERT
-    converted by `LinformerBackbone.from_bert` with the `CONVERSION_KEYS` of
+    converted by `LinformerBackbone.from_bert` with the `checkpoints.CONVERSION_KEYS` of
     `architecture` (`attention="transformer"` keeps full attention), and
     reads texts with the BERT's own vocabulary. Without it, a WordPiece vocabulary is
     trained on the training texts and the backbone starts from random
@@ -121,7 +112,7 @@ class ClassificationTask(runs.Task):
         sequence_length = config.sequence_length
         self.bert = None
         if config.from_bert is not None:
-            self.bert, self.vocabulary, self.conversion, backbone_config = _bert_start(
+            self.bert, self.vocabulary, self.conversion, backbone_config = checkpoints.bert_start(
                 config.from_bert, config.architecture, sequence_length, config.dropout
             )
             sequence_length = backbone_config["max_sequence_length"]
@@ -162,7 +153,7 @@ class ClassificationTask(runs.Task):
             "pretrained": (
                 None if config.pretrained is None else os.path.abspath(config.pretrained)
             ),
-            "from_bert": _preset_record(config.from_bert),
+            "from_bert": checkpoints.preset_record(config.from_bert),
             "backbone": checkpoints.architecture_of(backbone_config),
             "sequence_length": sequence_length,
         }
@@ -256,54 +247,3 @@ class ClassificationTask(runs.Task):
             f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall "
             f"time {summary['seconds']:.0f} s"
         )
-
-
-def _preset_record(preset):
-    """A BERT preset as run.json records it: directories by absolute path."""
-    if preset is None:
-        return None
-    return os.path.abspath(preset) if os.path.isdir(preset) else preset
-
-
-def _bert_start(preset, architecture, sequence_length, dropout):
-    """Loads a BERT to convert; returns `(bert, vocabulary, conversion, config)`.
-
-    Everything is checked before training starts: the preset, its
-    vocabulary, the conversion options and k against n.
-    """
-    architecture = dict(architecture or {})
-    fixed = sorted(set(architecture) - set(CONVERSION_KEYS))
-    if fixed:
-        raise ValueError(
-            f"architecture: {fixed} come from the BERT checkpoint with from_bert; only "
-            f"{list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}"
-        )
-    conversion = {"attention": "linformer", "projection": "linear", "sharing": "layerwise",
-                  **architecture}
-    if conversion["attention"] == "transformer":
-        conversion = {"attention": "transformer"}
-    elif conversion.get("projected_dim") is None:
-        raise ValueError(
-            "projected_dim: a Linformer converted from a BERT needs k (e.g. 128). "
-            "Received: projected_dim=None"
-        )
-    bert, vocabulary = bert_presets.load_bert(preset, argument="from_bert")
-    sequence_length = sequence_length or bert.max_sequence_length
-    if sequence_length > bert.max_sequence_length:
-        raise ValueError(
-            f"sequence_length: {sequence_length} is longer than the BERT's "
-            f"{bert.max_sequence_length} position embeddings (in {preset!r})."
-        )
-    dims = conversion.get("projected_dim")
-    for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
-        sp.validate_projected_dim(k, sequence_length, conversion["projection"])
-    config = {
-        **{key: getattr(bert, key) for key in (
-            "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-            "num_segments")},
-        "projected_dim": None,
-        **conversion,
-        "max_sequence_length": sequence_length,
-        "dropout": dropout,
-    }
-    return bert, vocabulary, conversion, config

@@ -21,7 +21,7 @@ from keras_linformer.utils.validation import check_positive_int
 
 
 def build_masked_lm(backbone_config, optimizer, jit_compile=False):
-    """A compiled `LinformerMaskedLM` on a new backbone. Call it inside the strategy's scope.
+    """A compiled `LinformerMaskedLM`. Call it inside the strategy's scope.
 
     The pooler (`pooled_dense`) is frozen. The loss is the mean cross-entropy over the
     selected (masked) tokens
@@ -31,11 +31,15 @@ def build_masked_lm(backbone_config, optimizer, jit_compile=False):
     masked-token accuracy.
 
     Args:
-        backbone_config: dict of `LinformerBackbone` arguments.
+        backbone_config: dict of `LinformerBackbone` arguments for a new
+            backbone, or a `LinformerBackbone` (e.g. a converted BERT).
         optimizer: a `keras.optimizers.Optimizer`.
         jit_compile: bool, whether to compile the train step with XLA.
     """
-    model = LinformerMaskedLM(LinformerBackbone(**backbone_config))
+    backbone = backbone_config
+    if not isinstance(backbone, LinformerBackbone):
+        backbone = LinformerBackbone(**backbone_config)
+    model = LinformerMaskedLM(backbone)
     # The tanh-pooled [CLS] output serves classification; no masked-LM loss
     # reaches it (BERT trained it with next-sentence prediction).
     model.backbone.pooled_dense.trainable = False
@@ -72,17 +76,18 @@ def check_results(results, mask_selection_rate):
 def pretrain(corpus, config=None, *, strategy=None, log=print, **options):
     """Pretrains a LinformerBackbone as a masked language model on `corpus`.
 
-    Trains a WordPiece vocabulary on (a sample of) the training documents,
-    cuts them into `[CLS] ... [SEP]` sequences of `max_sequence_length`
-    tokens with dynamic 15% masking (`data.pretraining_dataset`), and trains
-    with `loop.Trainer` under `strategy` (one device, `MirroredStrategy` or
+    Trains a WordPiece vocabulary on (a sample of) the training documents (with
+    `from_bert`: converts that BERT with `LinformerBackbone.from_bert` and
+    keeps its vocabulary, adding a new masked-LM head), cuts them into `[CLS]
+    ... [SEP]` sequences of `max_sequence_length` tokens with dynamic 15%
+    masking (`data.pretraining_dataset`), and trains with `loop.Trainer` under
+    `strategy` (one device, `MirroredStrategy` or
     `MultiWorkerMirroredStrategy`) on the global `batch_size`, split among
-    replicas. Every `checkpoint_every` steps at most: a validation pass on
-    the first `validation_batches` batches of the validation split, a
-    checkpoint (a killed run resumes from it when started again with the
-    same arguments; SIGTERM saves one first), TensorBoard scalars and a
-    log line. At the end it reports
-    the perplexity on the whole test split and writes what fine-tuning
+    replicas. Every `checkpoint_every` steps at most: a validation pass on the
+    first `validation_batches` batches of the validation split, a checkpoint (a
+    killed run resumes from it when started again with the same arguments;
+    SIGTERM saves one first), TensorBoard scalars and a log line. At the end it
+    reports the perplexity on the whole test split and writes what fine-tuning
     needs (`checkpoints.save_pretrained`): `vocab.txt`, `config.json`,
     `model.weights.h5`; the whole masked LM as `masked_lm.keras`; and
     `summary.json` (see `run_directory`).
@@ -118,22 +123,39 @@ class MaskedLMTask(runs.Task):
 
     def __init__(self, corpus, config):
         super().__init__(corpus, config)
-        self.architecture = {**DEFAULT_ARCHITECTURE, **(config.architecture or {})}
-        self.sequence_length = self.architecture["max_sequence_length"]
+        self.bert = None
+        if config.from_bert is None:
+            self.architecture = {**DEFAULT_ARCHITECTURE, **(config.architecture or {})}
+        else:  # The BERT's, with the conversion's options (set in `prepare`).
+            self.architecture = dict(config.architecture or {})
+        self.sequence_length = self.architecture.get("max_sequence_length")
 
     def check(self):
-        # [CLS], a token and [SEP] at least.
-        check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
+        if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
+            check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
         check_number("epochs", self.config.epochs, 0, include_low=False)
         # With no masked token there is nothing to learn; with all, nothing to read.
         check_number("mask_selection_rate", self.config.mask_selection_rate, 0, 1, False, False)
 
     def prepare(self, strategy, log, start):
         config, corpus = self.config, self.corpus
-        self.vocabulary = runs.vocabulary_for(
-            config.output_dir, corpus.train.texts, config.vocabulary_size,
-            config.vocabulary_characters, config.seed,
-        )
+        record = {}
+        if config.from_bert is not None:
+            options = {key: value for key, value in self.architecture.items()
+                       if key not in ("max_sequence_length", "dropout")}
+            self.bert, self.vocabulary, self.conversion, self.architecture = (
+                checkpoints.bert_start(
+                    config.from_bert, options, self.sequence_length,
+                    self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"]),
+                )
+            )
+            self.sequence_length = self.architecture["max_sequence_length"]
+            record["from_bert"] = checkpoints.preset_record(config.from_bert)
+        else:
+            self.vocabulary = runs.vocabulary_for(
+                config.output_dir, corpus.train.texts, config.vocabulary_size,
+                config.vocabulary_characters, config.seed,
+            )
         sequences = inputs.count_sequences(
             corpus.train.texts, self.tokenizer(), self.sequence_length
         )
@@ -150,10 +172,16 @@ class MaskedLMTask(runs.Task):
             f"{strategy.num_replicas_in_sync} replica(s), {plan.rounds} rounds of "
             f"{plan.steps_per_round}."
         )
-        return plan, {"backbone": self.backbone_config}
+        return plan, {"backbone": self.backbone_config, **record}
 
     def build_model(self, optimizer, jit_compile):
-        return build_masked_lm(self.backbone_config, optimizer, jit_compile=jit_compile)
+        backbone = self.backbone_config
+        if self.bert is not None:
+            backbone = LinformerBackbone.from_bert(
+                self.bert, max_sequence_length=self.sequence_length,
+                dropout=self.architecture["dropout"], **self.conversion,
+            )
+        return build_masked_lm(backbone, optimizer, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
         return data.pretraining_dataset(
@@ -172,7 +200,9 @@ class MaskedLMTask(runs.Task):
 
     def describe(self, model, plan, strategy, jit_compile, start):
         return (
-            f"{self.architecture['attention']} masked LM: "
+            f"{self.architecture['attention']} masked LM"
+            + (f" converted from BERT {self.config.from_bert}" if self.bert is not None else "")
+            + ": "
             f"{model.backbone.count_params():,} backbone parameters; dtype policy "
             f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}."
         )

@@ -4,6 +4,7 @@ import json
 
 import keras
 import keras_hub
+import numpy as np
 import pytest
 
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
@@ -92,3 +93,52 @@ def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path):
                          "--output-dir", tmp_path / "run")
     assert result.returncode == 2
     assert f"{str(tmp_path)!r} is not a BERT checkpoint keras-hub can load" in result.stderr
+
+
+def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_file, tmp_path):
+    """`training.pretrain --from-bert`: a masked-LM adaptation that starts from the BERT's
+    weights and vocabulary and leaves what `training.finetune --pretrained` loads."""
+    from keras_linformer.training import checkpoints
+
+    output = tmp_path / "adapted"
+    result = run_program(
+        "training.pretrain", "--table", reviews_file, "--from-bert", tiny_bert,
+        "--projected-dim", "8", "--projection", "mean", "--sequence-length", "16",
+        "--max-steps", "2", "--learning-rate", "1e-7", "--batch-size", "8",
+        "--no-jit-compile", "--output-dir", output,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "masked LM converted from BERT" in result.stdout
+    record = json.loads((output / "run.json").read_text())
+    assert record["from_bert"] == str(tiny_bert)
+    backbone, vocabulary = checkpoints.load_pretrained(output)
+    assert vocabulary == keras_hub.models.BertTokenizer.from_preset(
+        str(tiny_bert)).get_vocabulary()
+    assert (backbone.attention, backbone.projected_dim, backbone.max_sequence_length) == (
+        "linformer", 8, 16)
+    # Two steps at a learning rate of 1e-7 leave the BERT's weights as they were.
+    bert = keras_hub.models.BertBackbone.from_preset(str(tiny_bert))
+    np.testing.assert_allclose(
+        backbone.token_embedding.embeddings.numpy(),
+        bert.token_embedding.embeddings.numpy(), atol=1e-5)
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["test_perplexity"] >= 1
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--num-layers", "3", "--projected-dim", "8"],
+         "argument --num-layers: not allowed with --from-bert"),
+        ([], "argument --projected-dim: required with --from-bert"),
+        (["--projected-dim", "8", "--sequence-length", "64"],
+         "--sequence-length: 64 is longer than the BERT's 32 position embeddings"),
+    ],
+)
+def test_bad_adaptation_flags_fail_before_training(tiny_bert, tmp_path, flags, message):
+    result = run_program("training.pretrain", "--from-bert", tiny_bert, *flags,
+                         "--output-dir", tmp_path / "run")
+    assert result.returncode == 2, result.stdout[-2000:]
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "checkpoints").exists()
