@@ -15,10 +15,10 @@ deviation over the seeds) per model and dataset.
 
 import argparse
 import os
-import statistics
 
 from benchmarks import outputs
 from benchmarks import quality
+from benchmarks import seeded_study
 from training import cli
 
 PROGRAM = "benchmarks.projection_study"
@@ -120,38 +120,9 @@ def plan(args):
     return runs
 
 
-def collect(runs):
-    from keras_linformer.training.run_directory import read_summary
-
-    rows = []
-    for run in runs:
-        summary = read_summary(run["directory"])
-        row = {key: run.get(key) for key in FIELDS}
-        row["status"] = "finished" if summary else (
-            "unfinished" if os.path.isdir(run["directory"]) else "not run")
-        if summary:
-            row.update({key: summary.get(key) for key in FIELDS if key in summary})
-        rows.append(row)
-    return rows
-
-
-def summarise(rows):
-    """{(dataset, model): (mean, standard deviation, [accuracies])} over the finished seeds."""
-    groups = {}
-    for row in rows:
-        if row["status"] == "finished":
-            groups.setdefault((row["dataset"], row["model"]), []).append(100 * row["test_accuracy"])
-    return {
-        key: (statistics.mean(values),
-              statistics.stdev(values) if len(values) > 1 else None, values)
-        for key, values in groups.items()
-    }
-
-
 def markdown(rows, command):
-    stats = summarise(rows)
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    models = list(dict.fromkeys(r["model"] for r in rows))
+    stats = seeded_study.summarise(rows)
+    datasets = seeded_study.ordered(rows, "dataset")
     lines = [
         "# From scratch: learned projection initialisers against full attention", "",
         *outputs.produced_by(command),
@@ -164,77 +135,24 @@ def markdown(rows, command):
             for d in datasets) + " |",
         "|---|" + "---|---|" * len(datasets),
     ]
-    for model in models:
-        cells = []
-        for dataset in datasets:
-            mean, spread, values = stats.get((dataset, model), (None, None, []))
-            reference = stats.get((dataset, "transformer"), (None,))[0]
-            if mean is None:
-                cells += ["not finished", "-"]
-                continue
-            spread_text = f" ± {spread:.1f}" if spread is not None else ""
-            each = ", ".join(f"{v:.1f}" for v in values)
-            cells.append(f"{mean:.1f}{spread_text} [{each}]")
-            cells.append("-" if reference is None or model == "transformer"
-                         else f"{mean - reference:+.1f}")
+    for model in seeded_study.ordered(rows, "model"):
+        cells = [cell for dataset in datasets
+                 for cell in seeded_study.accuracy_cells(stats, dataset, model)]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    majority = {
-        r["dataset"]: r.get("majority_accuracy") for r in rows if r.get("majority_accuracy")
-    }
-    if majority:
-        lines += ["", "Majority class: " + ", ".join(
-            f"{d.replace('_', ' ')} {100 * m:.1f}" for d, m in majority.items()) + "."]
-    unfinished = [r for r in rows if r["status"] != "finished"]
-    if unfinished:
-        lines += ["", f"{len(unfinished)} of {len(rows)} runs have not finished."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + seeded_study.footer(rows)) + "\n"
 
 
-def plot(rows, path):
-    """Test accuracy of every seed, and the mean, per model; one panel per dataset."""
-    plt = outputs.pyplot()
-    stats = summarise(rows)
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    figure, all_axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.6),
-                                    dpi=90, squeeze=False)
-    for axes, dataset in zip(all_axes[0], datasets):
-        for position, model in enumerate(models):
-            mean, spread, values = stats.get((dataset, model), (None, None, []))
-            if mean is None:
-                continue
-            axes.scatter([position] * len(values), values, color="grey", s=12, zorder=2)
-            axes.errorbar([position], [mean], yerr=[spread or 0], fmt="o", color="black",
-                          capsize=4, zorder=3)
-        majority = next((r.get("majority_accuracy") for r in rows
-                         if r["dataset"] == dataset and r.get("majority_accuracy")), None)
-        if majority:
-            axes.axhline(100 * majority, color="red", linestyle=":", label="majority class")
-            axes.legend(fontsize=7, loc="lower right")
-        axes.set_xticks(range(len(models)), models, rotation=20, fontsize=7, ha="right")
-        axes.set_ylabel("test accuracy (%)")
-        length, k, _ = DATASETS[dataset]
-        axes.set_title(f"{dataset.replace('_', ' ')} (n = {length}, k = {k}), from scratch",
-                       fontsize=9)
-        axes.grid(True, axis="y", alpha=0.3)
-    figure.tight_layout()
-    outputs.save_palette_png(figure, path)
+def title(dataset):
+    length, k, _ = DATASETS[dataset]
+    return f"{dataset.replace('_', ' ')} (n = {length}, k = {k}), from scratch"
+
+
+def collect(runs):
+    return seeded_study.collect(runs, FIELDS)
 
 
 def write_results(rows, args, command):
-    finished = [r for r in rows if r["status"] == "finished"]
-    if not finished:
-        raise ValueError(
-            f"--output-dir: no finished run under {args.output_dir!r}; nothing to report "
-            "(the results in --results-dir are left as they are)."
-        )
-    os.makedirs(args.results_dir, exist_ok=True)
-    base = os.path.join(args.results_dir, args.name)
-    outputs.write_csv(base + ".csv", command, FIELDS, rows)
-    plot(rows, base + ".png")
-    with open(base + ".md", "w", encoding="utf-8") as file:
-        file.write(markdown(rows, command) + f"\n![test accuracy]({args.name}.png)\n")
-    return [base + ".csv", base + ".md", base + ".png"]
+    return seeded_study.write_results(rows, args, command, FIELDS, markdown, title)
 
 
 def main(argv=None):

@@ -1,0 +1,136 @@
+"""What the seeded fine-tuning studies share: their rows, statistics, table and plot.
+
+A study (`projection_study`, `bert_study`) plans one `training.finetune`
+run per dataset, model and seed (`quality.run_study` runs them); its report
+is rebuilt from the run directories alone: `collect` reads each run's
+`summary.json`, `summarise` gives mean and standard deviation over the
+seeds, `accuracy_cells` the table cells against the Transformer, and `plot`
+every seed's test accuracy. Nothing here imports TensorFlow.
+"""
+
+import os
+import statistics
+
+from benchmarks import outputs
+
+TRANSFORMER = "transformer"
+
+
+def collect(runs, fields):
+    """One row per run: its plan's `fields`, its status, and its summary's `fields`."""
+    from keras_linformer.training.run_directory import read_summary
+
+    rows = []
+    for run in runs:
+        if run.get("stage", "finetune") != "finetune":
+            continue
+        summary = read_summary(run["directory"])
+        row = {key: run.get(key) for key in fields}
+        row["status"] = "finished" if summary else (
+            "unfinished" if os.path.isdir(run["directory"]) else "not run")
+        if summary:
+            row.update({key: summary.get(key) for key in fields if key in summary})
+        rows.append(row)
+    return rows
+
+
+def finished_values(rows, field, scale=1.0):
+    """{(dataset, model): [value of each finished seed]}."""
+    groups = {}
+    for row in rows:
+        if row["status"] == "finished" and row.get(field) is not None:
+            groups.setdefault((row["dataset"], row["model"]), []).append(scale * row[field])
+    return groups
+
+
+def summarise(rows, field="test_accuracy", scale=100.0):
+    """{(dataset, model): (mean, standard deviation or None, [values])} over finished seeds."""
+    return {
+        key: (statistics.mean(values),
+              statistics.stdev(values) if len(values) > 1 else None, values)
+        for key, values in finished_values(rows, field, scale).items()
+    }
+
+
+def accuracy_cells(stats, dataset, model):
+    """`mean ± sd [each seed]` and the difference to the Transformer's mean, as two cells."""
+    mean, spread, values = stats.get((dataset, model), (None, None, []))
+    if mean is None:
+        return ["not finished", "-"]
+    reference = stats.get((dataset, TRANSFORMER), (None,))[0]
+    spread_text = f" ± {spread:.1f}" if spread is not None else ""
+    each = ", ".join(f"{v:.1f}" for v in values)
+    return [f"{mean:.1f}{spread_text} [{each}]",
+            "-" if reference is None or model == TRANSFORMER else f"{mean - reference:+.1f}"]
+
+
+def ordered(rows, key):
+    """The distinct values of `key` in the rows, in their order."""
+    return list(dict.fromkeys(r[key] for r in rows))
+
+
+def footer(rows):
+    """The majority-class line and the count of runs not finished."""
+    lines = []
+    majority = {
+        r["dataset"]: r.get("majority_accuracy") for r in rows if r.get("majority_accuracy")
+    }
+    if majority:
+        lines += ["", "Majority class: " + ", ".join(
+            f"{d.replace('_', ' ')} {100 * m:.1f}" for d, m in majority.items()) + "."]
+    unfinished = [r for r in rows if r["status"] != "finished"]
+    if unfinished:
+        lines += ["", f"{len(unfinished)} of {len(rows)} runs have not finished."]
+    return lines
+
+
+def plot(rows, path, title):
+    """Test accuracy of every seed, and the mean, per model; one panel per dataset.
+
+    `title(dataset)` gives a panel's title.
+    """
+    plt = outputs.pyplot()
+    stats = summarise(rows)
+    datasets = ordered(rows, "dataset")
+    models = ordered(rows, "model")
+    figure, all_axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.6),
+                                    dpi=90, squeeze=False)
+    for axes, dataset in zip(all_axes[0], datasets):
+        for position, model in enumerate(models):
+            mean, spread, values = stats.get((dataset, model), (None, None, []))
+            if mean is None:
+                continue
+            axes.scatter([position] * len(values), values, color="grey", s=12, zorder=2)
+            axes.errorbar([position], [mean], yerr=[spread or 0], fmt="o", color="black",
+                          capsize=4, zorder=3)
+        majority = next((r.get("majority_accuracy") for r in rows
+                         if r["dataset"] == dataset and r.get("majority_accuracy")), None)
+        if majority:
+            axes.axhline(100 * majority, color="red", linestyle=":", label="majority class")
+            axes.legend(fontsize=7, loc="lower right")
+        axes.set_xticks(range(len(models)), models, rotation=20, fontsize=7, ha="right")
+        axes.set_ylabel("test accuracy (%)")
+        axes.set_title(title(dataset), fontsize=9)
+        axes.grid(True, axis="y", alpha=0.3)
+    figure.tight_layout()
+    outputs.save_palette_png(figure, path)
+
+
+def write_results(rows, args, command, fields, markdown, title):
+    """Writes NAME.csv, NAME.md (`markdown(rows, command)`) and NAME.png; returns the paths.
+
+    Raises:
+        ValueError: no run has finished (nothing is written).
+    """
+    if not any(r["status"] == "finished" for r in rows):
+        raise ValueError(
+            f"--output-dir: no finished run under {args.output_dir!r}; nothing to report "
+            "(the results in --results-dir are left as they are)."
+        )
+    os.makedirs(args.results_dir, exist_ok=True)
+    base = os.path.join(args.results_dir, args.name)
+    outputs.write_csv(base + ".csv", command, fields, rows)
+    plot(rows, base + ".png", title)
+    with open(base + ".md", "w", encoding="utf-8") as file:
+        file.write(markdown(rows, command) + f"\n![test accuracy]({args.name}.png)\n")
+    return [base + ".csv", base + ".md", base + ".png"]
