@@ -144,6 +144,13 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         "status, marked 'not run')",
     )
     parser.add_argument(
+        "--compare", type=comparison, default=None, metavar="FIELD=VALUE",
+        help="an A/B in the same run: every model cell is also run with FIELD set to "
+        "VALUE, interleaved with the cell as given (A, B, then the next model), e.g. "
+        "dtype=bfloat16, or dropout=0 for train steps; the report adds B / A per cell "
+        "(default: no comparison)",
+    )
+    parser.add_argument(
         "--matmul-size", type=cli.positive_int, default=4096,
         help="side of the square matmul that measures this machine's peak "
         "GFLOP/s, once in every round of every n, beside the models' cells "
@@ -158,6 +165,38 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         help="rebuild the markdown report and plots next to an existing CSV, "
         "run nothing",
     )
+
+
+# What --compare may vary: the field, parsed from text, and the task it applies to.
+COMPARABLE = {"dtype": (None, DTYPES), "dropout": ("train", None)}
+
+
+def comparison(text):
+    """Parses `--compare FIELD=VALUE` into `(field, value)`."""
+    import argparse
+
+    field, _, value = text.partition("=")
+    if field not in COMPARABLE or not value:
+        raise argparse.ArgumentTypeError(
+            f"expected FIELD=VALUE with FIELD one of {', '.join(COMPARABLE)} (e.g. "
+            f"dtype=bfloat16 or dropout=0); received {text!r}"
+        )
+    choices = COMPARABLE[field][1]
+    if choices is not None:
+        if value not in choices:
+            raise argparse.ArgumentTypeError(
+                f"{field} must be one of {', '.join(choices)}; received {text!r}")
+        return field, value
+    return field, cli.fraction(value)
+
+
+def variants(args):
+    """The cell variants: `[None]`, or `[None, "FIELD=VALUE"]` with `--compare`."""
+    compare = getattr(args, "compare", None)
+    if compare is None:
+        return [None]
+    field, value = compare
+    return [None, f"{field}={value:g}" if isinstance(value, float) else f"{field}={value}"]
 
 
 def parse_arguments(parser, argv, task, default_name):
@@ -175,6 +214,15 @@ def parse_arguments(parser, argv, task, default_name):
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     check_model_shape(parser, args)
+    if args.compare is not None:
+        field, value = args.compare
+        needed = COMPARABLE[field][0]
+        if needed is not None and needed != task:
+            parser.error(f"argument --compare: {field} applies to train steps only "
+                         f"(benchmarks.train_step); received {field}={value}")
+        if value == getattr(args, field):
+            parser.error(f"argument --compare: {field}={value} is what every cell runs "
+                         f"already (--{field} {getattr(args, field)}); compare another value")
     return parser, args
 
 
@@ -197,27 +245,32 @@ def model_shape(args):
 
 
 def plan_cells(args):
-    """The (model, n, k, round) cells in run order.
+    """The (model, n, k, round, variant) cells in run order.
 
     Per n, `--rounds` times: the Transformer, each Linformer k < n, then the
     reference matmul (model "matmul", n and k None), so every pair of models
     is measured side by side, interleaved, with the machine's speed beside it.
+    With `--compare`, each model cell is followed by its variant (the
+    `"FIELD=VALUE"` of `variants`; None is the cell as given).
 
     >>> import argparse
     >>> plan_cells(argparse.Namespace(
     ...     sequence_lengths=[512], projected_dims=[128, 512], rounds=1,
-    ...     models=["transformer", "linformer"]))
-    [('transformer', 512, None, 1), ('linformer', 512, 128, 1), ('matmul', 512, None, 1)]
+    ...     models=["transformer", "linformer"]))  # doctest: +NORMALIZE_WHITESPACE
+    [('transformer', 512, None, 1, None), ('linformer', 512, 128, 1, None),
+     ('matmul', 512, None, 1, None)]
     """
     cells = []
     for n in sorted(set(args.sequence_lengths)):
         for round_ in range(1, args.rounds + 1):
+            models = []
             if "transformer" in args.models:
-                cells.append(("transformer", n, None, round_))
+                models.append(("transformer", None))
             if "linformer" in args.models:
-                cells += [("linformer", n, k, round_)
-                          for k in sorted(set(args.projected_dims)) if k < n]
-            cells.append(("matmul", n, None, round_))
+                models += [("linformer", k) for k in sorted(set(args.projected_dims)) if k < n]
+            for model, k in models:
+                cells += [(model, n, k, round_, variant) for variant in variants(args)]
+            cells.append(("matmul", n, None, round_, None))
     return cells
 
 
@@ -233,8 +286,11 @@ def masked_positions_for(args, sequence_length):
     return max(1, round(args.mask_rate * sequence_length))
 
 
-def cell_spec(args, shape, model, sequence_length, projected_dim):
-    """Everything `cell.run_cell` needs for one (model, n, k) cell, as a JSON-able dict."""
+def cell_spec(args, shape, model, sequence_length, projected_dim, variant=None):
+    """Everything `cell.run_cell` needs for one (model, n, k) cell, as a JSON-able dict.
+
+    `variant` (`"FIELD=VALUE"`, from `--compare`) sets that field instead.
+    """
     spec = dict(
         task=args.task,
         model=model,
@@ -251,6 +307,9 @@ def cell_spec(args, shape, model, sequence_length, projected_dim):
             dropout=args.dropout,
             masked_positions=masked_positions_for(args, sequence_length),
         )
+    if variant is not None:
+        spec[args.compare[0]] = args.compare[1]
+        spec["variant"] = variant
     return spec
 
 
@@ -305,6 +364,7 @@ def result_row(result, spec, shape, args):
         "masked_positions": spec.get("masked_positions"),
         "dropout": spec.get("dropout"),
         "vocabulary_size": spec.get("vocabulary_size"),
+        "variant": spec.get("variant"),
     }
     if result["status"] == "ok":
         row["median_s"] = result["median_s"]
@@ -331,6 +391,8 @@ def measure(spec, args):
 def describe(row):
     k = f" k={row['projected_dim']}" if row["projected_dim"] is not None else ""
     label = f"{row['model']} n={row['sequence_length']}{k} b={row['batch_size']}"
+    if row.get("variant"):
+        label += f" {row['variant']}"
     if row["status"] != "ok":
         return f"{label:38s} {row['status']:8s} {row['note']}"
     allocated = row["peak_allocated_mb"]
@@ -412,13 +474,15 @@ def previous_rows(csv_path, command, cells):
             f"{csv_path} holds the results of another command ({recorded or 'none recorded'}); "
             f"to keep them, give --name another stem; to start over, remove the file"
         )
-    for row, (model, n, k, round_) in zip(rows, cells):
-        same = (row["model"], row["projected_dim"], row.get("round")) == (model, k, round_)
+    for row, (model, n, k, round_, variant) in zip(rows, cells):
+        same = (row["model"], row["projected_dim"], row.get("round"), row.get("variant")) == (
+            model, k, round_, variant)
         if not same or (model != "matmul" and row["sequence_length"] != n):
             raise ValueError(
                 f"{csv_path} does not hold the cells this command plans (row "
                 f"{row['model']} n={row['sequence_length']} k={row['projected_dim']} round "
-                f"{row.get('round')} where {model} n={n} k={k} round {round_} was expected); "
+                f"{row.get('round')} {row.get('variant') or ''} where {model} n={n} k={k} "
+                f"round {round_} {variant or ''} was expected); "
                 f"remove it to start over"
             )
     return rows[:len(cells)]
@@ -442,20 +506,20 @@ def run(args, csv_path=None, command=None):
     kept = sum(row["status"] in FINAL for row in previous)
     if kept:
         cli.log(f"resuming {csv_path}: {kept} of {len(cells)} cells already measured")
-    failed_at = {}  # (model, k) -> (status, n) of the first cell that did not fit.
+    failed_at = {}  # (model, k, variant) -> (status, n) of the first cell that did not fit.
     group = []  # The rows of the current (n, round), until its matmul.
     stopped = None  # Why the remaining cells are not run.
-    for index, (model, n, k, round_) in enumerate(cells, 1):
+    for index, (model, n, k, round_, variant) in enumerate(cells, 1):
         if model == "matmul":
             spec = dict(model="matmul", matmul_size=args.matmul_size, dtype="float32",
                         batch_size=1, warmup=args.warmup, repeats=args.repeats)
         else:
-            spec = cell_spec(args, shape, model, n, k)
+            spec = cell_spec(args, shape, model, n, k, variant)
         earlier = previous[index - 1] if index <= len(previous) else None
         if earlier is not None and earlier["status"] in FINAL:
             row = dict(earlier)
             if model != "matmul" and row["status"] in FAILED:
-                failed_at.setdefault((model, k), (row["status"], n))
+                failed_at.setdefault((model, k, variant), (row["status"], n))
             group = file_in_round(row, spec, group)
             rows.append(row)
             continue
@@ -472,13 +536,13 @@ def run(args, csv_path=None, command=None):
                 cli.log(f"stopping: {stopped[9:]}")
         if stopped is not None:
             result = {"status": "skipped", "note": stopped}
-        elif (model, k) in failed_at and not args.keep_going:
-            status, at = failed_at[(model, k)]
+        elif (model, k, variant) in failed_at and not args.keep_going:
+            status, at = failed_at[(model, k, variant)]
             result = {"status": status, "note": f"not run: {status} at n={at} already"}
         else:
             result, busy = measure_undisturbed(spec, args, busy)
             if model != "matmul" and result["status"] in FAILED:
-                failed_at[(model, k)] = (result["status"], n)
+                failed_at[(model, k, variant)] = (result["status"], n)
         row = result_row(result, spec, shape, args)
         row.update(round=round_, busy_cores=busy)
         if model == "matmul":

@@ -47,6 +47,7 @@ FIELDS = (
     "busy_cores",
     "busy_cores_during",
     "max_s",
+    "variant",
 )
 # Fields of one (model, n, k) that are combined over its rounds by their median.
 ROUND_MEDIAN_FIELDS = (
@@ -115,6 +116,9 @@ def _ok(row):
 def _index(rows):
     """{(model, n, k)} -> row for the encoder rows (k is None for the Transformer).
 
+    Only the cells as given: a `--compare` variant's rows are left to
+    `comparison_section`.
+
     A cell measured in several rounds (interleaved with the other model's)
     becomes one row: the median over its rounds of every `ROUND_MEDIAN_FIELDS`
     entry, the fastest call of all (`min_s`), `rounds` and `round_spread` (the
@@ -123,10 +127,55 @@ def _index(rows):
     """
     groups = {}
     for row in rows:
-        if row["model"] in ("linformer", "transformer"):
+        if row["model"] in ("linformer", "transformer") and not row.get("variant"):
             key = (row["model"], row["sequence_length"], row["projected_dim"])
             groups.setdefault(key, []).append(row)
     return {key: _combine_rounds(group) for key, group in groups.items()}
+
+
+def comparison_section(rows):
+    """The `--compare` A/B: per model cell, B / A of the median time, overall and per round.
+
+    Empty when the run compared nothing.
+    """
+    variant = next((r["variant"] for r in rows if r.get("variant")), None)
+    if variant is None:
+        return []
+    pairs = {}
+    for row in rows:
+        if row["model"] in ("linformer", "transformer"):
+            key = (row["model"], row["sequence_length"], row["projected_dim"])
+            side = "B" if row.get("variant") else "A"
+            pairs.setdefault(key, {}).setdefault(side, {})[row.get("round")] = row
+    field, _, value = variant.partition("=")
+    first = next(r for r in rows if r.get("variant") is None and r["model"] != "matmul")
+    lines = [
+        f"## Same-run A/B: {field} {first.get(field)} (A) against {value} (B)", "",
+        f"Every model cell ran as given (A) and with {variant} (B), B straight after A in "
+        "each round, each in a fresh process. B / A is the ratio of the median times "
+        "(over the rounds); the last column gives the ratio of each round's pair, so "
+        "drift between rounds shows there.", "",
+        "| model | n | k | A median (s) | B median (s) | B / A | B / A per round |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (model, n, k), sides in pairs.items():
+        a_rows, b_rows = sides.get("A", {}), sides.get("B", {})
+        a = _combine_rounds(list(a_rows.values())) if a_rows else None
+        b = _combine_rounds(list(b_rows.values())) if b_rows else None
+        label = "Transformer" if model == "transformer" else "Linformer"
+        if not (_ok(a) and _ok(b)):
+            status = ", ".join(f"{side} {row['status']}" for side, row in (("A", a), ("B", b))
+                               if row is not None and not _ok(row)) or "not run"
+            lines.append(f"| {label} | {n} | {k or '-'} | | | {status} | |")
+            continue
+        per_round = [b_rows[r]["median_s"] / a_rows[r]["median_s"] for r in sorted(a_rows)
+                     if r in b_rows and _ok(a_rows[r]) and _ok(b_rows[r])]
+        lines.append(
+            f"| {label} | {n} | {k or '-'} | {_number(a['median_s'])} | "
+            f"{_number(b['median_s'])} | {b['median_s'] / a['median_s']:.2f} | "
+            + ", ".join(f"{ratio:.2f}" for ratio in per_round) + " |"
+        )
+    return lines + [""]
 
 
 def _combine_rounds(group):
@@ -274,7 +323,7 @@ def absolute_table(rows):
             "| {slowest} | {cpu} | {tokens} | {rss} | {alloc} | {gflop} | {rate} | {fraction} "
             "| {load} | {note} |".format(
                 round=row.get("round") or "",
-                model=row["model"],
+                model=row["model"] + (f" ({row['variant']})" if row.get("variant") else ""),
                 n=row["sequence_length"],
                 k=row["projected_dim"] if row["projected_dim"] is not None else "",
                 batch=row["batch_size"],
@@ -487,6 +536,7 @@ def markdown_report(rows, command, machine="", images=()):
         ratio_table(rows, "peak_allocated_mb", PAPER_MEMORY_RATIO),
         "",
     ]
+    parts += comparison_section(rows)
     parts += _longest_section(rows, batch)
     parts += _matmul_section(rows)
     parts += _every_cell_section(rows, images)
@@ -522,6 +572,7 @@ def training_markdown_report(rows, command, machine="", images=()):
         throughput_table(rows),
         "",
     ]
+    parts += comparison_section(rows)
     parts += _longest_section(rows, batch)
     parts += _matmul_section(rows)
     parts += _every_cell_section(rows, images)

@@ -6,6 +6,7 @@ import pytest
 
 from benchmarks import inference
 from benchmarks import outputs
+from benchmarks import train_step
 from benchmarks.harness import grid
 from benchmarks.harness import report
 
@@ -18,7 +19,7 @@ TINY_FLAGS = [
 def test_each_n_runs_its_models_interleaved_in_rounds_with_a_matmul_beside_them():
     _, args = inference.parse_args(["--sequence-lengths", "512", "1024", "--projected-dims",
                                  "128", "512", "--rounds", "3"])
-    cells = grid.plan_cells(args)
+    cells = [cell[:4] for cell in grid.plan_cells(args)]
     assert cells[:7] == [
         ("transformer", 512, None, 1), ("linformer", 512, 128, 1), ("matmul", 512, None, 1),
         ("transformer", 512, None, 2), ("linformer", 512, 128, 2), ("matmul", 512, None, 2),
@@ -29,6 +30,70 @@ def test_each_n_runs_its_models_interleaved_in_rounds_with_a_matmul_beside_them(
         ("linformer", 1024, 512, 1), ("matmul", 1024, None, 1),
     ]
     assert len(cells) == 3 * 3 + 3 * 4
+
+
+def test_a_comparison_runs_each_model_cell_then_its_variant_in_every_round():
+    _, args = train_step.parse_args(["--sequence-lengths", "512", "--projected-dims", "128",
+                                     "--rounds", "2", "--compare", "dropout=0"])
+    assert grid.plan_cells(args) == [
+        ("transformer", 512, None, 1, None), ("transformer", 512, None, 1, "dropout=0"),
+        ("linformer", 512, 128, 1, None), ("linformer", 512, 128, 1, "dropout=0"),
+        ("matmul", 512, None, 1, None),
+        ("transformer", 512, None, 2, None), ("transformer", 512, None, 2, "dropout=0"),
+        ("linformer", 512, 128, 2, None), ("linformer", 512, 128, 2, "dropout=0"),
+        ("matmul", 512, None, 2, None),
+    ]
+    shape = grid.model_shape(args)
+    base = grid.cell_spec(args, shape, "linformer", 512, 128)
+    variant = grid.cell_spec(args, shape, "linformer", 512, 128, "dropout=0")
+    assert (base["dropout"], variant["dropout"], variant["variant"]) == (0.1, 0.0, "dropout=0")
+    assert ({k: v for k, v in variant.items() if k not in ("dropout", "variant")}
+            == {k: v for k, v in base.items() if k != "dropout"})
+
+
+@pytest.mark.parametrize(
+    "program, flags, message",
+    [("inference", ["--compare", "dropout=0"],
+      "argument --compare: dropout applies to train steps only"),
+     ("inference", ["--compare", "dtype=float32"],
+      "argument --compare: dtype=float32 is what every cell runs already"),
+     ("inference", ["--compare", "dtype=float64"],
+      "argument --compare: dtype must be one of float32, bfloat16, mixed_bfloat16"),
+     ("train_step", ["--compare", "dropout=1.5"], "argument --compare: must be a number"),
+     ("train_step", ["--compare", "heads=2"],
+      "argument --compare: expected FIELD=VALUE with FIELD one of dtype, dropout")],
+)
+def test_bad_comparisons_are_refused(program, flags, message, capsys):
+    parse = {"inference": inference.parse_args, "train_step": train_step.parse_args}[program]
+    with pytest.raises(SystemExit) as exit_info:
+        parse(flags)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_comparison_resumes_and_reports_b_over_a(tmp_path, monkeypatch):
+    # Variant cells take twice as long; one cell of round 2 fails with an error at first.
+    first = interrupted_run(tmp_path, monkeypatch, ["ok"] * 6 + ["error"] + ["ok"] * 3,
+                            ["--compare", "dtype=bfloat16", "--rounds", "2",
+                             "--projected-dims", "16"], slower={"bfloat16": 2.0})
+    assert first == [("transformer", None, "float32"), ("transformer", None, "bfloat16"),
+                     ("linformer", 16, "float32"), ("linformer", 16, "bfloat16"),
+                     ("matmul", None, "float32"), ("transformer", None, "float32"),
+                     ("transformer", None, "bfloat16"), ("linformer", 16, "float32"),
+                     ("linformer", 16, "bfloat16"), ("matmul", None, "float32")]
+    again = interrupted_run(tmp_path, monkeypatch, ["ok"],
+                            ["--compare", "dtype=bfloat16", "--rounds", "2",
+                             "--projected-dims", "16"], slower={"bfloat16": 2.0})
+    assert again == [("transformer", None, "bfloat16")]
+    rows, _ = outputs.read_csv(tmp_path / "run.csv")
+    assert [r["variant"] for r in rows[:5]] == [None, "dtype=bfloat16", None,
+                                                "dtype=bfloat16", None]
+    markdown = (tmp_path / "run.md").read_text()
+    assert "## Same-run A/B: dtype float32 (A) against bfloat16 (B)" in markdown
+    assert "| Transformer | 64 | - | 0.500 | 1.00 | 2.00 | 2.00, 2.00 |" in markdown
+    assert "| Linformer | 64 | 16 | 0.500 | 1.00 | 2.00 | 2.00, 2.00 |" in markdown
+    # The main tables hold the cells as given only: the ratio of A's equal times is 1.
+    assert "| 64 | 1.0x |" in markdown
 
 
 def test_a_busy_machine_is_refused_and_every_cell_is_recorded_as_not_run(
@@ -50,21 +115,28 @@ def test_a_busy_machine_is_refused_and_every_cell_is_recorded_as_not_run(
     assert "3 cells not run: the machine was busy" in printed
 
 
-def interrupted_run(tmp_path, monkeypatch, statuses, extra_flags=()):
+def interrupted_run(tmp_path, monkeypatch, statuses, extra_flags=(), slower=None):
     """Runs the tiny grid with `grid.measure` giving `statuses` in turn; returns the cells run.
 
     A status "busy" is a cell that ran while other processes used 1.5 cores.
+    `slower` ({dtype: factor}) makes cells of that dtype take longer, and
+    adds the dtype to each cell returned.
     The measurement itself (a cell in a fresh process) has its own tests; here
     only which cells a run measures, keeps and writes matters.
     """
     measured = []
 
     def measure(spec, args):
-        measured.append((spec["model"], spec.get("projected_dim")))
+        if slower is None:
+            measured.append((spec["model"], spec.get("projected_dim")))
+        else:
+            measured.append((spec["model"], spec.get("projected_dim"), spec["dtype"]))
         status = statuses[len(measured) - 1]
         if status not in ("ok", "busy"):
             return {"status": status, "note": "", "cell_wall_s": 0.1, "load_average": 0.0}
-        return {"status": "ok", "median_s": 0.5, "min_s": 0.4, "median_cpu_s": 0.5,
+        factor = 1.0 if spec["model"] == "matmul" else (slower or {}).get(spec["dtype"], 1.0)
+        return {"status": "ok", "median_s": 0.5 * factor, "min_s": 0.4 * factor,
+                "median_cpu_s": 0.5,
                 "peak_rss_bytes": 2**20, "peak_allocated_bytes": None,
                 "baseline_rss_bytes": 2**20, "cell_wall_s": 1.0, "load_average": 0.0,
                 "busy_cores_during": 1.5 if status == "busy" else 0.0}
@@ -73,7 +145,7 @@ def interrupted_run(tmp_path, monkeypatch, statuses, extra_flags=()):
     monkeypatch.setattr(grid, "wait_until_idle", lambda args: (0.0, True))
     flags = TINY_FLAGS + ["--sequence-lengths", "64", "--projected-dims", "16", "32",
                           "--rounds", "1", "--output-dir", str(tmp_path), "--name", "run",
-                          *extra_flags]
+                          *extra_flags]  # Later flags win: extra ones may replace these.
     try:
         inference.main(flags)
     except SystemExit as exit_info:
