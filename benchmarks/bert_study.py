@@ -1,0 +1,216 @@
+"""A pretrained BERT against its Linformer conversions, fine-tuned on long and short texts.
+
+Fine-tunes a BERT (by default the bundled all-MiniLM-L6-v2) as the
+Transformer, and Linformers converted from it (`LinformerBackbone.from_bert`):
+a learned E (`linear`, starting as mean pooling) and mean pooling (`mean`),
+each at two k per dataset; `linear+mlm` and `mean+mlm` first adapt the
+converted model as a masked LM on the bundled news articles
+(`training.pretrain --from-bert`, `--adaptation-steps` steps) and fine-tune
+that. BBC News runs at n = 512 (long documents), Rotten Tomatoes at
+n = 128. Every fine-tuning has the same batch, learning rate and steps, and
+tests the weights of the round that validated best (`training.finetune
+--restore-best`). Every run is its own process and directory under
+`--output-dir`; rerunning the same command skips finished runs and resumes
+an interrupted one. Writes, under `--results-dir`, a CSV of every run, and
+a markdown table and plot of test accuracy (mean ± standard deviation over
+the seeds) with each model's fine-tuning throughput and wall time.
+
+    python -m benchmarks.bert_study [--datasets bbc_news] [--seeds 0 1 2] [--report-only]
+"""
+
+import argparse
+import os
+
+from benchmarks import outputs
+from benchmarks import quality
+from benchmarks import seeded_study
+from training import cli
+
+PROGRAM = "benchmarks.bert_study"
+
+# n, the two k, epochs, and steps between validation rounds (about 4 rounds in all).
+DATASETS = {
+    "bbc_news": (512, (64, 128), "2", 28),
+    "rotten_tomatoes": (128, (32, 64), "1", 67),
+}
+MODELS = ("transformer", "linear", "mean", "linear+mlm", "mean+mlm")
+DEFAULT_MODELS = ("transformer", "linear", "mean", "linear+mlm")
+FIELDS = (
+    "dataset", "model", "attention", "projection", "projected_dim", "adapted",
+    "sequence_length", "seed", "status", "test_accuracy", "selected_round",
+    "selected_val_accuracy", "test_loss", "test_examples", "majority_accuracy",
+    "total_steps", "seconds", "fit_seconds", "tokens_per_second", "examples_per_second",
+    "directory",
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {PROGRAM}",
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
+    )
+    parser.add_argument("--bert", default="all-minilm-l6-v2", metavar="DIR_OR_PRESET",
+                        help="The BERT to fine-tune and convert (as `training.finetune "
+                             "--from-bert`).")
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS),
+                        help="transformer: the BERT itself; linear, mean: converted, at each "
+                             "of the dataset's k; +mlm: adapted as a masked LM first.")
+    parser.add_argument("--datasets", nargs="+", choices=list(DATASETS),
+                        default=list(DATASETS),
+                        help="bbc_news at n = 512, k = 64 and 128, 2 epochs; rotten_tomatoes "
+                             "at n = 128, k = 32 and 64, 1 epoch.")
+    parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],
+                        help="One fine-tuning per seed (weights of the classifier head, "
+                             "dropout, data order and split).")
+    parser.add_argument("--learning-rate", type=cli.positive_float, default=1e-4,
+                        help="Peak AdamW learning rate of every fine-tuning.")
+    parser.add_argument("--batch-size", type=cli.positive_int, default=32,
+                        help="Batch size of every fine-tuning and adaptation.")
+    parser.add_argument("--epochs", type=cli.positive_float, default=None,
+                        help="Passes over the training split (default: per dataset, above).")
+    parser.add_argument("--adaptation-steps", type=cli.positive_int, default=200,
+                        help="Masked-LM steps of a +mlm model's adaptation (one per dataset "
+                             "and k, shared by the seeds).")
+    parser.add_argument("--max-train-examples", type=cli.positive_int, default=None,
+                        help="Trial runs: train on the first N documents only.")
+    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
+                        help="Trial runs: validate and test on the first N documents only.")
+    parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True,
+                        help="Compile every training step with XLA.")
+    parser.add_argument("--output-dir", default="artifacts/bert_study",
+                        help="Every run writes to OUTPUT_DIR/<dataset>/<model>-k<K>-seed<S>; "
+                             "adaptations to OUTPUT_DIR/adapted/.")
+    parser.add_argument("--results-dir", default="benchmarks/results",
+                        help="Where the CSV, markdown report and plot go.")
+    parser.add_argument("--name", default="bert-study",
+                        help="File name stem of the results.")
+    parser.add_argument("--report-only", action="store_true",
+                        help="Run nothing: rebuild the results from the runs in --output-dir.")
+    cli.add_debug_flag(parser)
+    return parser, parser.parse_args(argv)
+
+
+def model_name(model, k):
+    return model if model == "transformer" else f"{model.replace('+mlm', '')}-k{k}" + (
+        "+mlm" if model.endswith("+mlm") else "")
+
+
+def plan(args):
+    """Every run in order: per dataset, the adaptations first, then by seed every model."""
+    runs = []
+    common = ["--jit-compile" if args.jit_compile else "--no-jit-compile",
+              "--batch-size", str(args.batch_size)]
+    for flag, value in (("--max-train-examples", args.max_train_examples),
+                        ("--max-eval-examples", args.max_eval_examples)):
+        if value:
+            common += [flag, str(value)]
+    for dataset in args.datasets:
+        length, ks, epochs, every = DATASETS[dataset]
+        models = [(m, None) if m == "transformer" else (m, k) for m in args.models
+                  for k in ((None,) if m == "transformer" else ks)]
+        adapted = {}
+        for model, k in models:
+            if not model.endswith("+mlm"):
+                continue
+            projection = model.replace("+mlm", "")
+            directory = os.path.join(args.output_dir, "adapted", f"{projection}-k{k}-n{length}")
+            adapted[(model, k)] = directory
+            runs.append(dict(
+                stage="pretrain", dataset="news_articles", model=model_name(model, k),
+                start=f"BERT {args.bert}", directory=directory, module=quality.PRETRAIN,
+                argv=[*common, "--corpus", "news_articles", "--from-bert", args.bert,
+                      "--projected-dim", str(k), "--projection", projection,
+                      "--sequence-length", str(length), "--max-steps",
+                      str(args.adaptation_steps), "--epochs", "1000",
+                      "--learning-rate", str(args.learning_rate), "--seed", "0",
+                      "--output-dir", directory],
+            ))
+        for seed in args.seeds:
+            for model, k in models:
+                name = model_name(model, k)
+                directory = os.path.join(args.output_dir, dataset, f"{name}-seed{seed}")
+                if model == "transformer":
+                    start = ["--from-bert", args.bert, "--attention", "transformer"]
+                elif (model, k) in adapted:
+                    start = ["--pretrained", adapted[(model, k)]]
+                else:
+                    start = ["--from-bert", args.bert, "--projected-dim", str(k),
+                             "--projection", model]
+                argv = [*common, "--dataset", dataset, "--sequence-length", str(length),
+                        "--epochs", str(args.epochs or epochs), "--checkpoint-every",
+                        str(every), "--learning-rate", str(args.learning_rate),
+                        "--seed", str(seed), "--restore-best", *start,
+                        "--output-dir", directory]
+                runs.append(dict(
+                    stage="finetune", dataset=dataset, model=name,
+                    attention="transformer" if model == "transformer" else "linformer",
+                    projection=None if model == "transformer" else model.replace("+mlm", ""),
+                    projected_dim=k, adapted=model.endswith("+mlm"), sequence_length=length,
+                    seed=seed, start=f"BERT {args.bert}", directory=directory,
+                    module=quality.FINETUNE, argv=argv,
+                ))
+    return runs
+
+
+def collect(runs):
+    rows = seeded_study.collect(runs, FIELDS)
+    for row in rows:
+        if row["status"] == "finished" and row.get("tokens_per_second"):
+            row["examples_per_second"] = row["tokens_per_second"] / row["sequence_length"]
+    return rows
+
+
+def markdown(rows, command):
+    stats = seeded_study.summarise(rows)
+    speed = seeded_study.summarise(rows, "examples_per_second", scale=1.0)
+    wall = seeded_study.summarise(rows, "seconds", scale=1 / 60)
+    lines = [
+        "# A pretrained BERT against its Linformer conversions, fine-tuned", "",
+        *outputs.produced_by(command),
+        "Test accuracy in percent with the weights of the round that validated best: mean ± "
+        "standard deviation over the seeds (each seed's value in brackets), and the "
+        "difference of the means to the Transformer (the BERT itself). Throughput is "
+        "training examples per second over the fine-tuning's training steps; wall time "
+        "is the whole run (start-up, validation and test included), in minutes. Every "
+        "fine-tuning has the same batch, learning rate and steps.", "",
+    ]
+    for dataset in seeded_study.ordered(rows, "dataset"):
+        length = DATASETS[dataset][0]
+        lines += [f"## {dataset.replace('_', ' ')} (n = {length})", "",
+                  "| model | test accuracy (%) | vs Transformer | examples/s | wall (min) |",
+                  "|---|---|---|---|---|"]
+        for model in seeded_study.ordered([r for r in rows if r["dataset"] == dataset],
+                                          "model"):
+            cells = seeded_study.accuracy_cells(stats, dataset, model)
+            for measure, digits in ((speed, 2), (wall, 1)):
+                mean = measure.get((dataset, model), (None,))[0]
+                cells.append("-" if mean is None else f"{mean:.{digits}f}")
+            lines.append(f"| {model} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines + seeded_study.footer(rows)) + "\n"
+
+
+def title(dataset):
+    return f"{dataset.replace('_', ' ')} (n = {DATASETS[dataset][0]}), fine-tuned BERT"
+
+
+def write_results(rows, args, command):
+    return seeded_study.write_results(rows, args, command, FIELDS, markdown, title)
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+
+    def work(args):
+        runs = plan(args)
+        quality.run_study(parser, runs, args)
+        command = outputs.command_line(PROGRAM, argv, drop=["--report-only"])
+        for path in write_results(collect(runs), args, command):
+            cli.log(f"wrote {path}")
+
+    return cli.run(parser, work, args)
+
+
+if __name__ == "__main__":
+    main()

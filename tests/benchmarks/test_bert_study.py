@@ -1,0 +1,93 @@
+"""The fine-tuning study of a pretrained BERT (`python -m benchmarks.bert_study`): plan, report.
+
+The runs themselves are `training.pretrain` and `training.finetune`
+processes, tested elsewhere (tests/training/test_from_bert.py runs both on a
+tiny BERT); here every planned command is parsed by its program's own parser
+and the report is built from run directories holding a finished run's files.
+"""
+
+import csv
+import json
+import os
+
+from benchmarks import bert_study as study
+from benchmarks import quality
+from training import finetune
+from training import pretrain
+
+
+def parse(*flags):
+    return study.parse_args(list(flags))[1]
+
+
+def finetunings(runs):
+    return {r["model"]: vars(finetune.parse_args(r["argv"])[1])
+            for r in runs if r["stage"] == "finetune"}
+
+
+def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
+    runs = study.plan(parse("--datasets", "bbc_news", "--seeds", "0", "--models",
+                            *study.MODELS))
+    quality.check_commands(runs)  # Every command parses with its program's parser.
+    parsed = finetunings(runs)
+    assert sorted(parsed) == sorted([
+        "transformer", "linear-k64", "linear-k128", "mean-k64", "mean-k128",
+        "linear-k64+mlm", "linear-k128+mlm", "mean-k64+mlm", "mean-k128+mlm"])
+    starting_point = {"from_bert", "pretrained", "attention", "projection", "projected_dim",
+                      "output_dir"}
+    reference = {k: v for k, v in parsed["transformer"].items() if k not in starting_point}
+    for model, flags in parsed.items():
+        assert {k: v for k, v in flags.items() if k not in starting_point} == reference, model
+    assert reference["sequence_length"] == 512 and reference["epochs"] == 2
+    assert reference["restore_best"] and reference["checkpoint_every"] == 28
+    assert parsed["transformer"]["from_bert"] == "all-minilm-l6-v2"
+    assert parsed["transformer"]["attention"] == "transformer"
+    assert (parsed["mean-k64"]["projection"], parsed["mean-k64"]["projected_dim"]) == ("mean", 64)
+
+
+def test_an_adapted_model_fine_tunes_the_adaptation_it_follows():
+    runs = study.plan(parse("--datasets", "rotten_tomatoes", "--seeds", "0", "1",
+                            "--models", "transformer", "linear+mlm",
+                            "--adaptation-steps", "50"))
+    adaptations = [r for r in runs if r["stage"] == "pretrain"]
+    assert [r["model"] for r in adaptations] == ["linear-k32+mlm", "linear-k64+mlm"]
+    for adaptation in adaptations:
+        flags = pretrain.parse_args(adaptation["argv"])[1]
+        assert (flags.from_bert, flags.corpus, flags.max_steps, flags.sequence_length) == (
+            "all-minilm-l6-v2", ["news_articles"], 50, 128)
+        users = [r for r in runs if r["stage"] == "finetune"
+                 and finetune.parse_args(r["argv"])[1].pretrained == adaptation["directory"]]
+        # Every seed fine-tunes it, after it ran.
+        assert [r["seed"] for r in users] == [0, 1]
+        assert all(runs.index(r) > runs.index(adaptation) for r in users)
+
+
+def finish(run, accuracy, seconds):
+    os.makedirs(run["directory"], exist_ok=True)
+    with open(os.path.join(run["directory"], "summary.json"), "w") as file:
+        json.dump({"test_accuracy": accuracy, "majority_accuracy": 0.25, "test_examples": 200,
+                   "seconds": seconds, "tokens_per_second": 1024.0, "total_steps": 112,
+                   "selected_round": 3, "selected_val_accuracy": accuracy}, file)
+
+
+def test_the_report_gives_accuracy_throughput_and_wall_time_per_model(tmp_path):
+    args = parse("--datasets", "bbc_news", "--seeds", "0", "1", "--models", "transformer",
+                 "mean", "--output-dir", str(tmp_path / "runs"),
+                 "--results-dir", str(tmp_path / "results"))
+    runs = study.plan(args)
+    accuracy = {"transformer": [0.96, 0.98], "mean-k64": [0.95, 0.95], "mean-k128": [0.97]}
+    for run in runs:
+        if run["seed"] < len(accuracy[run["model"]]):
+            finish(run, accuracy[run["model"]][run["seed"]], seconds=600.0)
+    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.bert_study")
+    markdown = open(paths[1]).read()
+    # 1024 tokens/s at n = 512 are 2 examples/s; 600 s are 10 minutes.
+    assert "| transformer | 97.0 ± 1.4 [96.0, 98.0] | - | 2.00 | 10.0 |" in markdown
+    assert "| mean-k64 | 95.0 ± 0.0 [95.0, 95.0] | -2.0 | 2.00 | 10.0 |" in markdown
+    assert "| mean-k128 | 97.0 [97.0] | +0.0 | 2.00 | 10.0 |" in markdown
+    assert "1 of 6 runs have not finished." in markdown
+    with open(paths[0], newline="") as file:
+        assert file.readline() == "# python -m benchmarks.bert_study\n"
+        rows = list(csv.DictReader(file))
+    assert [r["selected_round"] for r in rows if r["status"] == "finished"] == ["3"] * 5
+    assert os.path.getsize(paths[2]) > 0
