@@ -72,22 +72,11 @@ def parse_args(argv=None):
     parser.add_argument("--adaptation-steps", type=cli.positive_int, default=200,
                         help="Masked-LM steps of a +mlm model's adaptation (one per dataset "
                              "and k, shared by the seeds).")
-    parser.add_argument("--max-train-examples", type=cli.positive_int, default=None,
-                        help="Trial runs: train on the first N documents only.")
-    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
-                        help="Trial runs: validate and test on the first N documents only.")
     parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True,
                         help="Compile every training step with XLA.")
-    parser.add_argument("--output-dir", default="artifacts/bert_study",
-                        help="Every run writes to OUTPUT_DIR/<dataset>/<model>-k<K>-seed<S>; "
-                             "adaptations to OUTPUT_DIR/adapted/.")
-    parser.add_argument("--results-dir", default="benchmarks/results",
-                        help="Where the CSV, markdown report and plot go.")
-    parser.add_argument("--name", default="bert-study",
-                        help="File name stem of the results.")
-    parser.add_argument("--report-only", action="store_true",
-                        help="Run nothing: rebuild the results from the runs in --output-dir.")
-    cli.add_debug_flag(parser)
+    seeded_study.add_run_flags(parser, "artifacts/bert_study",
+                               "<dataset>/<model>-k<K>-seed<S> (adaptations: adapted/)",
+                               "bert-study")
     return parser, parser.parse_args(argv)
 
 
@@ -200,16 +189,7 @@ def write_results(rows, args, command):
 
 
 def main(argv=None):
-    parser, args = parse_args(argv)
-
-    def work(args):
-        runs = plan(args)
-        quality.run_study(parser, runs, args)
-        command = outputs.command_line(PROGRAM, argv, drop=["--report-only"])
-        for path in write_results(collect(runs), args, command):
-            cli.log(f"wrote {path}")
-
-    return cli.run(parser, work, args)
+    return seeded_study.main(PROGRAM, parse_args, plan, collect, write_results, argv)
 
 
 if __name__ == "__main__":

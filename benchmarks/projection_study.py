@@ -56,21 +56,10 @@ def parse_args(argv=None):
     parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],
                         help="One run per seed (the seed of the weights, the data order and "
                              "the vocabulary sample).")
-    parser.add_argument("--max-train-examples", type=cli.positive_int, default=None,
-                        help="Trial runs: train on the first N documents only.")
-    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
-                        help="Trial runs: validate and test on the first N documents only.")
     parser.add_argument("--epochs", type=cli.positive_float, default=None,
                         help="Passes over the training split (default: per dataset, above).")
-    parser.add_argument("--output-dir", default="artifacts/projection_study",
-                        help="Every run writes to OUTPUT_DIR/<dataset>/<model>-seed<S>.")
-    parser.add_argument("--results-dir", default="benchmarks/results",
-                        help="Where the CSV and markdown report go.")
-    parser.add_argument("--name", default="projection-study",
-                        help="File name stem of the results.")
-    parser.add_argument("--report-only", action="store_true",
-                        help="Run nothing: rebuild the results from the runs in --output-dir.")
-    cli.add_debug_flag(parser)
+    seeded_study.add_run_flags(parser, "artifacts/projection_study",
+                               "<dataset>/<model>-seed<S>", "projection-study")
     return parser, parser.parse_args(argv)
 
 
@@ -156,16 +145,7 @@ def write_results(rows, args, command):
 
 
 def main(argv=None):
-    parser, args = parse_args(argv)
-
-    def work(args):
-        runs = plan(args)
-        quality.run_study(parser, runs, args)
-        command = outputs.command_line(PROGRAM, argv, drop=["--report-only"])
-        for path in write_results(collect(runs), args, command):
-            cli.log(f"wrote {path}")
-
-    return cli.run(parser, work, args)
+    return seeded_study.main(PROGRAM, parse_args, plan, collect, write_results, argv)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,29 @@ import os
 import statistics
 
 from benchmarks import outputs
+from benchmarks import quality
+from training import cli
 
 TRANSFORMER = "transformer"
+
+
+def add_run_flags(parser, output_dir, layout, name):
+    """The flags every study has: trial limits, where runs and results go, --report-only.
+
+    `layout` says where a run writes under OUTPUT_DIR, for the help text.
+    """
+    parser.add_argument("--max-train-examples", type=cli.positive_int, default=None,
+                        help="Trial runs: train on the first N documents only.")
+    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
+                        help="Trial runs: validate and test on the first N documents only.")
+    parser.add_argument("--output-dir", default=output_dir,
+                        help=f"Every run writes to OUTPUT_DIR/{layout}.")
+    parser.add_argument("--results-dir", default="benchmarks/results",
+                        help="Where the CSV, markdown report and plot go.")
+    parser.add_argument("--name", default=name, help="File name stem of the results.")
+    parser.add_argument("--report-only", action="store_true",
+                        help="Run nothing: rebuild the results from the runs in --output-dir.")
+    cli.add_debug_flag(parser)
 
 
 def collect(runs, fields):
@@ -134,3 +155,19 @@ def write_results(rows, args, command, fields, markdown, title):
     with open(base + ".md", "w", encoding="utf-8") as file:
         file.write(markdown(rows, command) + f"\n![test accuracy]({args.name}.png)\n")
     return [base + ".csv", base + ".md", base + ".png"]
+
+
+def main(program, parse_args, plan, collect, write_results, argv=None):
+    """A study's program: runs the unfinished runs of the plan (unless `--report-only`),
+    then writes the report from the run directories."""
+    parser, args = parse_args(argv)
+
+    def work(args):
+        runs = plan(args)
+        quality.run_study(parser, runs, args)
+        # A `--report-only` rebuild names the command that ran the study.
+        command = outputs.command_line(program, argv, drop=["--report-only"])
+        for path in write_results(collect(runs), args, command):
+            cli.log(f"wrote {path}")
+
+    return cli.run(parser, work, args)
