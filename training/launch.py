@@ -60,7 +60,8 @@ def parse_args(argv=None):
     parser.add_argument("--workers", type=cli.positive_int, default=2,
                         help="Number of local worker processes.")
     parser.add_argument("--log-dir", default="artifacts/launch",
-                        help="Where worker-I.log files go.")
+                        help="Where worker-I.log files go (appended to, so that a launch "
+                             "that resumes keeps the earlier logs).")
     parser.add_argument("--ports", type=cli.tcp_port, nargs="+", default=None,
                         help="The workers' ports (one each); default: free ports picked now.")
     cli.add_debug_flag(parser)
@@ -101,7 +102,11 @@ def launch(args):
     workers = []
     for index in range(args.workers):
         log_path = os.path.join(args.log_dir, f"worker-{index}.log")
-        log_file = open(log_path, "w", encoding="utf-8")
+        # Appended to: a launch that resumes an interrupted one keeps its log.
+        log_file = open(log_path, "a", encoding="utf-8")
+        log_file.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} worker {index} of "
+                       f"{args.workers}: {' '.join(args.command)}\n")
+        log_file.flush()
         environment = {**os.environ, "TF_CONFIG": tf_config(addresses, index)}
         workers.append((subprocess.Popen(
             args.command, stdout=log_file, stderr=subprocess.STDOUT, env=environment

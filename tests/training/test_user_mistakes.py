@@ -135,6 +135,24 @@ def test_the_launcher_refuses_bad_ports(ports, message, capsys):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_a_second_launch_appends_to_the_worker_logs(tmp_path):
+    """Launching again (to resume) keeps the first launch's worker logs."""
+    import subprocess
+    import sys
+
+    for word in ("first", "second"):
+        result = subprocess.run(
+            [sys.executable, "-m", "training.launch", "--workers", "2", "--log-dir",
+             str(tmp_path), "--", sys.executable, "-c", f"print('{word}')"],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+    for index in range(2):
+        log = (tmp_path / f"worker-{index}.log").read_text()
+        assert log.count("=== ") == 2 and f"worker {index} of 2" in log
+        assert log.index("first") < log.index("second"), log
+
+
 def test_a_model_name_that_cannot_be_served_is_refused_before_training(tmp_path, capsys):
     from training import main
 
