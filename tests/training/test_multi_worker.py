@@ -37,7 +37,7 @@ ARGUMENTS = [
 @pytest.fixture(scope="module")
 def two_workers(reviews_file, tmp_path_factory):
     """(output dir, first launcher's output, checkpoint step it was killed after, restart's
-    output, chief log, worker 1 log)."""
+    output, the restart's chief log, and its worker 1 log)."""
     root = tmp_path_factory.mktemp("two_workers")
     output_dir, log_dir = root / "out", root / "logs"
     arguments = [
@@ -57,7 +57,10 @@ def two_workers(reviews_file, tmp_path_factory):
     assert interrupted_at < STEPS, "the run finished before worker 1 was killed"
 
     result = run_program(*arguments, timeout=400)
-    chief, other = ((log_dir / f"worker-{i}.log").read_text() for i in range(2))
+    logs = [(log_dir / f"worker-{i}.log").read_text() for i in range(2)]
+    # Each log holds both launches, each after its header; the restart's is the last.
+    assert all(log.count("=== ") == 2 for log in logs), [log[:2000] for log in logs]
+    chief, other = (log.rsplit("=== ", 1)[-1] for log in logs)
     assert result.returncode == 0, result.stdout + result.stderr + chief[-3000:] + other[-3000:]
     return output_dir, killed, interrupted_at, result.stdout + result.stderr, chief, other
 
