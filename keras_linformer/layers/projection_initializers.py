@@ -15,7 +15,11 @@
 Why it matters: with a zero-mean E, every projected slot is a random signed
 mix of the tokens, so the average of the values (the bag of words that a
 freshly initialised Transformer passes through attention) is lost until E is
-learned. RESULTS.md has the measurements behind the default.
+learned. Measured from scratch (benchmarks/RESULTS.md, 2 layers, hidden
+128, 3 seeds): on Rotten Tomatoes (n = 128, k = 32) the window-average start
+reaches 73.9 +- 0.8% test accuracy against 67.4% for N(0, 1/k); on BBC News
+(n = 512, k = 128, 4 epochs) 68.1 +- 13.1% against 36.0 +- 1.3%, where N(0, 1/k)
+barely leaves the majority class (27.6%).
 """
 
 import math
@@ -27,7 +31,8 @@ from keras_linformer.api_export import keras_linformer_export
 
 PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
 # Chosen from benchmarks/RESULTS.md ("Learned projections from scratch"):
-# on padded short texts N(0, 1/k) trails window averaging by 5-7 points.
+# N(0, 1/k) trails window averaging by 5-7 points on Rotten Tomatoes and by
+# 32 on BBC News.
 DEFAULT_PROJECTION_INITIALIZER = "window_average"
 
 
