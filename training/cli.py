@@ -256,6 +256,32 @@ def check_from_bert_flags(parser, args):
                      "unless --attention transformer keeps full attention")
 
 
+VOCABULARY_DEFAULTS = {"vocabulary_size": 4096, "vocabulary_characters": 1_000_000}
+
+
+def add_vocabulary_flags(group, when):
+    """--vocabulary-size and --vocabulary-characters, which apply only `when` (e.g. "from
+    scratch"); `check_vocabulary_flags` refuses them otherwise and fills their defaults."""
+    group.add_argument("--vocabulary-size", type=positive_int, default=None,
+                       help=f"{when}: largest WordPiece vocabulary to train. Default: "
+                            f"{VOCABULARY_DEFAULTS['vocabulary_size']}.")
+    characters = VOCABULARY_DEFAULTS["vocabulary_characters"]
+    group.add_argument("--vocabulary-characters", type=positive_int, default=None,
+                       help=f"{when}: train the vocabulary on a sample of this many "
+                            f"characters. Default: {characters:,}.")
+
+
+def check_vocabulary_flags(parser, args, starting_point):
+    """Refuses the vocabulary flags when `starting_point` (a flag) brings its own vocabulary,
+    instead of ignoring them; else gives them their defaults."""
+    for name, default in VOCABULARY_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+        elif starting_point is not None:
+            parser.error(f"argument --{name.replace('_', '-')}: not allowed with "
+                         f"{starting_point}, whose vocabulary the run uses")
+
+
 FROM_BERT_HELP = (
     "A pretrained BERT that keras-hub loads (a Hugging Face BERT directory, a keras-hub "
     "preset, or all-minilm-l6-v2 for the bundled all-MiniLM-L6-v2), converted to a "

@@ -41,11 +41,7 @@ def parse_args(argv=None):
                             "their head. Default: "
                             f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']} from scratch, "
                             "the checkpoint's with --pretrained (which it may not exceed).")
-    group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
-                       help="From scratch: largest WordPiece vocabulary to train.")
-    group.add_argument("--vocabulary-characters", type=cli.positive_int, default=1_000_000,
-                       help="From scratch: train the vocabulary on a sample of this many "
-                            "characters.")
+    cli.add_vocabulary_flags(group, "From scratch")
     group = parser.add_argument_group("starting point")
     start = group.add_mutually_exclusive_group()
     start.add_argument("--pretrained", metavar="DIR", default=None,
@@ -65,6 +61,9 @@ def parse_args(argv=None):
                              "a rerun with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    cli.check_vocabulary_flags(
+        parser, args,
+        "--pretrained" if args.pretrained else "--from-bert" if args.from_bert else None)
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
     # Else the checkpoint's positions, which fitted, cap the length.

@@ -53,10 +53,7 @@ def parse_args(argv=None):
                             "input the model will take. Default: "
                             f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']}, or the BERT's "
                             "positions with --from-bert.")
-    group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
-                       help="Largest WordPiece vocabulary to train (not with --from-bert).")
-    group.add_argument("--vocabulary-characters", type=cli.positive_int, default=1_000_000,
-                       help="Train the vocabulary on a sample of this many characters.")
+    cli.add_vocabulary_flags(group, "Without --from-bert")
     group.add_argument("--mask-rate", type=cli.open_fraction, default=0.15,
                        help="Share of tokens masked and predicted.")
     group.add_argument("--validation-batches", type=cli.positive_int, default=20,
@@ -75,6 +72,7 @@ def parse_args(argv=None):
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    cli.check_vocabulary_flags(parser, args, "--from-bert" if args.from_bert else None)
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
     else:

@@ -83,6 +83,11 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
         ("pretrain", [], "argument --projected-dim: required with --from-bert"),
         ("pretrain", ["--projected-dim", "8", "--sequence-length", "64"],
          "--sequence-length: 64 is longer than the BERT's 32 position embeddings"),
+        # The BERT brings its vocabulary: a vocabulary flag is refused, not ignored.
+        ("pretrain", ["--projected-dim", "8", "--vocabulary-size", "100"],
+         "argument --vocabulary-size: not allowed with --from-bert, whose vocabulary"),
+        ("finetune", ["--projected-dim", "8", "--vocabulary-characters", "1000"],
+         "argument --vocabulary-characters: not allowed with --from-bert, whose vocabulary"),
     ],
 )
 def test_bad_conversion_flags_fail_before_training(tiny_bert, tmp_path, program, flags,
