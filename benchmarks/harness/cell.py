@@ -214,11 +214,12 @@ def _backbone_forward(spec):
 
 
 def _masked_lm_train_step(spec):
-    """The XLA-compiled train step of pretraining, on one fixed random batch.
+    """The train step of pretraining, on one fixed random batch.
 
     The model, loss, metrics and optimizer are pretraining's own
     (`build_masked_lm`, `make_optimizer`: AdamW, warmup and cosine decay),
-    with dropout as in the spec; `spec["masked_positions"]` distinct random
+    with dropout as in the spec and compiled with XLA unless
+    `spec["jit_compile"]` is false; `spec["masked_positions"]` distinct random
     positions per sequence are replaced by the mask token and predicted.
     """
     import keras
@@ -233,7 +234,7 @@ def _masked_lm_train_step(spec):
     model = build_masked_lm(
         _backbone_config(spec, dropout=spec["dropout"]),
         make_optimizer(learning_rate=1e-4, total_steps=10_000),
-        jit_compile=True,
+        jit_compile=spec.get("jit_compile", True),
     )
     rng = np.random.default_rng(0)
     inputs = _random_inputs(spec, rng)

@@ -147,7 +147,8 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         "--compare", type=comparison, default=None, metavar="FIELD=VALUE",
         help="an A/B in the same run: every model cell is also run with FIELD set to "
         "VALUE, interleaved with the cell as given (A, B, then the next model), e.g. "
-        "dtype=bfloat16, or dropout=0 for train steps; the report adds B / A per cell "
+        "dtype=bfloat16, or for train steps dropout=0 or jit_compile=false; the report "
+        "adds B / A per cell "
         "(default: no comparison)",
     )
     parser.add_argument(
@@ -167,8 +168,28 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
     )
 
 
-# What --compare may vary: the field, parsed from text, and the task it applies to.
-COMPARABLE = {"dtype": (None, DTYPES), "dropout": ("train", None)}
+# What --compare may vary: the task it applies to (None: both), how its value is
+# parsed, and the value every cell has without --compare (None: the flag's).
+BOOLEANS = {"true": True, "false": False}
+
+
+def _choice(field, choices):
+    def parse(value):
+        import argparse
+
+        if value not in choices:
+            raise argparse.ArgumentTypeError(
+                f"{field} must be one of {', '.join(choices)}; received {field}={value}")
+        return choices[value] if isinstance(choices, dict) else value
+    return parse
+
+
+COMPARABLE = {
+    "dtype": (None, _choice("dtype", DTYPES), None),
+    "dropout": ("train", cli.fraction, None),
+    # The train step compiles with XLA, as the training programs do on one device.
+    "jit_compile": ("train", _choice("jit_compile", BOOLEANS), True),
+}
 
 
 def comparison(text):
@@ -179,15 +200,9 @@ def comparison(text):
     if field not in COMPARABLE or not value:
         raise argparse.ArgumentTypeError(
             f"expected FIELD=VALUE with FIELD one of {', '.join(COMPARABLE)} (e.g. "
-            f"dtype=bfloat16 or dropout=0); received {text!r}"
+            f"dtype=bfloat16, dropout=0 or jit_compile=false); received {text!r}"
         )
-    choices = COMPARABLE[field][1]
-    if choices is not None:
-        if value not in choices:
-            raise argparse.ArgumentTypeError(
-                f"{field} must be one of {', '.join(choices)}; received {text!r}")
-        return field, value
-    return field, cli.fraction(value)
+    return field, COMPARABLE[field][1](value)
 
 
 def variants(args):
@@ -196,7 +211,11 @@ def variants(args):
     if compare is None:
         return [None]
     field, value = compare
-    return [None, f"{field}={value:g}" if isinstance(value, float) else f"{field}={value}"]
+    if isinstance(value, bool):
+        value = str(value).lower()
+    elif isinstance(value, float):
+        value = f"{value:g}"
+    return [None, f"{field}={value}"]
 
 
 def parse_arguments(parser, argv, task, default_name):
@@ -216,13 +235,16 @@ def parse_arguments(parser, argv, task, default_name):
     check_model_shape(parser, args)
     if args.compare is not None:
         field, value = args.compare
-        needed = COMPARABLE[field][0]
+        needed, _, fixed = COMPARABLE[field]
+        shown = variants(args)[1]
         if needed is not None and needed != task:
             parser.error(f"argument --compare: {field} applies to train steps only "
-                         f"(benchmarks.train_step); received {field}={value}")
-        if value == getattr(args, field):
-            parser.error(f"argument --compare: {field}={value} is what every cell runs "
-                         f"already (--{field} {getattr(args, field)}); compare another value")
+                         f"(benchmarks.train_step); received {shown}")
+        current = getattr(args, field) if fixed is None else fixed
+        if value == current:
+            where = f"--{field.replace('_', '-')} {current}" if fixed is None else "always"
+            parser.error(f"argument --compare: {shown} is what every cell runs "
+                         f"already ({where}); compare another value")
     return parser, args
 
 
@@ -306,6 +328,7 @@ def cell_spec(args, shape, model, sequence_length, projected_dim, variant=None):
         spec.update(
             dropout=args.dropout,
             masked_positions=masked_positions_for(args, sequence_length),
+            jit_compile=True,
         )
     if variant is not None:
         spec[args.compare[0]] = args.compare[1]
@@ -365,6 +388,8 @@ def result_row(result, spec, shape, args):
         "dropout": spec.get("dropout"),
         "vocabulary_size": spec.get("vocabulary_size"),
         "variant": spec.get("variant"),
+        # Train steps only: "true" or "false", as --compare writes it.
+        "jit_compile": None if "jit_compile" not in spec else str(spec["jit_compile"]).lower(),
     }
     if result["status"] == "ok":
         row["median_s"] = result["median_s"]

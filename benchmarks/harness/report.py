@@ -48,6 +48,7 @@ FIELDS = (
     "busy_cores_during",
     "max_s",
     "variant",
+    "jit_compile",
 )
 # Fields of one (model, n, k) that are combined over its rounds by their median.
 ROUND_MEDIAN_FIELDS = (

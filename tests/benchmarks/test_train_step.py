@@ -106,3 +106,26 @@ def test_report_puts_both_throughputs_and_the_ratios_side_by_side():
     text = report.training_markdown_report(rows, "python -m x", "2 CPU cores")
     assert "python -m x" in text and "## Every cell" in text
 
+
+
+def test_a_jit_compile_comparison_builds_the_variant_step_without_xla():
+    import inspect
+
+    from benchmarks.harness import cell
+
+    _, args = train_step.parse_args(TINY_FLAGS + ["--tokens-per-batch", "128",
+                                                  "--compare", "jit_compile=false"])
+    assert grid.variants(args) == [None, "jit_compile=false"]
+    shape = dict(grid.model_shape(args), vocabulary_size=100)
+    for variant, expected in ((None, True), ("jit_compile=false", False)):
+        spec = dict(grid.cell_spec(args, shape, "linformer", 64, 16, variant),
+                    model="linformer", matmul_size=64)
+        assert spec["jit_compile"] is expected
+        step, batch = cell._masked_lm_train_step(spec)
+        logs = step(batch)
+        assert set(logs) >= {"loss"}
+        model = inspect.getclosurevars(step).nonlocals["model"]
+        assert model.jit_compile is expected
+        row = grid.result_row({"status": "error"}, spec, shape, args)
+        assert row["jit_compile"] == str(expected).lower()
+        assert row["variant"] == variant

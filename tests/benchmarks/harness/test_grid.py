@@ -61,7 +61,13 @@ def test_a_comparison_runs_each_model_cell_then_its_variant_in_every_round():
       "argument --compare: dtype must be one of float32, bfloat16, mixed_bfloat16"),
      ("train_step", ["--compare", "dropout=1.5"], "argument --compare: must be a number"),
      ("train_step", ["--compare", "heads=2"],
-      "argument --compare: expected FIELD=VALUE with FIELD one of dtype, dropout")],
+      "argument --compare: expected FIELD=VALUE with FIELD one of dtype, dropout, jit_compile"),
+     ("train_step", ["--compare", "jit_compile=no"],
+      "argument --compare: jit_compile must be one of true, false; received jit_compile=no"),
+     ("train_step", ["--compare", "jit_compile=true"],
+      "argument --compare: jit_compile=true is what every cell runs already (always)"),
+     ("inference", ["--compare", "jit_compile=false"],
+      "argument --compare: jit_compile applies to train steps only")],
 )
 def test_bad_comparisons_are_refused(program, flags, message, capsys):
     parse = {"inference": inference.parse_args, "train_step": train_step.parse_args}[program]
