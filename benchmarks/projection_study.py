@@ -58,9 +58,30 @@ def parse_args(argv=None):
                              "the vocabulary sample).")
     parser.add_argument("--epochs", type=cli.positive_float, default=None,
                         help="Passes over the training split (default: per dataset, above).")
+    parser.add_argument("--projected-dims", nargs="+", type=cli.positive_int, default=None,
+                        metavar="K",
+                        help="Run every Linformer model at each of these k (at most the "
+                             "dataset's n); one at another k than the dataset's own is named "
+                             "<model>-k<K>. (default: the dataset's k, above)")
     seeded_study.add_run_flags(parser, "artifacts/projection_study",
                                "<dataset>/<model>-seed<S>", "projection-study")
-    return parser, parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for dataset in args.datasets:
+        length = DATASETS[dataset][0]
+        too_long = [k for k in args.projected_dims or () if k > length]
+        if too_long:
+            parser.error(f"argument --projected-dims: k must be at most the sequence length "
+                         f"of {dataset} (n = {length}); received {too_long[0]}")
+    return parser, args
+
+
+def variants(model, dataset, projected_dims):
+    """`(label, k)` of each run of `model` on `dataset`: k is None for the Transformer."""
+    if model == "transformer":
+        return [(model, None)]
+    default = DATASETS[dataset][1]
+    return [(model if k == default else f"{model}-k{k}", k)
+            for k in projected_dims or [default]]
 
 
 def model_flags(model, projected_dim):
@@ -79,33 +100,34 @@ def plan(args):
     """Every run, in order: by dataset, then seed, so a stopped study has whole seeds."""
     runs = []
     for dataset in args.datasets:
-        length, k, epochs = DATASETS[dataset]
+        length, _, epochs = DATASETS[dataset]
         for seed in args.seeds:
             for model in args.models:
-                directory = os.path.join(args.output_dir, dataset, f"{model}-seed{seed}")
-                argv = [
-                    "--dataset", dataset, "--sequence-length", str(length),
-                    "--epochs", str(args.epochs or epochs), "--seed", str(seed),
-                    "--jit-compile", *model_flags(model, k), "--output-dir", directory,
-                ]
-                for flag, value in (("--max-train-examples", args.max_train_examples),
-                                    ("--max-eval-examples", args.max_eval_examples)):
-                    if value:
-                        argv += [flag, str(value)]
-                projection, _, initializer = model.partition("-")
-                initializer = initializer.replace("-uncompensated", "")
-                linformer = model != "transformer"
-                runs.append(dict(
-                    stage="finetune", dataset=dataset, model=model,
-                    attention="linformer" if linformer else "transformer",
-                    projection=projection if linformer else None,
-                    projection_initializer=initializer or None,
-                    padding_compensation=(projection == "linear"
-                                          and not model.endswith("-uncompensated")),
-                    sequence_length=length, projected_dim=None if model == "transformer" else k,
-                    seed=seed, start="scratch", directory=directory,
-                    module=quality.FINETUNE, argv=argv,
-                ))
+                for label, k in variants(model, dataset, args.projected_dims):
+                    directory = os.path.join(args.output_dir, dataset, f"{label}-seed{seed}")
+                    argv = [
+                        "--dataset", dataset, "--sequence-length", str(length),
+                        "--epochs", str(args.epochs or epochs), "--seed", str(seed),
+                        "--jit-compile", *model_flags(model, k), "--output-dir", directory,
+                    ]
+                    for flag, value in (("--max-train-examples", args.max_train_examples),
+                                        ("--max-eval-examples", args.max_eval_examples)):
+                        if value:
+                            argv += [flag, str(value)]
+                    projection, _, initializer = model.partition("-")
+                    initializer = initializer.replace("-uncompensated", "")
+                    linformer = model != "transformer"
+                    runs.append(dict(
+                        stage="finetune", dataset=dataset, model=label,
+                        attention="linformer" if linformer else "transformer",
+                        projection=projection if linformer else None,
+                        projection_initializer=initializer or None,
+                        padding_compensation=(projection == "linear"
+                                              and not model.endswith("-uncompensated")),
+                        sequence_length=length, projected_dim=k,
+                        seed=seed, start="scratch", directory=directory,
+                        module=quality.FINETUNE, argv=argv,
+                    ))
     return runs
 
 

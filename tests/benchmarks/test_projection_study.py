@@ -47,6 +47,27 @@ def test_runs_go_by_dataset_then_seed_each_in_its_own_directory(tmp_path):
     assert len({r["directory"] for r in runs}) == len(runs) == 8
 
 
+def test_projected_dims_run_each_linformer_at_each_k_keeping_the_default_names(tmp_path):
+    runs = study.plan(parse("--datasets", "bbc_news", "--seeds", "0", "--models",
+                            "transformer", "mean", "--projected-dims", "128", "512",
+                            "--output-dir", str(tmp_path)))
+    assert [(r["model"], r["projected_dim"]) for r in runs] == [
+        ("transformer", None), ("mean", 128), ("mean-k512", 512)]
+    # The dataset's own k keeps the name (and directory) a run without the flag has.
+    assert [os.path.basename(r["directory"]) for r in runs] == [
+        "transformer-seed0", "mean-seed0", "mean-k512-seed0"]
+    parsed = vars(finetune.parse_args(runs[2]["argv"])[1])
+    assert (parsed["projection"], parsed["projected_dim"]) == ("mean", 512)
+
+
+def test_a_projected_dim_longer_than_a_datasets_sequence_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse("--projected-dims", "64", "256")
+    assert exit_info.value.code == 2
+    assert ("argument --projected-dims: k must be at most the sequence length of "
+            "rotten_tomatoes (n = 128); received 256") in capsys.readouterr().err
+
+
 def finish(run, accuracy):
     directory = run["directory"]
     os.makedirs(directory, exist_ok=True)
