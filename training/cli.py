@@ -42,14 +42,15 @@ DEFAULT_ARCHITECTURE = dict(
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
   default                      one device: the CPU, or MirroredStrategy over all visible GPUs;
-                               the step compiles with XLA when there is one replica
+                               the step compiles with XLA on one GPU (not on CPU, where it
+                               measured no faster: benchmarks/RESULTS.md)
   --cpu-replicas N             MirroredStrategy over N logical CPU devices (no GPUs);
                                the replicas share the cores: for testing distribution
   --mixed-precision            mixed_float16 with loss scaling on GPUs, mixed_bfloat16
                                on CPU; works with every option here
-  --jit-compile                XLA on several GPUs too; refused with --cpu-replicas > 1
+  --jit-compile                XLA on CPU or several GPUs too; refused with --cpu-replicas > 1
                                (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
-  --no-jit-compile             no XLA, also on one device
+  --no-jit-compile             no XLA, also on one GPU
   TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts;
                                `python -m training.launch` starts local workers;
                                --mixed-precision works, --cpu-replicas does not
@@ -338,10 +339,11 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     xla = group.add_mutually_exclusive_group()
     xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
                      default=None,
-                     help="Compile the training step with XLA, also on several GPUs. Default: "
-                          "XLA when training on one device, without it on several replicas.")
+                     help="Compile the training step with XLA, also on CPU and on several "
+                          "GPUs. Default: XLA when training on one GPU; without it on CPU "
+                          "(measured no faster there) and on several replicas.")
     xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False,
-                     help="Train without XLA, also on one device.")
+                     help="Train without XLA, also on one GPU.")
     group.add_argument("--connect-timeout", type=positive_float, default=300.0,
                        metavar="SECONDS",
                        help="With TF_CONFIG: how long to wait for every other worker to "

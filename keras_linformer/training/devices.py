@@ -111,12 +111,14 @@ def check_jit_compile(strategy, jit_compile):
 def resolve_jit_compile(strategy, jit_compile=None):
     """Whether a run under `strategy` compiles its training step with XLA.
 
-    `None` chooses XLA where it works and pays: one replica in one process
-    (on one CPU, XLA made the pretraining step about 1.3x faster). `True`
-    is checked with `check_jit_compile`; `False` turns XLA off.
+    `None` decides as Keras's own `jit_compile="auto"` does on TensorFlow:
+    XLA for one replica in one process when the machine has an accelerator
+    (a GPU), not on a CPU-only machine. There a same-run A/B of the train
+    step (`python -m benchmarks.train_step --compare jit_compile=false`)
+    found XLA no faster at the main job's shape and up to 1.7x slower at
+    n = 2048-4096 (benchmarks/RESULTS.md). `True` asks for XLA anyway and is
+    checked with `check_jit_compile`; `False` turns it off.
 
-    >>> resolve_jit_compile(tf.distribute.get_strategy())
-    True
     >>> resolve_jit_compile(tf.distribute.get_strategy(), False)
     False
 
@@ -125,8 +127,10 @@ def resolve_jit_compile(strategy, jit_compile=None):
             `check_jit_compile`).
     """
     if jit_compile is None:
-        return strategy.num_replicas_in_sync == 1 and not isinstance(
-            strategy, tf.distribute.MultiWorkerMirroredStrategy
+        return (
+            strategy.num_replicas_in_sync == 1
+            and not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and bool(tf.config.list_physical_devices("GPU"))
         )
     check_jit_compile(strategy, jit_compile)
     return bool(jit_compile)

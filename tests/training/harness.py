@@ -20,7 +20,7 @@ REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 # such a run's steps takes longer than running them (about 18 s of a 40 s
 # process here). The tests of XLA use TINY_ARCHITECTURE with --jit-compile (the
 # two XLA flags exclude each other), and the main job's test runs the programs'
-# default (XLA on one device).
+# default (XLA on one GPU only, so none on a CPU-only machine).
 TINY_ARCHITECTURE = [
     "--num-layers", "1", "--num-heads", "2", "--hidden-dim", "16",
     "--intermediate-dim", "32", "--projected-dim", "4", "--projection", "linear",

@@ -134,3 +134,29 @@ def test_good_tf_config_is_read():
     text = '{"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker", "index": 1}}'
     assert devices.read_tf_config({"TF_CONFIG": text})["task"]["index"] == 1
     assert devices.read_tf_config({}) is None
+
+
+def test_xla_is_the_default_on_one_gpu_but_not_on_cpu(monkeypatch):
+    import tensorflow as tf
+
+    from keras_linformer.training import devices
+
+    strategy = tf.distribute.get_strategy()  # One replica.
+    physical = {"CPU": ["CPU:0"], "GPU": []}
+    monkeypatch.setattr(devices.tf.config, "list_physical_devices",
+                        lambda kind=None: physical.get(kind, physical["CPU"]))
+    assert devices.resolve_jit_compile(strategy) is False
+    assert devices.resolve_jit_compile(strategy, True) is True  # Asked for: XLA on CPU too.
+    physical["GPU"] = ["GPU:0"]
+    assert devices.resolve_jit_compile(strategy) is True
+    assert devices.resolve_jit_compile(strategy, False) is False
+
+
+@pytest.mark.parametrize("flags, passed", [([], []), (["--jit-compile"], ["--jit-compile"]),
+                                           (["--no-jit-compile"], ["--no-jit-compile"])])
+def test_the_main_job_passes_its_xla_choice_to_both_stages(flags, passed):
+    from training import main
+
+    _, args = main.parse_args(flags)
+    for stage in main.stage_arguments(args):
+        assert [a for a in stage if "jit-compile" in a] == passed
