@@ -58,9 +58,19 @@ def parse_args(argv=None):
         "--dropout", type=cli.fraction, default=0.1,
         help="dropout of both models, as in pretraining (default: %(default)s)",
     )
+    xla = parser.add_mutually_exclusive_group()
+    xla.add_argument(
+        "--jit-compile", dest="jit_compile", action="store_true", default=True,
+        help="compile the step with XLA (the default; the training programs do on one GPU)",
+    )
+    xla.add_argument(
+        "--no-jit-compile", dest="jit_compile", action="store_false",
+        help="time the step without XLA, as the training programs run it on CPU",
+    )
     return grid.parse_arguments(
         parser, argv, task="train",
-        default_name="training-<preset>-<dtype>-t<tokens per batch> (or -b<batch size>)",
+        default_name="training-<preset>-<dtype>-t<tokens per batch> (or -b<batch size>), "
+        "with -no-xla after it for --no-jit-compile",
     )
 
 

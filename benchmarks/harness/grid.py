@@ -168,8 +168,8 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
     )
 
 
-# What --compare may vary: the task it applies to (None: both), how its value is
-# parsed, and the value every cell has without --compare (None: the flag's).
+# What --compare may vary (each also a flag of the benchmarks it applies to): the
+# task it applies to (None: both) and how its value is parsed.
 BOOLEANS = {"true": True, "false": False}
 
 
@@ -185,10 +185,9 @@ def _choice(field, choices):
 
 
 COMPARABLE = {
-    "dtype": (None, _choice("dtype", DTYPES), None),
-    "dropout": ("train", cli.fraction, None),
-    # The train step compiles with XLA, as the training programs do on one device.
-    "jit_compile": ("train", _choice("jit_compile", BOOLEANS), True),
+    "dtype": (None, _choice("dtype", DTYPES)),
+    "dropout": ("train", cli.fraction),
+    "jit_compile": ("train", _choice("jit_compile", BOOLEANS)),
 }
 
 
@@ -235,14 +234,18 @@ def parse_arguments(parser, argv, task, default_name):
     check_model_shape(parser, args)
     if args.compare is not None:
         field, value = args.compare
-        needed, _, fixed = COMPARABLE[field]
+        needed = COMPARABLE[field][0]
         shown = variants(args)[1]
         if needed is not None and needed != task:
             parser.error(f"argument --compare: {field} applies to train steps only "
                          f"(benchmarks.train_step); received {shown}")
-        current = getattr(args, field) if fixed is None else fixed
+        current = getattr(args, field)
         if value == current:
-            where = f"--{field.replace('_', '-')} {current}" if fixed is None else "always"
+            flag = "--" + field.replace("_", "-")
+            if isinstance(current, bool):
+                where = flag if current else "--no-" + flag[2:]
+            else:
+                where = f"{flag} {current}"
             parser.error(f"argument --compare: {shown} is what every cell runs "
                          f"already ({where}); compare another value")
     return parser, args
@@ -328,7 +331,7 @@ def cell_spec(args, shape, model, sequence_length, projected_dim, variant=None):
         spec.update(
             dropout=args.dropout,
             masked_positions=masked_positions_for(args, sequence_length),
-            jit_compile=True,
+            jit_compile=args.jit_compile,
         )
     if variant is not None:
         spec[args.compare[0]] = args.compare[1]
@@ -620,13 +623,15 @@ def output_base(args):
     """`(base path without extension, csv path)` of a run's outputs.
 
     With `--report-only` the outputs go next to the given CSV; otherwise to
-    `--output-dir`, named `--name` or `<prefix>-<preset>-<dtype>-b<batch>`,
-    the prefix naming the task (`OUTPUT_PREFIXES`).
+    `--output-dir`, named `--name` or `<prefix>-<preset>-<dtype>-b<batch>`
+    (`-no-xla` added for train steps without XLA), the prefix naming the task
+    (`OUTPUT_PREFIXES`).
     """
     if args.report_only:
         return os.path.splitext(args.report_only)[0], args.report_only
     stem = args.name or (
         f"{OUTPUT_PREFIXES[args.task]}-{args.preset}-{args.dtype}-{batch_label(args)}"
+        + ("-no-xla" if getattr(args, "jit_compile", True) is False else "")
     )
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, stem)

@@ -129,3 +129,18 @@ def test_a_jit_compile_comparison_builds_the_variant_step_without_xla():
         row = grid.result_row({"status": "error"}, spec, shape, args)
         assert row["jit_compile"] == str(expected).lower()
         assert row["variant"] == variant
+    # Without XLA as given, the comparison runs each cell with it.
+    _, args = train_step.parse_args(TINY_FLAGS + ["--no-jit-compile",
+                                                  "--compare", "jit_compile=true"])
+    assert [grid.cell_spec(args, shape, "linformer", 64, 16, variant)["jit_compile"]
+            for variant in grid.variants(args)] == [False, True]
+
+
+def test_a_run_without_xla_is_named_so_by_default(tmp_path):
+    outputs_dir = ["--output-dir", str(tmp_path)]
+    _, with_xla = train_step.parse_args(outputs_dir)
+    _, without = train_step.parse_args(outputs_dir + ["--no-jit-compile"])
+    assert grid.output_base(with_xla)[1] == str(
+        tmp_path / "training-small-4-layers-float32-t4096.csv")
+    assert grid.output_base(without)[1] == str(
+        tmp_path / "training-small-4-layers-float32-t4096-no-xla.csv")

@@ -65,7 +65,10 @@ def test_a_comparison_runs_each_model_cell_then_its_variant_in_every_round():
      ("train_step", ["--compare", "jit_compile=no"],
       "argument --compare: jit_compile must be one of true, false; received jit_compile=no"),
      ("train_step", ["--compare", "jit_compile=true"],
-      "argument --compare: jit_compile=true is what every cell runs already (always)"),
+      "argument --compare: jit_compile=true is what every cell runs already (--jit-compile)"),
+     ("train_step", ["--no-jit-compile", "--compare", "jit_compile=false"],
+      "argument --compare: jit_compile=false is what every cell runs already "
+      "(--no-jit-compile)"),
      ("inference", ["--compare", "jit_compile=false"],
       "argument --compare: jit_compile applies to train steps only")],
 )
