@@ -148,8 +148,7 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         help="an A/B in the same run: every model cell is also run with FIELD set to "
         "VALUE, interleaved with the cell as given (A, B, then the next model), e.g. "
         "dtype=bfloat16, or for train steps dropout=0 or jit_compile=false; the report "
-        "adds B / A per cell "
-        "(default: no comparison)",
+        "adds B / A per cell (default: no comparison)",
     )
     parser.add_argument(
         "--matmul-size", type=cli.positive_int, default=4096,
