@@ -306,6 +306,19 @@ def architecture_from(args):
     }
 
 
+def add_xla_flags(group, step):
+    """--jit-compile / --no-jit-compile into `args.jit_compile`: True, False, or None for
+    `devices.resolve_jit_compile`'s default (XLA on one GPU only). `step` names what compiles."""
+    xla = group.add_mutually_exclusive_group()
+    xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
+                     default=None,
+                     help=f"Compile {step} with XLA, also on CPU and on several GPUs. "
+                          "Default: XLA when training on one GPU; without it on CPU "
+                          "(measured no faster there) and on several replicas.")
+    xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False,
+                     help=f"Run {step} without XLA, also on one GPU.")
+
+
 def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_every):
     group = parser.add_argument_group("training")
     group.add_argument("--batch-size", type=positive_int, default=batch_size,
@@ -336,14 +349,7 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group.add_argument("--mixed-precision", action="store_true",
                        help="Compute in float16 (GPU, with loss scaling) or bfloat16 (CPU); "
                             "weights stay float32.")
-    xla = group.add_mutually_exclusive_group()
-    xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
-                     default=None,
-                     help="Compile the training step with XLA, also on CPU and on several "
-                          "GPUs. Default: XLA when training on one GPU; without it on CPU "
-                          "(measured no faster there) and on several replicas.")
-    xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False,
-                     help="Train without XLA, also on one GPU.")
+    add_xla_flags(group, "the training step")
     group.add_argument("--connect-timeout", type=positive_float, default=300.0,
                        metavar="SECONDS",
                        help="With TF_CONFIG: how long to wait for every other worker to "

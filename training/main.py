@@ -72,13 +72,7 @@ def parse_args(argv=None):
                         help="Validate and test both stages on the first N held-out documents "
                              "only (for trial runs).")
     parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of both stages.")
-    xla = parser.add_mutually_exclusive_group()
-    xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
-                     default=None,
-                     help="Compile both stages' training step with XLA (by default only on "
-                          "one GPU: on CPU it measured no faster).")
-    xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const",
-                     const=False, help="Train both stages without XLA, also on one GPU.")
+    cli.add_xla_flags(parser, "both stages' training step")
     parser.add_argument("--output-dir", default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
     parser.add_argument("--export-dir", default="saved_models",

@@ -111,12 +111,13 @@ def check_jit_compile(strategy, jit_compile):
 def resolve_jit_compile(strategy, jit_compile=None):
     """Whether a run under `strategy` compiles its training step with XLA.
 
-    `None` decides as Keras's own `jit_compile="auto"` does on TensorFlow:
-    XLA for one replica in one process when the machine has an accelerator
-    (a GPU), not on a CPU-only machine. There a same-run A/B of the train
-    step (`python -m benchmarks.train_step --compare jit_compile=false`)
-    found XLA no faster at the main job's shape and up to 1.7x slower at
-    n = 2048-4096 (benchmarks/RESULTS.md). `True` asks for XLA anyway and is
+    `None` decides much as Keras's own `jit_compile="auto"` does on
+    TensorFlow: XLA for one replica in one process when the machine has an
+    accelerator (a GPU), not on a CPU-only machine. There a same-run A/B of
+    the train step (`python -m benchmarks.train_step --compare
+    jit_compile=false`) found XLA no faster at the main job's shape, and the
+    Transformer's step with XLA 1.8x and 2.9x slower at n = 2048 and 4096
+    (benchmarks/RESULTS.md). `True` asks for XLA anyway and is
     checked with `check_jit_compile`; `False` turns it off.
 
     >>> resolve_jit_compile(tf.distribute.get_strategy(), False)
