@@ -203,17 +203,20 @@ def comparison(text):
     return field, COMPARABLE[field][1](value)
 
 
+def value_text(value):
+    """A compared value as `--compare` writes it: "true"/"false", "0.1", "bfloat16"."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def variants(args):
     """The cell variants: `[None]`, or `[None, "FIELD=VALUE"]` with `--compare`."""
     compare = getattr(args, "compare", None)
     if compare is None:
         return [None]
     field, value = compare
-    if isinstance(value, bool):
-        value = str(value).lower()
-    elif isinstance(value, float):
-        value = f"{value:g}"
-    return [None, f"{field}={value}"]
+    return [None, f"{field}={value_text(value)}"]
 
 
 def parse_arguments(parser, argv, task, default_name):
@@ -391,7 +394,7 @@ def result_row(result, spec, shape, args):
         "vocabulary_size": spec.get("vocabulary_size"),
         "variant": spec.get("variant"),
         # Train steps only: "true" or "false", as --compare writes it.
-        "jit_compile": None if "jit_compile" not in spec else str(spec["jit_compile"]).lower(),
+        "jit_compile": None if "jit_compile" not in spec else value_text(spec["jit_compile"]),
     }
     if result["status"] == "ok":
         row["median_s"] = result["median_s"]
