@@ -72,8 +72,7 @@ def parse_args(argv=None):
     parser.add_argument("--adaptation-steps", type=cli.positive_int, default=200,
                         help="Masked-LM steps of a +mlm model's adaptation (one per dataset "
                              "and k, shared by the seeds).")
-    parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True,
-                        help="Compile every training step with XLA.")
+    cli.add_xla_flags(parser, "every fine-tuning's and adaptation's training step")
     seeded_study.add_run_flags(parser, "artifacts/bert_study",
                                "<dataset>/<model>-k<K>-seed<S> (adaptations: adapted/)",
                                "bert-study")
@@ -88,8 +87,7 @@ def model_name(model, k):
 def plan(args):
     """Every run in order: per dataset, the adaptations first, then by seed every model."""
     runs = []
-    common = ["--jit-compile" if args.jit_compile else "--no-jit-compile",
-              "--batch-size", str(args.batch_size)]
+    common = ["--batch-size", str(args.batch_size), *cli.xla_flags(args.jit_compile)]
     for flag, value in (("--max-train-examples", args.max_train_examples),
                         ("--max-eval-examples", args.max_eval_examples)):
         if value:

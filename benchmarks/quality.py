@@ -1,16 +1,18 @@
 """Quality at small scale: Linformer against the Transformer (paper Fig. 3, Table 2).
 
-Pretrains one masked LM per model on the bundled news articles (the
+Pretrains one masked LM per model and seed on the bundled news articles (the
 Transformer baseline and Linformers with learned linear projections, several
-k and sharing modes; same shape, data, steps and seed), then fine-tunes each
-on Rotten Tomatoes and on BBC News, and fine-tunes some from scratch too.
+k and sharing modes; same shape, data and steps), then fine-tunes each on
+Rotten Tomatoes and on BBC News, and fine-tunes some from scratch too.
 Every run is `python -m training.pretrain` or `python -m training.finetune`
 in its own process, into its own directory under `--output-dir`; rerunning
 the same command skips finished runs and resumes an interrupted one from its
-checkpoints. Finally writes, under `--results-dir`, a CSV of every run, the
-validation perplexity curves against steps (PNG) and a markdown report.
+checkpoints. The runs go seed by seed, so the first seed's results are
+complete first. Finally writes, under `--results-dir`, a CSV of every run,
+the validation perplexity curves against steps (PNG) and a markdown report
+(mean and standard deviation over the seeds).
 
-    python -m benchmarks.quality [--full-grid] [--report-only]
+    python -m benchmarks.quality [--seeds 0 1 2] [--full-grid] [--report-only]
 """
 
 import argparse
@@ -28,6 +30,9 @@ PROGRAM = "benchmarks.quality"
 PRETRAIN = "training.pretrain"
 FINETUNE = "training.finetune"
 DATASETS = ("rotten_tomatoes", "bbc_news")
+# Passes over each training split: enough for the models to fit it (1 epoch of Rotten Tomatoes
+# and 2 of BBC News left every model unconverged, some at the majority class).
+DEFAULT_EPOCHS = {"rotten_tomatoes": "3", "bbc_news": "6"}
 DEFAULT_LINFORMERS = ("64:layerwise", "128:layerwise", "256:layerwise", "128:none", "128:key_value")
 FULL_GRID = tuple(f"{k}:{s}" for k in (64, 128, 256) for s in ("none", "key_value", "layerwise"))
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
@@ -107,7 +112,7 @@ def parse_args(argv=None):
                        help="Tokens per text of each dataset (at most the pretraining n).")
     group.add_argument("--finetune-epochs", nargs="+", type=dataset_epochs,
                        metavar="DATASET=EPOCHS",
-                       default=[("rotten_tomatoes", "1"), ("bbc_news", "2")],
+                       default=list(DEFAULT_EPOCHS.items()),
                        help="Passes over each dataset's training split.")
     group.add_argument("--scratch", nargs="*", type=linformer_spec, metavar="K:SHARING",
                        default=[(128, "layerwise")],
@@ -118,11 +123,12 @@ def parse_args(argv=None):
                        help="Every run trains on the first N training documents only.")
     group.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
                        help="Every run validates and tests on the first N held-out documents.")
-    parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of every run.")
-    parser.add_argument("--no-jit-compile", dest="jit_compile", action="store_false",
-                        help="Train without XLA (default: every run with --jit-compile).")
+    parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],
+                        help="Every model is pretrained and fine-tuned once per seed (the seed "
+                             "of the weights, the data order and masks, and the splits).")
+    cli.add_xla_flags(parser, "every run's training step")
     parser.add_argument("--output-dir", default="artifacts/quality",
-                        help="Every run writes to OUTPUT_DIR/<stage>/<model>.")
+                        help="Every run writes to OUTPUT_DIR/<stage>/<model>-seed<S>.")
     parser.add_argument("--results-dir", default="benchmarks/results",
                         help="Where the CSV, PNG and markdown report go.")
     parser.add_argument("--name", default=None,
@@ -142,7 +148,7 @@ def parse_args(argv=None):
                 f"pretraining --sequence-length {args.sequence_length}"
             )
     args.finetune_lengths = lengths
-    args.finetune_epochs = dict([(d, "2") for d in DATASETS] + list(args.finetune_epochs))
+    args.finetune_epochs = {**DEFAULT_EPOCHS, **dict(args.finetune_epochs)}
     for k, sharing in args.linformers:
         if k > args.sequence_length:
             parser.error(f"argument --linformers: {k}:{sharing} has k = {k} > --sequence-length "
@@ -173,9 +179,15 @@ def model_flags(args, attention, k=None, sharing=None):
 
 
 def plan(args):
-    """Every run, in order: dicts with stage, dataset, model, k, sharing, start, directory, argv."""
+    """Every run, seed by seed: dicts with stage, dataset, model, k, sharing, start, seed,
+    directory, module and argv."""
+    return [run for seed in args.seeds for run in seed_plan(args, seed)]
+
+
+def seed_plan(args, seed):
+    """The runs of one seed: every pretraining, then the fine-tunings of each dataset."""
     models = [("transformer", None, None)] + [("linformer", k, s) for k, s in args.linformers]
-    common = ["--seed", str(args.seed), "--jit-compile" if args.jit_compile else "--no-jit-compile"]
+    common = ["--seed", str(seed), *cli.xla_flags(args.jit_compile)]
     for flag, value in (("--max-train-examples", args.max_train_examples),
                         ("--max-eval-examples", args.max_eval_examples)):
         if value:
@@ -183,7 +195,7 @@ def plan(args):
     runs = []
     for attention, k, sharing in models:
         name = model_name(attention, k, sharing)
-        directory = os.path.join(args.output_dir, "pretrain", name)
+        directory = os.path.join(args.output_dir, "pretrain", f"{name}-seed{seed}")
         argv = model_flags(args, attention, k, sharing) + common + [
             "--sequence-length", str(args.sequence_length),
             "--batch-size", str(args.pretrain_batch_size),
@@ -193,7 +205,7 @@ def plan(args):
             "--output-dir", directory,
         ]
         runs.append(dict(stage="pretrain", dataset="news_articles", model=name,
-                         attention=attention, k=k, sharing=sharing, start="random",
+                         attention=attention, k=k, sharing=sharing, start="random", seed=seed,
                          directory=directory, module=PRETRAIN, argv=argv))
     scratch = [("linformer", k, s) for k, s in args.scratch]
     if scratch:
@@ -205,19 +217,19 @@ def plan(args):
             "--epochs", args.finetune_epochs[dataset],
         ]
         for run in [r for r in runs if r["stage"] == "pretrain"]:
-            directory = os.path.join(args.output_dir, dataset, run["model"])
+            directory = os.path.join(args.output_dir, dataset, f"{run['model']}-seed{seed}")
             argv = finetune_common + ["--pretrained", run["directory"], "--output-dir", directory]
             runs.append(dict(run, stage="finetune", dataset=dataset, start="pretrained",
                              directory=directory, module=FINETUNE, argv=argv))
         for attention, k, sharing in scratch:
             name = model_name(attention, k, sharing)
-            directory = os.path.join(args.output_dir, dataset, name + "-scratch")
+            directory = os.path.join(args.output_dir, dataset, f"{name}-scratch-seed{seed}")
             argv = finetune_common + model_flags(args, attention, k, sharing) + [
                 "--output-dir", directory,
             ]
             runs.append(dict(stage="finetune", dataset=dataset, model=name, attention=attention,
-                             k=k, sharing=sharing, start="scratch", directory=directory,
-                             module=FINETUNE, argv=argv))
+                             k=k, sharing=sharing, start="scratch", seed=seed,
+                             directory=directory, module=FINETUNE, argv=argv))
     return runs
 
 

@@ -3,13 +3,17 @@
 Reads what each run left in its directory (`summary.json`, `run.json` and
 the TensorBoard scalars under `logs/`), so a report can be rebuilt at any
 time, also from a study still running (unfinished runs are listed as such).
+With several seeds the tables give each model's mean, standard deviation and
+every seed's value, and the plot each model's mean curve.
 """
 
 import csv
 import math
 import os
+import statistics
 
 from benchmarks import outputs
+from benchmarks import seeded_study
 from keras_linformer.training import run_directory
 
 PERPLEXITY_TARGET = 0.05  # Linformer within 5% of the Transformer's perplexity
@@ -17,9 +21,10 @@ ACCURACY_TARGET = 1.0  # and within 1 point of its fine-tuned accuracy
 TARGET_K = 128
 
 FIELDS = (
-    "stage", "dataset", "model", "attention", "projected_dim", "sharing", "start", "status",
-    "steps", "test_perplexity", "test_accuracy", "test_loss", "test_examples",
-    "majority_accuracy", "final_validation_perplexity", "total_steps", "seconds",
+    "stage", "dataset", "model", "attention", "projected_dim", "sharing", "start", "seed",
+    "status", "steps", "test_perplexity", "unigram_test_perplexity", "test_accuracy",
+    "test_loss", "test_examples", "majority_accuracy", "final_validation_perplexity",
+    "total_steps", "seconds",
     "tokens_per_second",
     "directory",
 )
@@ -48,7 +53,7 @@ def collect(runs):
         row = {
             "stage": run["stage"], "dataset": run["dataset"], "model": run["model"],
             "attention": run["attention"], "projected_dim": run["k"], "sharing": run["sharing"],
-            "start": run["start"], "directory": run["directory"],
+            "start": run["start"], "seed": run["seed"], "directory": run["directory"],
             "status": "finished" if summary else (
                 "unfinished" if os.path.isdir(run["directory"]) else "not run"),
         }
@@ -69,10 +74,25 @@ def write_csv(rows, path, command):
 def write_curves_csv(rows, path, command):
     with outputs.csv_file(path, command) as file:
         writer = csv.writer(file)
-        writer.writerow(["model", "step", "validation_perplexity"])
+        writer.writerow(["model", "seed", "step", "validation_perplexity"])
         for row in rows:
             for step, value in row.get("curve", []):
-                writer.writerow([row["model"], step, value])
+                writer.writerow([row["model"], row["seed"], step, value])
+
+
+def mean_curves(pretrained):
+    """{model: [(step, mean validation perplexity over the seeds that logged that step)]}."""
+    points = {}
+    for row in pretrained:
+        for step, value in row.get("curve", []):
+            points.setdefault(row["model"], {}).setdefault(step, []).append(value)
+    return {model: [(step, statistics.mean(values)) for step, values in sorted(steps.items())]
+            for model, steps in points.items()}
+
+
+def per_model(rows):
+    """One row per model (the first seed's), in the order of the rows."""
+    return list({row["model"]: row for row in reversed(rows)}.values())[::-1]
 
 
 def label(row):
@@ -106,17 +126,19 @@ def panels(pretrained):
 def plot_curves(rows, path, title):
     plt = outputs.pyplot()
     pretrained = [r for r in rows if r["stage"] == "pretrain" and r.get("curve")]
+    curves = mean_curves(pretrained)
+    pretrained = per_model(pretrained)
     transformer = [r for r in pretrained if r["attention"] == "transformer"]
     groups = panels(pretrained)
     figure, all_axes = plt.subplots(1, len(groups), figsize=(5.5 * len(groups), 4.2), dpi=90,
                                     squeeze=False)
     for axes, (name, group) in zip(all_axes[0], groups):
         for row in transformer:
-            axes.plot(*zip(*row["curve"]), color="black", linewidth=2, label=label(row))
+            axes.plot(*zip(*curves[row["model"]]), color="black", linewidth=2, label=label(row))
         for row in group:
-            axes.plot(*zip(*row["curve"]), marker="o", markersize=3, label=label(row))
+            axes.plot(*zip(*curves[row["model"]]), marker="o", markersize=3, label=label(row))
         axes.set_xlabel("optimizer steps")
-        axes.set_ylabel("validation perplexity (masked LM)")
+        axes.set_ylabel("validation perplexity (masked LM; mean over seeds)")
         axes.set_title(f"by {name}", fontsize=10)
         axes.grid(True, which="both", alpha=0.3)
         axes.legend(fontsize=7)
@@ -134,64 +156,95 @@ def binomial_se(accuracy, examples):
     return 100 * math.sqrt(accuracy * (1 - accuracy) / examples)
 
 
-def _resumed(row):
-    """A note for a run that was resumed: its summary times only the last invocation."""
-    if row.get("steps") and row.get("total_steps") and row["steps"] < row["total_steps"]:
-        return f" (resumed: the last {row['steps']} of {row['total_steps']} steps)"
-    return ""
+def _mean(rows, field):
+    values = [r[field] for r in rows if r.get(field) is not None]
+    return statistics.mean(values) if values else None
+
+
+def _statistics(rows, field, key, scale=1.0):
+    return seeded_study.summarise(rows, field, scale=scale, key=key)
+
+
+def _cell(stats, group, digits=1):
+    mean, spread, values = stats.get(group, (None, None, []))
+    return "-" if mean is None else seeded_study.spread_text(mean, spread, values, digits)
+
+
+def _resumed(group_rows):
+    """A note for resumed runs: a run's `seconds` times only its last invocation."""
+    resumed = [r for r in group_rows
+               if r.get("steps") and r.get("total_steps") and r["steps"] < r["total_steps"]]
+    return f" ({len(resumed)} resumed: timed from the resume)" if resumed else ""
+
+
+def _unfinished(group_rows):
+    """A note for runs of a model that have not finished: `(2 of 3 seeds not finished)`."""
+    missing = [r for r in group_rows if r["status"] != "finished"]
+    return f" ({len(missing)} of {len(group_rows)} seeds not finished)" if missing else ""
 
 
 def pretraining_table(rows):
+    """Test perplexity (mean ± sd [each seed]), its ratio to the Transformer's mean, the mean
+    validation perplexity at some steps, the unigram baseline, wall time and tokens/s."""
     pretrained = [r for r in rows if r["stage"] == "pretrain"]
-    reference = next((r for r in pretrained if r["attention"] == "transformer"), {})
-    steps = sorted({s for r in pretrained for s, _ in r.get("curve", [])})
+    stats = _statistics(pretrained, "test_perplexity", key=lambda r: r["model"])
+    curves = mean_curves(pretrained)
+    reference = stats.get("transformer", (None,))[0]
+    steps = sorted({s for curve in curves.values() for s, _ in curve})
     shown = [s for s in steps if s in (steps[:1] + steps[-1:]) or s % (2 * (steps[0] or 1)) == 0]
     lines = [
         "| model | test perplexity | vs Transformer | "
         + " | ".join(f"val. ppl, step {s}" for s in shown)
-        + " | wall time | tokens/s |",
-        "|---|---|---|" + "---|" * len(shown) + "---|---|",
+        + " | unigram test perplexity | wall time per run | tokens/s |",
+        "|---|---|---|" + "---|" * len(shown) + "---|---|---|",
     ]
-    for row in pretrained:
-        curve = dict(row.get("curve", []))
+    for row in per_model(pretrained):
+        group = [r for r in pretrained if r["model"] == row["model"]]
+        mean = stats.get(row["model"], (None,))[0]
         ratio = "-"
-        if row.get("test_perplexity") and reference.get("test_perplexity"):
-            ratio = f"{100 * (row['test_perplexity'] / reference['test_perplexity'] - 1):+.1f}%"
-        if row is reference:
+        if row["model"] == "transformer":
             ratio = "(reference)"
+        elif mean is not None and reference:
+            ratio = f"{100 * (mean / reference - 1):+.1f}%"
+        curve = dict(curves.get(row["model"], []))
         lines.append(
-            f"| {label(row)} | {_fmt(row.get('test_perplexity'))} | {ratio} | "
+            f"| {label(row)} | {_cell(stats, row['model'])} | {ratio} | "
             + " | ".join(_fmt(curve.get(s)) for s in shown)
-            + f" | {_fmt(row.get('seconds'), 0)} s{_resumed(row)} | "
-            f"{_fmt(row.get('tokens_per_second'), 0)} |"
-            + ("" if row["status"] == "finished" else f" ({row['status']})")
+            + f" | {_fmt(_mean(group, 'unigram_test_perplexity'))}"
+            f" | {_fmt(_mean(group, 'seconds'), 0)} s{_resumed(group)} | "
+            f"{_fmt(_mean(group, 'tokens_per_second'), 0)} |{_unfinished(group)}"
         )
     return "\n".join(lines)
 
 
+def _tuned_key(row):
+    return row["model"], row["dataset"], row["start"]
+
+
 def finetuning_table(rows):
     tuned = [r for r in rows if r["stage"] == "finetune"]
+    stats = _statistics(tuned, "test_accuracy", key=_tuned_key, scale=100.0)
     datasets = list(dict.fromkeys(r["dataset"] for r in tuned))
     columns = [(d, s) for d in datasets for s in ("pretrained", "scratch")
                if any(r["dataset"] == d and r["start"] == s for r in tuned)]
-    by_key = {(r["model"], r["dataset"], r["start"]): r for r in tuned}
-    models = list(dict.fromkeys((r["model"], label(r)) for r in tuned))
     header = "| model | " + " | ".join(
         f"{d.replace('_', ' ')}, {s}" for d, s in columns) + " |"
     lines = [header, "|---|" + "---|" * len(columns)]
-    for model, name in models:
+    for row in per_model(tuned):
+        model = row["model"]
         cells = []
         for dataset, start in columns:
-            row = by_key.get((model, dataset, start))
-            reference = by_key.get(("transformer", dataset, start))
-            if row is None or row.get("test_accuracy") is None:
-                cells.append("-" if row is None else row["status"])
+            group = [r for r in tuned if _tuned_key(r) == (model, dataset, start)]
+            if not group:
+                cells.append("-")
                 continue
-            cell = f"{100 * row['test_accuracy']:.1f}"
-            if model != "transformer" and reference and reference.get("test_accuracy") is not None:
-                cell += f" ({100 * (row['test_accuracy'] - reference['test_accuracy']):+.1f})"
-            cells.append(cell)
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            mean = stats.get((model, dataset, start), (None,))[0]
+            reference = stats.get(("transformer", dataset, start), (None,))[0]
+            cell = _cell(stats, (model, dataset, start))
+            if mean is not None and model != "transformer" and reference is not None:
+                cell += f" ({mean - reference:+.1f})"
+            cells.append(cell + _unfinished(group))
+        lines.append(f"| {label(row)} | " + " | ".join(cells) + " |")
     notes = []
     for dataset in datasets:
         row = next((r for r in tuned if r["dataset"] == dataset and r.get("test_examples")), None)
@@ -206,35 +259,42 @@ def finetuning_table(rows):
 
 
 def target_verdicts(rows):
-    """The issue's targets, checked against the numbers: a list of markdown bullets."""
+    """The issue's targets, checked on the means over the seeds: a list of markdown bullets."""
     verdicts = []
-    pretrained = {r["model"]: r for r in rows if r["stage"] == "pretrain"}
-    reference = pretrained.get("transformer", {})
-    for row in pretrained.values():
+    pretrained = [r for r in rows if r["stage"] == "pretrain"]
+    perplexity = _statistics(pretrained, "test_perplexity", key=lambda r: r["model"])
+    reference = perplexity.get("transformer", (None,))[0]
+    for row in per_model(pretrained):
+        mean = perplexity.get(row["model"], (None,))[0]
         if row["attention"] != "linformer" or row["projected_dim"] != TARGET_K:
             continue
-        if row.get("test_perplexity") is None or reference.get("test_perplexity") is None:
+        if mean is None or reference is None:
             continue
-        gap = row["test_perplexity"] / reference["test_perplexity"] - 1
+        gap = mean / reference - 1
         met = "met" if gap <= PERPLEXITY_TARGET else "missed"
         verdicts.append(
-            f"- {label(row)}: test perplexity {row['test_perplexity']:.1f} vs "
-            f"{reference['test_perplexity']:.1f}, {100 * gap:+.1f}% (target: at most "
-            f"+{100 * PERPLEXITY_TARGET:.0f}%): **{met}**"
+            f"- {label(row)}: test perplexity {mean:.1f} vs {reference:.1f}, {100 * gap:+.1f}% "
+            f"(target: at most +{100 * PERPLEXITY_TARGET:.0f}%): **{met}**"
         )
-    tuned = {(r["model"], r["dataset"], r["start"]): r for r in rows if r["stage"] == "finetune"}
-    for (model, dataset, start), row in tuned.items():
-        if row["attention"] != "linformer" or row["projected_dim"] != TARGET_K:
+    tuned = [r for r in rows if r["stage"] == "finetune"]
+    accuracy = _statistics(tuned, "test_accuracy", key=_tuned_key, scale=100.0)
+    seen = set()
+    for row in tuned:
+        key = _tuned_key(row)
+        if row["attention"] != "linformer" or row["projected_dim"] != TARGET_K or key in seen:
             continue
-        reference = tuned.get(("transformer", dataset, start), {})
-        if row.get("test_accuracy") is None or reference.get("test_accuracy") is None:
+        seen.add(key)
+        model, dataset, start = key
+        mean = accuracy.get(key, (None,))[0]
+        reference = accuracy.get(("transformer", dataset, start), (None,))[0]
+        if mean is None or reference is None:
             continue
-        gap = 100 * (row["test_accuracy"] - reference["test_accuracy"])
+        gap = mean - reference
         met = "met" if gap >= -ACCURACY_TARGET else "missed"
         verdicts.append(
             f"- {label(row)}, {dataset.replace('_', ' ')} ({start}): accuracy "
-            f"{100 * row['test_accuracy']:.1f} vs {100 * reference['test_accuracy']:.1f}, "
-            f"{gap:+.1f} points (target: at least -{ACCURACY_TARGET:.0f}): **{met}**"
+            f"{mean:.1f} vs {reference:.1f}, {gap:+.1f} points (target: at least "
+            f"-{ACCURACY_TARGET:.0f}): **{met}**"
         )
     return verdicts
 
@@ -243,6 +303,7 @@ def markdown(rows, command, machine, images):
     unfinished = [r for r in rows if r["status"] != "finished"]
     table, notes = finetuning_table(rows)
     total = sum(r.get("seconds") or 0 for r in rows)
+    seeds = list(dict.fromkeys(r["seed"] for r in rows))
     parts = [
         "# Quality at small scale: Linformer vs Transformer (paper Fig. 3, Table 2)",
         "",
@@ -253,14 +314,16 @@ def markdown(rows, command, machine, images):
     ]
     if unfinished:
         parts += [f"**{len(unfinished)} of {len(rows)} runs have not finished**: "
-                  + ", ".join(f"{r['stage']} {r['dataset']} {r['model']} ({r['start']}): "
-                              f"{r['status']}" for r in unfinished), ""]
+                  + ", ".join(f"{r['stage']} {r['dataset']} {r['model']} ({r['start']}, seed "
+                              f"{r['seed']}): {r['status']}" for r in unfinished), ""]
     parts += [
         "## Pretraining (masked LM, news articles): held-out perplexity",
         "",
-        "Test perplexity on the whole held-out test split at the end; validation perplexity "
-        "on the first validation batches after each round (the same batches and masks every "
-        "time).",
+        f"Seeds: {', '.join(str(seed) for seed in seeds)}. Test perplexity on the whole "
+        "held-out test split at the end (with several seeds: mean ± standard deviation [each "
+        "seed]); validation perplexity on the first validation batches after each round (the "
+        "same batches and masks every time; mean over the seeds); the unigram test perplexity "
+        "is that of word frequencies alone with the same vocabulary.",
         "",
         pretraining_table(rows),
         "",
@@ -270,7 +333,8 @@ def markdown(rows, command, machine, images):
         "",
         "## Fine-tuning: test accuracy (%)",
         "",
-        "In parentheses: the difference to the Transformer with the same start, in points.",
+        "With several seeds: mean ± standard deviation [each seed]. In parentheses: the "
+        "difference of the mean to the Transformer's with the same start, in points.",
         "",
         table,
         "",

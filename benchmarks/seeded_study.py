@@ -55,22 +55,35 @@ def collect(runs, fields):
     return rows
 
 
-def finished_values(rows, field, scale=1.0):
-    """{(dataset, model): [value of each finished seed]}."""
+def by_dataset_and_model(row):
+    """The default grouping of the studies' rows: `(dataset, model)`."""
+    return row["dataset"], row["model"]
+
+
+def finished_values(rows, field, scale=1.0, key=by_dataset_and_model):
+    """{key(row): [value of each finished seed]} (`key` default: `(dataset, model)`)."""
     groups = {}
     for row in rows:
         if row["status"] == "finished" and row.get(field) is not None:
-            groups.setdefault((row["dataset"], row["model"]), []).append(scale * row[field])
+            groups.setdefault(key(row), []).append(scale * row[field])
     return groups
 
 
-def summarise(rows, field="test_accuracy", scale=100.0):
-    """{(dataset, model): (mean, standard deviation or None, [values])} over finished seeds."""
+def summarise(rows, field="test_accuracy", scale=100.0, key=by_dataset_and_model):
+    """{key(row): (mean, standard deviation or None, [values])} over finished seeds."""
     return {
-        key: (statistics.mean(values),
-              statistics.stdev(values) if len(values) > 1 else None, values)
-        for key, values in finished_values(rows, field, scale).items()
+        group: (statistics.mean(values),
+                statistics.stdev(values) if len(values) > 1 else None, values)
+        for group, values in finished_values(rows, field, scale, key).items()
     }
+
+
+def spread_text(mean, spread, values, digits=1):
+    """`mean ± sd [each seed]`; one seed: just its value."""
+    if len(values) == 1:
+        return f"{mean:.{digits}f}"
+    each = ", ".join(f"{v:.{digits}f}" for v in values)
+    return f"{mean:.{digits}f} ± {spread:.{digits}f} [{each}]"
 
 
 def accuracy_cells(stats, dataset, model):
@@ -79,9 +92,7 @@ def accuracy_cells(stats, dataset, model):
     if mean is None:
         return ["not finished", "-"]
     reference = stats.get((dataset, TRANSFORMER), (None,))[0]
-    spread_text = f" ± {spread:.1f}" if spread is not None else ""
-    each = ", ".join(f"{v:.1f}" for v in values)
-    return [f"{mean:.1f}{spread_text} [{each}]",
+    return [spread_text(mean, spread, values),
             "-" if reference is None or model == TRANSFORMER else f"{mean - reference:+.1f}"]
 
 

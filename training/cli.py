@@ -319,6 +319,11 @@ def add_xla_flags(group, step):
                      help=f"Run {step} without XLA, also on one GPU.")
 
 
+def xla_flags(jit_compile):
+    """The flags that pass `args.jit_compile` (see `add_xla_flags`) on to a training program."""
+    return [] if jit_compile is None else ["--jit-compile" if jit_compile else "--no-jit-compile"]
+
+
 def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_every):
     group = parser.add_argument_group("training")
     group.add_argument("--batch-size", type=positive_int, default=batch_size,

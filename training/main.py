@@ -93,8 +93,7 @@ def stage_arguments(args):
     common = ["--sequence-length", str(args.sequence_length), "--seed", str(args.seed)]
     if args.max_eval_examples:
         common += ["--max-eval-examples", str(args.max_eval_examples)]
-    if args.jit_compile is not None:
-        common += ["--jit-compile" if args.jit_compile else "--no-jit-compile"]
+    common += cli.xla_flags(args.jit_compile)
     pretrain = model + common + [
         "--corpus", *args.pretrain_corpus,
         "--vocabulary-size", str(args.vocabulary_size),

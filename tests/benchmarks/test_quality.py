@@ -27,11 +27,11 @@ TOY = [
     "--pretrain-steps", 4, "--pretrain-batch-size", 4, "--checkpoint-every", 2,
     "--datasets", "rotten_tomatoes", "--finetune-lengths", "rotten_tomatoes=16",
     "--finetune-epochs", "rotten_tomatoes=1", "--scratch",
-    "--max-train-examples", 40, "--max-eval-examples", 16, "--no-jit-compile",
+    "--max-train-examples", 40, "--max-eval-examples", 16, "--no-jit-compile", "--seeds", 3,
 ]
 RUN_NAMES = [
-    ("pretrain", "transformer"), ("pretrain", "linformer-k8-layerwise"),
-    ("rotten_tomatoes", "transformer"), ("rotten_tomatoes", "linformer-k8-layerwise"),
+    ("pretrain", "transformer-seed3"), ("pretrain", "linformer-k8-layerwise-seed3"),
+    ("rotten_tomatoes", "transformer-seed3"), ("rotten_tomatoes", "linformer-k8-layerwise-seed3"),
 ]
 
 
@@ -64,9 +64,10 @@ def test_every_run_finishes_in_its_own_directory_with_its_command(study):
         assert command in first  # printed before the run
         assert command.endswith(f"--output-dir {directory}")
     # Fine-tuning starts from the pretrained model of the same name.
-    command = (output_dir / "rotten_tomatoes" / "linformer-k8-layerwise" / "command.txt")
-    assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise'}" in (
+    command = (output_dir / "rotten_tomatoes" / "linformer-k8-layerwise-seed3" / "command.txt")
+    assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise-seed3'}" in (
         command.read_text())
+    assert "--seed 3 " in command.read_text()
 
 
 def test_a_second_run_skips_the_finished_runs(study):
@@ -78,10 +79,10 @@ def test_a_second_run_skips_the_finished_runs(study):
 
 def test_another_command_into_the_same_directory_is_refused(study):
     _, _, arguments, _, _ = study
-    result = run_program("benchmarks.quality", *arguments, "--seed", 1)
+    result = run_program("benchmarks.quality", *arguments, "--pretrain-steps", 6)
     assert result.returncode == 2
     assert "holds a finished run of another command" in result.stderr
-    assert "--seed 1" in result.stderr
+    assert "--max-steps 6" in result.stderr
 
 
 def test_the_csv_holds_every_runs_results(study):
@@ -91,11 +92,13 @@ def test_the_csv_holds_every_runs_results(study):
         ("pretrain", "transformer"), ("pretrain", "linformer-k8-layerwise"),
         ("finetune", "transformer"), ("finetune", "linformer-k8-layerwise"),
     ]
-    assert all(r["status"] == "finished" for r in rows)
+    assert all(r["status"] == "finished" and r["seed"] == "3" for r in rows)
     for row, (stage, name) in zip(rows, RUN_NAMES):
         summary = read_summary(output_dir / stage / name)
         if row["stage"] == "pretrain":
             assert float(row["test_perplexity"]) == pytest.approx(summary["test_perplexity"])
+            assert float(row["unigram_test_perplexity"]) == pytest.approx(
+                summary["unigram_test_perplexity"])
         else:
             assert float(row["test_accuracy"]) == pytest.approx(summary["test_accuracy"])
             assert row["start"] == "pretrained"
@@ -106,10 +109,10 @@ def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study)
     rows = read_rows(results_dir / "toy-curves.csv")
     for name in ("transformer", "linformer-k8-layerwise"):
         logged = run_directory.logged_scalars(
-            output_dir / "pretrain" / name / "logs" / "validation"
+            output_dir / "pretrain" / f"{name}-seed3" / "logs" / "validation"
         )
         curve = [(int(r["step"]), float(r["validation_perplexity"]))
-                 for r in rows if r["model"] == name]
+                 for r in rows if r["model"] == name and r["seed"] == "3"]
         assert [step for step, _ in curve] == [2, 4]  # rounds of 2 steps
         assert [value for _, value in curve] == pytest.approx(
             [value for _, value in logged["epoch_perplexity"]])
@@ -146,8 +149,14 @@ def test_bad_arguments_are_named(arguments, message, capsys):
 
 def test_the_default_plan_pretrains_each_model_once_and_fine_tunes_it_on_each_dataset():
     _, args = quality.parse_args([])
-    runs = quality.plan(args)
-    quality.check_commands(runs)  # every program accepts its flags
+    all_runs = quality.plan(args)
+    quality.check_commands(all_runs)  # every program accepts its flags
+    # Seed by seed: the runs of seed 0 first, each in its own directory.
+    assert [r["seed"] for r in all_runs] == sorted(r["seed"] for r in all_runs)
+    assert {r["seed"] for r in all_runs} == {0, 1, 2}
+    assert len({r["directory"] for r in all_runs}) == len(all_runs)
+    runs = [r for r in all_runs if r["seed"] == 0]
+    assert len(runs) * 3 == len(all_runs)
     pretrained = [r for r in runs if r["stage"] == "pretrain"]
     assert [r["model"] for r in pretrained] == [
         "transformer", "linformer-k64-layerwise", "linformer-k128-layerwise",
@@ -159,6 +168,11 @@ def test_the_default_plan_pretrains_each_model_once_and_fine_tunes_it_on_each_da
             [(r["model"], "pretrained") for r in pretrained]
             + [("transformer", "scratch"), ("linformer-k128-layerwise", "scratch")]
         )
+        # The budgets at which the models fit the training split; XLA left to the programs.
+        epochs = {"rotten_tomatoes": "3", "bbc_news": "6"}[dataset]
+        assert all(r["argv"][r["argv"].index("--epochs") + 1] == epochs for r in tuned)
+    assert not any("--jit-compile" in r["argv"] or "--no-jit-compile" in r["argv"]
+                   for r in all_runs)
     # Pretraining flags differ only in the attention options.
     strip = {"--attention", "--projection", "--projected-dim", "--sharing", "--output-dir"}
 

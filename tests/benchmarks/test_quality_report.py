@@ -4,11 +4,12 @@ from benchmarks import quality
 from benchmarks import quality_report
 
 
-def _row(stage, attention, k=None, dataset="news_articles", start="random", **results):
+def _row(stage, attention, k=None, dataset="news_articles", start="random", seed=0,
+         status="finished", **results):
     sharing = "layerwise" if attention == "linformer" else None
     return dict(stage=stage, attention=attention, projected_dim=k, sharing=sharing,
                 model=quality.model_name(attention, k, sharing), dataset=dataset,
-                start=start, status="finished", **results)
+                start=start, seed=seed, status=status, **results)
 
 
 def test_targets_are_checked_against_the_transformer():
@@ -24,3 +25,40 @@ def test_targets_are_checked_against_the_transformer():
     assert len(verdicts) == 2
     assert "+4.0%" in verdicts[0] and "**met**" in verdicts[0]
     assert "-1.5 points" in verdicts[1] and "**missed**" in verdicts[1]
+
+
+def test_several_seeds_are_reported_as_mean_and_spread_and_judged_on_the_mean():
+    rows = [
+        _row("pretrain", "transformer", seed=0, test_perplexity=100.0, seconds=10.0,
+             curve=[(50, 300.0), (100, 200.0)]),
+        _row("pretrain", "transformer", seed=1, test_perplexity=102.0, seconds=30.0,
+             curve=[(50, 310.0), (100, 210.0)]),
+        _row("pretrain", "linformer", 128, seed=0, test_perplexity=104.0,
+             unigram_test_perplexity=600.0, curve=[(50, 320.0), (100, 220.0)]),
+        _row("pretrain", "linformer", 128, seed=1, status="unfinished"),
+        _row("finetune", "transformer", dataset="bbc_news", start="scratch", seed=0,
+             test_accuracy=0.90),
+        _row("finetune", "transformer", dataset="bbc_news", start="scratch", seed=1,
+             test_accuracy=0.80),
+        _row("finetune", "linformer", 128, dataset="bbc_news", start="scratch", seed=0,
+             test_accuracy=0.86),
+        _row("finetune", "linformer", 128, dataset="bbc_news", start="scratch", seed=1,
+             test_accuracy=0.82),
+    ]
+    table = quality_report.pretraining_table(rows)
+    # Transformer: mean 101.0, sd 1.4 over the two seeds; validation columns are means.
+    assert "| Transformer | 101.0 ± 1.4 [100.0, 102.0] | (reference) | 305.0 | 205.0 | - | 20 s |" \
+        in table
+    # One finished seed of two: its value, the ratio to the Transformer's mean, the note.
+    assert ("| Linformer k=128, layerwise | 104.0 | +3.0% | 320.0 | 220.0 | 600.0 |"
+            in table)
+    assert "(1 of 2 seeds not finished)" in table
+    tuned, _ = quality_report.finetuning_table(rows)
+    assert "| Transformer | 85.0 ± 7.1 [90.0, 80.0] |" in tuned
+    assert "| 84.0 ± 2.8 [86.0, 82.0] (-1.0) |" in tuned
+    verdicts = quality_report.target_verdicts(rows)
+    assert "104.0 vs 101.0, +3.0%" in verdicts[0] and "**met**" in verdicts[0]
+    assert "84.0 vs 85.0, -1.0 points" in verdicts[1] and "**met**" in verdicts[1]
+    assert len(verdicts) == 2
+    curves = quality_report.mean_curves([r for r in rows if r["stage"] == "pretrain"])
+    assert curves["transformer"] == [(50, 305.0), (100, 205.0)]

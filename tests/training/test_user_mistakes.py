@@ -96,7 +96,7 @@ def test_a_report_of_no_finished_run_is_refused_and_keeps_the_results(tmp_path, 
         "--report-only", "--output-dir", tmp_path / "typo", "--results-dir", results,
     ], capsys)
     assert status == 2
-    assert f"--output-dir: none of the 22 runs under '{tmp_path / 'typo'}' has finished" in stderr
+    assert f"--output-dir: none of the 66 runs under '{tmp_path / 'typo'}' has finished" in stderr
     assert contents(results) == {"quality-n512.md": b"the real results"}
 
 
