@@ -36,12 +36,17 @@ def test_window_average_matrix_averages_contiguous_windows_of_near_equal_size(n,
     assert sizes.max() - sizes.min() <= 1
 
 
-def test_window_average_noise_has_the_documented_scale(rng):
-    weights = keras.ops.convert_to_numpy(WindowAverage(relative_noise=0.1, seed=0)((512, 64)))
-    noise = weights - window_average_matrix(512, 64)
-    # 0.1 of an in-window weight 1 / w, w = 512 / 64.
-    assert noise.std() == pytest.approx(0.1 / 8, rel=0.02)
-    assert abs(noise.mean()) < 1e-3
+@pytest.mark.parametrize("k", [64, 128, 512])
+def test_window_average_noise_is_a_tenth_of_each_columns_norm(k, rng):
+    weights = keras.ops.convert_to_numpy(WindowAverage(relative_noise=0.1, seed=0)((512, k)))
+    average = window_average_matrix(512, k)
+    noise = weights - average
+    assert noise.std() == pytest.approx(0.1 * np.sqrt(k) / 512, rel=0.02)
+    assert abs(noise.mean()) < 3 * noise.std() / np.sqrt(noise.size)
+    # Per column: the noise's norm is a tenth of the average's, whatever k (at k = n the
+    # start is the identity plus a tenth of noise, not noise larger than the identity).
+    ratio = np.linalg.norm(noise, axis=0) / np.linalg.norm(average, axis=0)
+    assert np.median(ratio) == pytest.approx(0.1, rel=0.05)
 
 
 @pytest.mark.parametrize(
@@ -57,7 +62,7 @@ def test_the_zero_mean_initialisers_are_what_the_layer_really_has(name, stddev, 
 def test_window_average_is_what_the_layer_really_has(rng):
     weights = built_projection(attention(projection_initializer="window_average"), rng)
     noise = weights - window_average_matrix(64, 16)
-    assert noise.std() == pytest.approx(0.1 / 4, rel=0.1)  # w = 64 / 16
+    assert noise.std() == pytest.approx(0.1 * np.sqrt(16) / 64, rel=0.1)
     assert abs(noise.mean()) < 3 * 0.1 / 4 / np.sqrt(noise.size)
 
 
