@@ -91,8 +91,11 @@ def mean_curves(pretrained):
 
 
 def per_model(rows):
-    """One row per model (the first seed's), in the order of the rows."""
-    return list({row["model"]: row for row in reversed(rows)}.values())[::-1]
+    """One row per model (its first), in the order in which the models first appear."""
+    first = {}
+    for row in rows:
+        first.setdefault(row["model"], row)
+    return list(first.values())
 
 
 def label(row):
