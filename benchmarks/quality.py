@@ -237,12 +237,18 @@ def command_line(run):
     return f"python -m {run['module']} {shlex.join(run['argv'])}"
 
 
+def summary_directory(run):
+    """Where a run's `summary.json` is: its directory, or `run["summary_dir"]` for a program
+    whose last stage writes to a subdirectory (`training.main`: DIR/finetune)."""
+    return run.get("summary_dir", run["directory"])
+
+
 def is_finished(run):
     """Whether `run` finished with this very command; refuses a finished run of another."""
     from keras_linformer.training.run_directory import COMMAND_FILE
     from keras_linformer.training.run_directory import SUMMARY_FILE
 
-    if not os.path.isfile(os.path.join(run["directory"], SUMMARY_FILE)):
+    if not os.path.isfile(os.path.join(summary_directory(run), SUMMARY_FILE)):
         return False
     recorded = os.path.join(run["directory"], COMMAND_FILE)
     previous = open(recorded, encoding="utf-8").read().strip() if os.path.isfile(recorded) else None

@@ -45,7 +45,7 @@ def collect(runs, fields):
     for run in runs:
         if run.get("stage", "finetune") != "finetune":
             continue
-        summary = read_summary(run["directory"])
+        summary = read_summary(quality.summary_directory(run))
         row = {key: run.get(key) for key in fields}
         row["status"] = "finished" if summary else (
             "unfinished" if os.path.isdir(run["directory"]) else "not run")

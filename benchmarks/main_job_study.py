@@ -1,0 +1,121 @@
+"""The main job with each projection: which one should it use?
+
+Runs `python -m training.main` (pretraining on the news articles, then
+fine-tuning on Rotten Tomatoes, export and verification) once per model and
+seed, every flag at the main job's default except `--projection` (or
+`--attention transformer`) and `--seed`, each into its own directory under
+`--output-dir`; rerunning the same command skips finished runs. Writes,
+under `--results-dir`, a CSV of every run (test accuracy, and the
+pretraining's test perplexity beside the unigram baseline) and a markdown
+table with mean and standard deviation over the seeds.
+
+    python -m benchmarks.main_job_study [--models mean linear] [--seeds 0 1 2]
+"""
+
+import argparse
+import os
+
+from benchmarks import outputs
+from benchmarks import seeded_study
+from training import cli
+
+PROGRAM = "benchmarks.main_job_study"
+MAIN = "training.main"
+DATASET = "rotten_tomatoes"
+MODELS = ("transformer",) + cli.PROJECTIONS
+FIELDS = (
+    "dataset", "model", "seed", "status", "test_accuracy", "test_loss", "test_examples",
+    "majority_accuracy", "pretrain_test_perplexity", "unigram_test_perplexity",
+    "pretrain_seconds", "seconds", "directory",
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {PROGRAM}",
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
+    )
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=["mean", "linear"],
+                        help="A Linformer projection (`--projection`), or transformer.")
+    parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],
+                        help="One run per seed (`--seed` of both stages).")
+    seeded_study.add_run_flags(parser, "artifacts/main_job_study", "<model>-seed<S>",
+                               "main-job-study")
+    return parser, parser.parse_args(argv)
+
+
+def plan(args):
+    """Every run, seed by seed: the main job into OUTPUT_DIR/<model>-seed<S>, its export into
+    OUTPUT_DIR/exports/<model>-seed<S>."""
+    runs = []
+    for seed in args.seeds:
+        for model in args.models:
+            name = f"{model}-seed{seed}"
+            directory = os.path.join(args.output_dir, name)
+            flags = (["--attention", "transformer"] if model == "transformer"
+                     else ["--projection", model])
+            argv = flags + ["--seed", str(seed), "--output-dir", directory,
+                            "--export-dir", os.path.join(args.output_dir, "exports", name)]
+            for flag, value in (("--max-train-examples", args.max_train_examples),
+                                ("--max-eval-examples", args.max_eval_examples)):
+                if value:
+                    argv += [flag, str(value)]
+            runs.append(dict(stage="finetune", dataset=DATASET, model=model, seed=seed,
+                             directory=directory,
+                             summary_dir=os.path.join(directory, "finetune"),
+                             module=MAIN, argv=argv))
+    return runs
+
+
+def collect(runs):
+    """The fine-tuning's results of each run, and its pretraining's test perplexity."""
+    from keras_linformer.training.run_directory import read_summary
+
+    rows = seeded_study.collect(runs, FIELDS)
+    for row, run in zip(rows, runs):
+        pretraining = read_summary(os.path.join(run["directory"], "pretrain")) or {}
+        row["pretrain_test_perplexity"] = pretraining.get("test_perplexity")
+        row["unigram_test_perplexity"] = pretraining.get("unigram_test_perplexity")
+        row["pretrain_seconds"] = pretraining.get("seconds")
+    return rows
+
+
+def markdown(rows, command):
+    accuracy = seeded_study.summarise(rows)
+    perplexity = seeded_study.summarise(rows, "pretrain_test_perplexity", scale=1.0)
+    unigram = seeded_study.summarise(rows, "unigram_test_perplexity", scale=1.0)
+    lines = [
+        "# The main job with each projection", "",
+        *outputs.produced_by(command),
+        "Rotten Tomatoes test accuracy (%) after the main job's pretraining on the news "
+        "articles and fine-tuning, and that pretraining's masked-LM test perplexity; mean ± "
+        "standard deviation over the seeds, each seed in brackets. Each seed draws its own "
+        "splits, so compare models seed by seed.", "",
+        "| model | test accuracy | pretraining test perplexity | unigram test perplexity |",
+        "|---|---|---|---|",
+    ]
+    for model in seeded_study.ordered(rows, "model"):
+        cells = []
+        for stats in (accuracy, perplexity, unigram):
+            mean, spread, values = stats.get((DATASET, model), (None, None, []))
+            cells.append("not finished" if mean is None
+                         else seeded_study.spread_text(mean, spread, values))
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines + seeded_study.footer(rows)) + "\n"
+
+
+def title(dataset):
+    return "the main job: Rotten Tomatoes after pretraining on news"
+
+
+def write_results(rows, args, command):
+    return seeded_study.write_results(rows, args, command, FIELDS, markdown, title)
+
+
+def main(argv=None):
+    return seeded_study.main(PROGRAM, parse_args, plan, collect, write_results, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The main job's projection study (`python -m benchmarks.main_job_study`): plan and report.
+
+Each run is a `training.main` process (tested in tests/training/test_main.py);
+here the plan's flags are parsed by the main job's own parser and the report
+is built from run directories holding the files a finished main job leaves.
+"""
+
+import csv
+import json
+import os
+
+from benchmarks import main_job_study as study
+from benchmarks import quality
+from training import main as main_job
+
+
+def parse(*flags):
+    return study.parse_args(list(flags))[1]
+
+
+def test_runs_differ_only_in_the_projection_and_the_seed(tmp_path):
+    runs = study.plan(parse("--models", "transformer", "mean", "linear", "--seeds", "0", "1",
+                            "--output-dir", str(tmp_path)))
+    assert [(r["model"], r["seed"]) for r in runs] == [
+        ("transformer", 0), ("mean", 0), ("linear", 0),
+        ("transformer", 1), ("mean", 1), ("linear", 1)]
+    parsed = [vars(main_job.parse_args(r["argv"])[1]) for r in runs]
+    varying = {"attention", "projection", "seed", "output_dir", "export_dir"}
+    reference = {k: v for k, v in parsed[0].items() if k not in varying}
+    assert all({k: v for k, v in p.items() if k not in varying} == reference for p in parsed)
+    assert (parsed[0]["attention"], parsed[1]["projection"], parsed[5]["seed"]) == (
+        "transformer", "mean", 1)
+    assert parsed[2]["output_dir"] == str(tmp_path / "linear-seed0")
+    assert parsed[2]["export_dir"] == str(tmp_path / "exports" / "linear-seed0")
+    # The run is finished when its last stage, the fine-tuning, has its summary.
+    assert runs[2]["summary_dir"] == str(tmp_path / "linear-seed0" / "finetune")
+
+
+def finish(run, accuracy, perplexity):
+    for stage, summary in (("pretrain", {"test_perplexity": perplexity,
+                                         "unigram_test_perplexity": 600.0, "seconds": 9.0}),
+                           ("finetune", {"test_accuracy": accuracy, "majority_accuracy": 0.5,
+                                         "test_examples": 100, "seconds": 1.0})):
+        os.makedirs(os.path.join(run["directory"], stage))
+        with open(os.path.join(run["directory"], stage, "summary.json"), "w") as file:
+            json.dump(summary, file)
+
+
+def test_the_report_reads_both_stages_of_each_run(tmp_path):
+    args = parse("--output-dir", str(tmp_path / "runs"), "--results-dir", str(tmp_path / "r"),
+                 "--seeds", "0", "1")
+    runs = study.plan(args)
+    finish(runs[0], 0.70, 400.0)  # mean, seed 0
+    finish(runs[1], 0.66, 410.0)  # linear, seed 0
+    finish(runs[2], 0.72, 420.0)  # mean, seed 1; linear seed 1 is not run
+    # A finished run is one with the fine-tuning's summary; the rerun checks its command.
+    os.makedirs(runs[3]["directory"])
+    assert [os.path.isfile(os.path.join(quality.summary_directory(r), "summary.json"))
+            for r in runs] == [True, True, True, False]
+    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.main_job_study")
+    markdown = open(paths[1]).read()
+    assert ("| mean | 71.0 ± 1.4 [70.0, 72.0] | 410.0 ± 14.1 [400.0, 420.0] | "
+            "600.0 ± 0.0 [600.0, 600.0] |") in markdown
+    assert "| linear | 66.0 | 410.0 | 600.0 |" in markdown
+    assert "1 of 4 runs have not finished." in markdown
+    with open(paths[0], newline="") as file:
+        assert file.readline() == "# python -m benchmarks.main_job_study\n"
+        rows = list(csv.DictReader(file))
+    assert [r["status"] for r in rows] == ["finished", "finished", "finished", "unfinished"]
+    assert rows[1]["pretrain_test_perplexity"] == "410.0" and rows[1]["pretrain_seconds"] == "9.0"
