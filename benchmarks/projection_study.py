@@ -142,7 +142,7 @@ def markdown(rows, command):
         "Every model is the main job's shape (2 layers, hidden 128, 4 heads, FFN 256) "
         "trained from random weights; Linformers use layerwise sharing.", "",
         "| model | " + " | ".join(
-            f"{d.replace('_', ' ')} (n = {DATASETS[d][0]}, k = {DATASETS[d][1]}) | vs Transformer"
+            f"{d.replace('_', ' ')} (n = {DATASETS[d][0]}, {k_text(rows, d)}) | vs Transformer"
             for d in datasets) + " |",
         "|---|" + "---|---|" * len(datasets),
     ]
@@ -151,6 +151,14 @@ def markdown(rows, command):
                  for cell in seeded_study.accuracy_cells(stats, dataset, model)]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     return "\n".join(lines + seeded_study.footer(rows)) + "\n"
+
+
+def k_text(rows, dataset):
+    """`k = 128`, or where a run overrides it (its label ends in -kK), `k = 128 unless named`."""
+    default = DATASETS[dataset][1]
+    others = any(str(r["projected_dim"]) not in ("", str(default)) for r in rows
+                 if r["dataset"] == dataset and r["attention"] == "linformer")
+    return f"k = {default}" + (" unless named" if others else "")
 
 
 def title(dataset):

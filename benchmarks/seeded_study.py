@@ -101,15 +101,24 @@ def ordered(rows, key):
     return list(dict.fromkeys(r[key] for r in rows))
 
 
+def range_text(values):
+    """`57.4` for one value, `57.4-58.5` for several."""
+    low, high = f"{values[0]:.1f}", f"{values[-1]:.1f}"
+    return low if low == high else f"{low}-{high}"
+
+
 def footer(rows):
     """The majority-class line and the count of runs not finished."""
     lines = []
-    majority = {
-        r["dataset"]: r.get("majority_accuracy") for r in rows if r.get("majority_accuracy")
-    }
+    majority = {}
+    for r in rows:
+        if r.get("majority_accuracy"):
+            majority.setdefault(r["dataset"], set()).add(100 * float(r["majority_accuracy"]))
     if majority:
         lines += ["", "Majority class: " + ", ".join(
-            f"{d.replace('_', ' ')} {100 * m:.1f}" for d, m in majority.items()) + "."]
+            f"{d.replace('_', ' ')} {range_text(sorted(m))}" for d, m in majority.items())
+            + (" (each seed draws its own split)" if any(len(m) > 1 for m in majority.values())
+               else "") + "."]
     unfinished = [r for r in rows if r["status"] != "finished"]
     if unfinished:
         lines += ["", f"{len(unfinished)} of {len(rows)} runs have not finished."]

@@ -68,11 +68,11 @@ def test_a_projected_dim_longer_than_a_datasets_sequence_is_refused(capsys):
             "rotten_tomatoes (n = 128); received 256") in capsys.readouterr().err
 
 
-def finish(run, accuracy):
+def finish(run, accuracy, majority=0.5):
     directory = run["directory"]
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "summary.json"), "w") as file:
-        json.dump({"test_accuracy": accuracy, "majority_accuracy": 0.5, "test_examples": 100,
+        json.dump({"test_accuracy": accuracy, "majority_accuracy": majority, "test_examples": 100,
                    "seconds": 1.0, "tokens_per_second": 10.0, "total_steps": 2}, file)
 
 
@@ -94,6 +94,19 @@ def test_the_report_gives_mean_and_spread_over_seeds_against_the_transformer(tmp
         rows = list(csv.DictReader(file))
     assert [r["status"] for r in rows].count("finished") == 5
     assert {r["projection_initializer"] for r in rows} == {"", "gaussian"}
+
+
+def test_the_report_names_other_ks_and_each_seeds_majority_class(tmp_path):
+    args = parse("--seeds", "0", "1", "--datasets", "bbc_news", "--models", "mean",
+                 "--projected-dims", "128", "256", "--output-dir", str(tmp_path / "runs"),
+                 "--results-dir", str(tmp_path / "results"))
+    for run in study.plan(args):
+        finish(run, 0.9, majority=[0.261, 0.276][run["seed"]])  # Each seed draws its split.
+    paths = study.write_results(study.collect(study.plan(args)), args, "command")
+    markdown = open(paths[1]).read()
+    assert "| model | bbc news (n = 512, k = 128 unless named) | vs Transformer |" in markdown
+    assert "| mean-k256 | 90.0 ± 0.0 [90.0, 90.0] | - |" in markdown
+    assert "Majority class: bbc news 26.1-27.6 (each seed draws its own split)." in markdown
 
 
 def test_a_report_without_a_finished_run_is_an_error_and_writes_nothing(tmp_path):
