@@ -163,9 +163,14 @@ class Trainer:
             `"val_accuracy"`) whose best round `restore_best` loads: the
             lowest for a name with "loss" in it, else the highest (Keras's
             `mode="auto"`). Defaults to `None` (no best round is kept).
+        progress_every: float, seconds between the progress lines logged
+            inside a round when there is no progress bar (output to a file
+            or a pipe), so that long rounds show they are moving; `None`:
+            one line per round only. Defaults to `60.0`.
     """
 
-    def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None):
+    def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
+                 progress_every=60.0):
         if model.optimizer is None:
             raise ValueError("`model` must be compiled (with an optimizer) before training.")
         # At least 2, so that a corrupted latest checkpoint has a predecessor.
@@ -175,6 +180,15 @@ class Trainer:
                 "monitor: expected the name of a validation metric, starting with 'val_' "
                 f"(e.g. 'val_accuracy' or 'val_loss'). Received: monitor={monitor!r}"
             )
+        if progress_every is not None and not (
+            isinstance(progress_every, (int, float)) and not isinstance(progress_every, bool)
+            and progress_every >= 0
+        ):
+            raise ValueError(
+                "progress_every: expected a number of seconds >= 0, or None for no lines "
+                f"inside a round. Received: progress_every={progress_every!r}"
+            )
+        self.progress_every = progress_every
         self.monitor = monitor
         self.model = model
         self.strategy = strategy
@@ -508,7 +522,7 @@ class Trainer:
                     unit_name="step",
                 )
                 self.log(f"Round {round_index + 1}/{plan.rounds} (steps {step + 1}-{round_end})")
-                round_start = time.perf_counter()
+                round_start = last_line = time.perf_counter()
                 logs = {}
                 while step < round_end:
                     local_step = step - start_step + 1
@@ -532,6 +546,16 @@ class Trainer:
                         )
                     step += 1
                     progress.update(step - round_first, list(logs.items()))
+                    now = time.perf_counter()
+                    if (self.progress_every is not None and progress_verbosity() == 2
+                            and step < round_end and now - last_line >= self.progress_every):
+                        done = step - round_first
+                        self.log(
+                            f"  step {step} ({done}/{round_end - round_first} of round "
+                            f"{round_index + 1}; {(now - round_start) / done:.2f} s/step; "
+                            f"loss {logs.get('loss', math.nan):.4g})"
+                        )
+                        last_line = now
                     if self._stop_requested():
                         path = self.save()
                         self.log(f"SIGTERM: saved {path} at step {step}; stopping.")
