@@ -555,8 +555,14 @@ def training_markdown_report(rows, command, machine="", images=()):
         f"Training throughput: {preset}{_shape_text(rows)}, {first.get('dtype', '')}",
         command, machine, rows,
     )
+    compiled = {str(r.get("jit_compile", "")).lower() for r in encoder_rows} - {""}
+    compiled_text = {
+        frozenset({"false"}): "without XLA",
+        frozenset({"false", "true"}): "XLA-compiled or not, as each cell's jit_compile says",
+    }.get(frozenset(compiled), "XLA-compiled")
     parts += [
-        "One masked-LM train step (forward, backward, AdamW update; XLA-compiled "
+        "One masked-LM train step (forward, backward, AdamW update; "
+        f"{compiled_text}, "
         "`LinformerMaskedLM` as pretraining builds it) per timed call; tokens/s "
         "counts every input token (batch x n), not only the masked ones. "
         f"Dropout {first.get('dropout')}; {first.get('masked_positions')} of "

@@ -105,6 +105,15 @@ def test_report_puts_both_throughputs_and_the_ratios_side_by_side():
     assert "| 2048 | 2 | OOM | 128 | 2,048 | T OOM | T OOM | 3.0x | T OOM | T OOM |" in table
     text = report.training_markdown_report(rows, "python -m x", "2 CPU cores")
     assert "python -m x" in text and "## Every cell" in text
+    assert "AdamW update; XLA-compiled, " in text  # Rows without the field: the default.
+    # The description says how the cells were compiled.
+    for jit_compile, said in (("false", "without XLA"), ("true", "XLA-compiled")):
+        text = report.training_markdown_report(
+            [dict(r, jit_compile=jit_compile) for r in rows], "python -m x")
+        assert f"AdamW update; {said}, " in text
+    mixed = [dict(r, jit_compile=["true", "false"][i % 2]) for i, r in enumerate(rows)]
+    assert "XLA-compiled or not, as each cell's jit_compile says" in (
+        report.training_markdown_report(mixed, "python -m x"))
 
 
 
