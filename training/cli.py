@@ -126,6 +126,7 @@ positive_float = number_in(0, include_low=False)
 non_negative_float = number_in(0)
 fraction = number_in(0, 1)
 open_fraction = number_in(0, 1, include_low=False)
+closed_fraction = number_in(0, 1, include_high=True)
 
 
 def integer_in(low, high, expected):

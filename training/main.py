@@ -59,6 +59,10 @@ def parse_args(argv=None):
                        help="Peak learning rate of pretraining.")
     group.add_argument("--pretrain-max-steps", type=cli.positive_int, default=None,
                        help="Cap on pretraining steps (for trial runs).")
+    group.add_argument("--pretrain-short-sequence-rate", type=cli.closed_fraction,
+                       default=0.0,
+                       help="Share of pretraining sequences cut in two at a random point "
+                            "(`training.pretrain --short-sequence-rate`).")
     group.add_argument("--pretrain-documents", type=cli.positive_int, default=None,
                        help="Pretrain on the first N training articles only (for trial runs).")
     group = parser.add_argument_group("fine-tuning (Rotten Tomatoes sentiment)")
@@ -105,6 +109,8 @@ def stage_arguments(args):
         pretrain += ["--max-steps", str(args.pretrain_max_steps)]
     if args.pretrain_documents:
         pretrain += ["--max-train-examples", str(args.pretrain_documents)]
+    if args.pretrain_short_sequence_rate:
+        pretrain += ["--short-sequence-rate", str(args.pretrain_short_sequence_rate)]
     finetune = common + [
         "--epochs", str(args.finetune_epochs),
         "--learning-rate", str(args.finetune_learning_rate),

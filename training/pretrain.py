@@ -56,6 +56,11 @@ def parse_args(argv=None):
     cli.add_vocabulary_flags(group, "Without --from-bert")
     group.add_argument("--mask-rate", type=cli.open_fraction, default=0.15,
                        help="Share of tokens masked and predicted.")
+    group.add_argument("--short-sequence-rate", type=cli.closed_fraction,
+                       default=0.0,
+                       help="Share of training sequences cut in two at a random point (both "
+                            "pieces kept, padded), so the model also learns on short texts, "
+                            "like BERT's short sequences.")
     group.add_argument("--validation-batches", type=cli.positive_int, default=20,
                        help="Validation batches per round (the whole test split is "
                             "evaluated at the end).")
@@ -119,6 +124,7 @@ def config_from(args):
         vocabulary_size=args.vocabulary_size,
         vocabulary_characters=args.vocabulary_characters,
         mask_selection_rate=args.mask_rate,
+        short_sequence_rate=args.short_sequence_rate,
         validation_batches=args.validation_batches,
         **cli.training_options(args),
     )
@@ -129,6 +135,7 @@ def pretrain(args, strategy=None):
     from keras_linformer import training
 
     with cli.flag_names(mask_selection_rate="--mask-rate", from_bert="--from-bert",
+                        short_sequence_rate="--short-sequence-rate",
                         projected_dim="--projected-dim"):
         corpus, strategy = cli.prepare_run(args, "masked_lm", load_corpus, strategy)
         return training.pretrain(corpus, config_from(args), strategy=strategy, log=cli.log)

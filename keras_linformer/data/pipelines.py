@@ -21,6 +21,7 @@ from keras_linformer.data.vocabulary import CLS
 from keras_linformer.data.vocabulary import MASK
 from keras_linformer.data.vocabulary import PAD
 from keras_linformer.data.vocabulary import SEP
+from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -103,6 +104,33 @@ def chunk_documents(token_ids, chunk_length):
     return tf.RaggedTensor.from_row_lengths(token_ids.flat_values, chunk_lengths)
 
 
+def split_some_chunks(chunks, rate, seed):
+    """Cuts a `rate` share of a dataset of 1-D token chunks in two at a random point.
+
+    Each chunk of at least 2 tokens is cut with probability `rate`, at a
+    point drawn uniformly from 1 .. length - 1, and yields both pieces in
+    order; other chunks pass unchanged. The draws come from stateless random
+    ops keyed by a seed per chunk, drawn from `seed` and new on every pass
+    over the dataset, so the stream is the same from run to run.
+    """
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+
+    def split(chunk, chunk_seed):
+        cut_it, where = tf.unstack(tf.random.stateless_uniform([2], seed=chunk_seed))
+        length = tf.shape(chunk, out_type="int64")[0]
+        cut = 1 + tf.cast(where * tf.cast(length - 1, "float32"), "int64")
+        cut = tf.minimum(cut, length - 1)  # Float round-up at the top end.
+        split_here = tf.logical_and(cut_it < rate, length >= 2)
+        first = tf.where(split_here, cut, length)
+        row_lengths = tf.concat(
+            [[first], tf.boolean_mask([length - first], [split_here])], axis=0
+        )
+        pieces = tf.RaggedTensor.from_row_lengths(chunk, row_lengths)
+        return tf.data.Dataset.from_tensor_slices(pieces)
+
+    return tf.data.Dataset.zip(chunks, seeds).flat_map(split)
+
+
 def pretraining_dataset(
     texts,
     tokenizer,
@@ -117,6 +145,7 @@ def pretraining_dataset(
     seed=0,
     drop_remainder=False,
     input_context=None,
+    short_sequence_rate=0.0,
 ):
     """A masked-LM pretraining `tf.data.Dataset` of `(x, y, sample_weight)` batches.
 
@@ -133,6 +162,15 @@ def pretraining_dataset(
     512.
     Throughput on 2 CPU cores: about 6,600 sequences of 128 tokens per
     second (tokenize, pack, mask), far above what a model trains on.
+
+    With `short_sequence_rate > 0`, that share of the chunks (drawn anew
+    each epoch, seeded) is cut in two at a uniformly random point and both
+    pieces are kept, each padded to `sequence_length`: no token is lost,
+    and the model also sees short, padded sequences, as fine-tuning on
+    short texts will give it. BERT trains on a share of shorter sequences
+    for the same reason (its `short_seq_prob`, 0.1). An epoch then holds
+    about `1 + short_sequence_rate` times as many sequences, so a step plan
+    made from the unsplit count covers correspondingly fewer tokens.
 
     Masking is dynamic (new each epoch) and follows BERT (the rule of
     `keras_hub.layers.MaskedLMMaskGenerator`): `mask_selection_rate` of the
@@ -182,6 +220,8 @@ def pretraining_dataset(
             `False`.
         input_context: `tf.distribute.InputContext` or `None`. Defaults to
             `None`.
+        short_sequence_rate: float in [0, 1], the share of chunks cut in two
+            (above). Use it for training data only. Defaults to `0.0`.
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)`, with `B` the
@@ -224,6 +264,7 @@ def pretraining_dataset(
     ):
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"`{name}` must be in [0, 1]. Received: {name}={rate!r}")
+    check_number("short_sequence_rate", short_sequence_rate, 0, 1)
     if mask_token_rate + random_token_rate > 1.0:
         raise ValueError(
             "`mask_token_rate + random_token_rate` must be at most 1. "
@@ -276,6 +317,8 @@ def pretraining_dataset(
     dataset = dataset.batch(TOKENIZE_BATCH_SIZE)
     dataset = dataset.map(tokenize_and_chunk, num_parallel_calls=AUTOTUNE)
     dataset = dataset.unbatch()
+    if short_sequence_rate > 0:
+        dataset = split_some_chunks(dataset, short_sequence_rate, seed + 3)
     if shuffle:
         dataset = dataset.shuffle(
             shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True

@@ -112,6 +112,10 @@ class PretrainingConfig(RunConfig):
             is the sequence length. Defaults to `None`.
         mask_selection_rate: float, the share of tokens to predict. Defaults
             to `0.15`.
+        short_sequence_rate: float in [0, 1], the share of training
+            sequences cut in two at a random point, so that the model also
+            learns on short, padded sequences
+            (`data.pretraining_dataset`). Defaults to `0.0`.
         validation_batches: int, validation batches per round. Defaults to
             `20`.
         from_bert: str or `None`, a BERT preset or directory to convert and
@@ -131,6 +135,7 @@ class PretrainingConfig(RunConfig):
     checkpoint_every: int | None = 200
     architecture: dict | None = None
     mask_selection_rate: float = 0.15
+    short_sequence_rate: float = 0.0
     validation_batches: int = 20
     from_bert: str | None = None
 

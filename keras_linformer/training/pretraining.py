@@ -105,7 +105,7 @@ def pretrain(corpus, config=None, *, strategy=None, log=print, **options):
         log: callable for progress messages. Defaults to `print`.
         **options: `PretrainingConfig` fields (`architecture`, `batch_size`,
             `epochs`, `max_steps`, `learning_rate`, `mask_selection_rate`,
-            `jit_compile`, `seed`, ...), replacing `config`'s.
+            `short_sequence_rate`, `jit_compile`, `seed`, ...), replacing `config`'s.
 
     Returns:
         The summary dict (also in `summary.json`): `test_perplexity`,
@@ -136,6 +136,7 @@ class MaskedLMTask(runs.Task):
         check_number("epochs", self.config.epochs, 0, include_low=False)
         # With no masked token there is nothing to learn; with all, nothing to read.
         check_number("mask_selection_rate", self.config.mask_selection_rate, 0, 1, False, False)
+        check_number("short_sequence_rate", self.config.short_sequence_rate, 0, 1)
 
     def prepare(self, strategy, log, start):
         config, corpus = self.config, self.corpus
@@ -156,6 +157,8 @@ class MaskedLMTask(runs.Task):
                 config.output_dir, corpus.train.texts, config.vocabulary_size,
                 config.vocabulary_characters, config.seed,
             )
+        if config.short_sequence_rate:  # Recorded only when used: older runs resume.
+            record["short_sequence_rate"] = config.short_sequence_rate
         sequences = inputs.count_sequences(
             corpus.train.texts, self.tokenizer(), self.sequence_length
         )
@@ -193,6 +196,10 @@ class MaskedLMTask(runs.Task):
             shuffle=shuffle,
             seed=self.config.seed,
             input_context=input_context,
+            # Only training sequences are cut: evaluation stays comparable.
+            short_sequence_rate=(
+                self.config.short_sequence_rate if split is self.corpus.train else 0.0
+            ),
         )
 
     def validation_batches(self):

@@ -69,6 +69,38 @@ def test_packing_keeps_every_token_exactly_once_in_order(ordered, tokenizer):
     assert len(sequences) == sum(math.ceil(len(d) / (LENGTH - 2)) for d in documents)
 
 
+def test_short_sequences_cut_chunks_in_two_and_keep_every_token_in_order(ordered, tokenizer):
+    texts, whole = ordered
+    texts = texts[:10]
+    whole = whole[: sum(math.ceil(len(d) / (LENGTH - 2)) for d in tokenizer(texts))]
+
+    def lengths(seed=0, epochs=1):
+        dataset = data.pretraining_dataset(
+            texts, tokenizer, sequence_length=LENGTH, batch_size=16, shuffle=False,
+            short_sequence_rate=0.5, seed=seed,
+        ).repeat(epochs)
+        sequences = list(unmasked_sequences(dataset.as_numpy_iterator()))
+        return sequences, [int(mask.sum()) for _, mask in sequences]
+
+    first, first_lengths = lengths()
+    packed = []
+    for token_ids, padding_mask in first:
+        real = int(padding_mask.sum())
+        assert padding_mask[:real].all() and not padding_mask[real:].any()
+        assert token_ids[0] == CLS and token_ids[real - 1] == SEP and real >= 3
+        packed.extend(token_ids[1 : real - 1])
+    assert packed == [t for document in tokenizer(texts) for t in document]
+    # About half of the chunks of 2 or more tokens became two sequences.
+    cuttable = sum(int(mask.sum()) - 2 >= 2 for _, mask in whole)
+    added = len(first) - len(whole)
+    assert 0.25 * cuttable < added < 0.75 * cuttable, (added, cuttable)
+    # The same seed draws the same cuts, another seed and the next epoch others.
+    _, two_epochs = lengths(epochs=2)
+    assert two_epochs[: len(first)] == first_lengths
+    assert two_epochs[len(first):] != first_lengths
+    assert lengths(seed=1)[1] != first_lengths
+
+
 def test_about_15_percent_of_real_tokens_are_selected(masked_batches):
     selected = sum(int(w.sum()) for _, _, w in masked_batches)
     sequences = sum(len(w) for _, _, w in masked_batches)
@@ -239,6 +271,10 @@ def test_bad_pipeline_arguments_are_named(tokenizer):
         data.pretraining_dataset(["a"], tokenizer, sequence_length=2)
     with pytest.raises(ValueError, match=r"mask_selection_rate=1.5"):
         data.pretraining_dataset(["a"], tokenizer, mask_selection_rate=1.5)
+    with pytest.raises(
+        ValueError, match=r"`short_sequence_rate` must be a number in \[0, 1\]. .*=-0.1"
+    ):
+        data.pretraining_dataset(["a"], tokenizer, short_sequence_rate=-0.1)
     with pytest.raises(ValueError, match=r"`texts` is empty"):
         data.pretraining_dataset([], tokenizer)
     with pytest.raises(TypeError, match=r"`texts` must be a list of str"):

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from tests.training.harness import TINY_MODEL
 from tests.training.harness import run_in_process
 from tests.training.harness import run_program
 
@@ -125,3 +126,18 @@ def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
     assert status == 2
     assert "holds the checkpoints of an unfinished run with another configuration or data" in stderr
     assert "batch_size: 16 then, 8 now" in stderr
+
+
+def test_a_short_sequence_rate_is_recorded_and_another_one_is_not_resumed(
+    reviews_file, tmp_path, capsys
+):
+    from training import pretrain
+
+    arguments = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16,
+                 "--vocabulary-size", 100, "--batch-size", 8, "--max-steps", 2,
+                 "--max-eval-examples", 8, "--validation-batches", 1, "--output-dir", tmp_path]
+    pretrain.main([str(a) for a in [*arguments, "--short-sequence-rate", 0.3]])
+    assert json.loads((tmp_path / "run.json").read_text())["short_sequence_rate"] == 0.3
+    status, stderr = run_in_process(pretrain, arguments, capsys)
+    assert status == 2
+    assert "short_sequence_rate: 0.3 then, None now" in stderr

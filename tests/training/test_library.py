@@ -160,3 +160,16 @@ def test_the_main_job_passes_its_xla_choice_to_both_stages(flags, passed):
     _, args = main.parse_args(flags)
     for stage in main.stage_arguments(args):
         assert [a for a in stage if "jit-compile" in a] == passed
+
+
+def test_the_main_job_passes_its_short_sequence_rate_to_pretraining_only():
+    from training import main
+    from training import pretrain
+
+    _, args = main.parse_args([])
+    assert not any("--short-sequence-rate" in stage for stage in main.stage_arguments(args))
+    _, args = main.parse_args(["--pretrain-short-sequence-rate", "0.3"])
+    pretrain_argv, finetune_argv = main.stage_arguments(args)
+    assert pretrain.parse_args(pretrain_argv)[1].short_sequence_rate == 0.3
+    assert pretrain.config_from(pretrain.parse_args(pretrain_argv)[1]).short_sequence_rate == 0.3
+    assert not any("short-sequence" in a for a in finetune_argv)
