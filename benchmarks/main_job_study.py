@@ -3,7 +3,8 @@
 Runs `python -m training.main` (pretraining on the news articles, then
 fine-tuning on Rotten Tomatoes, export and verification) once per model and
 seed, every flag at the main job's default except `--projection` (or
-`--attention transformer`) and `--seed`, each into its own directory under
+`--attention transformer`), `--seed` and, with `--short-sequence-rates`,
+`--pretrain-short-sequence-rate`, each into its own directory under
 `--output-dir`; rerunning the same command skips finished runs. Writes,
 under `--results-dir`, a CSV of every run (test accuracy, and the
 pretraining's test perplexity beside the unigram baseline) and a markdown
@@ -40,6 +41,10 @@ def parse_args(argv=None):
                         help="A Linformer projection (`--projection`), or transformer.")
     parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],
                         help="One run per seed (`--seed` of both stages).")
+    parser.add_argument("--short-sequence-rates", nargs="+", type=cli.closed_fraction,
+                        default=[0.0], metavar="RATE",
+                        help="Run every model at each `--pretrain-short-sequence-rate`; a "
+                             "model at a rate above 0 is named <model>-short<RATE>.")
     seeded_study.add_run_flags(parser, "artifacts/main_job_study", "<model>-seed<S>",
                                "main-job-study")
     return parser, parser.parse_args(argv)
@@ -50,11 +55,14 @@ def plan(args):
     OUTPUT_DIR/exports/<model>-seed<S>."""
     runs = []
     for seed in args.seeds:
-        for model in args.models:
-            name = f"{model}-seed{seed}"
-            directory = os.path.join(args.output_dir, name)
+        for model, rate in [(m, r) for m in args.models for r in args.short_sequence_rates]:
             flags = (["--attention", "transformer"] if model == "transformer"
                      else ["--projection", model])
+            if rate:
+                flags += ["--pretrain-short-sequence-rate", str(rate)]
+                model = f"{model}-short{rate:g}"
+            name = f"{model}-seed{seed}"
+            directory = os.path.join(args.output_dir, name)
             argv = flags + ["--seed", str(seed), "--output-dir", directory,
                             "--export-dir", os.path.join(args.output_dir, "exports", name)]
             for flag, value in (("--max-train-examples", args.max_train_examples),

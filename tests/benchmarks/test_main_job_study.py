@@ -36,6 +36,16 @@ def test_runs_differ_only_in_the_projection_and_the_seed(tmp_path):
     assert runs[2]["summary_dir"] == str(tmp_path / "linear-seed0" / "finetune")
 
 
+def test_short_sequence_rates_run_each_model_at_each_rate_keeping_the_default_names(tmp_path):
+    runs = study.plan(parse("--models", "linear", "--seeds", "0", "--short-sequence-rates",
+                            "0", "0.5", "--output-dir", str(tmp_path)))
+    assert [r["model"] for r in runs] == ["linear", "linear-short0.5"]
+    assert runs[1]["directory"] == str(tmp_path / "linear-short0.5-seed0")
+    parsed = [main_job.parse_args(r["argv"])[1] for r in runs]
+    assert [p.pretrain_short_sequence_rate for p in parsed] == [0.0, 0.5]
+    assert parsed[1].projection == "linear"
+
+
 def finish(run, accuracy, perplexity):
     for stage, summary in (("pretrain", {"test_perplexity": perplexity,
                                          "unigram_test_perplexity": 600.0, "seconds": 9.0}),
