@@ -70,6 +70,7 @@ def plan(args):
                 if value:
                     argv += [flag, str(value)]
             runs.append(dict(stage="finetune", dataset=DATASET, model=model, seed=seed,
+                             start="main job: pretrained on the news articles",
                              directory=directory,
                              summary_dir=os.path.join(directory, "finetune"),
                              module=MAIN, argv=argv))

@@ -36,7 +36,7 @@ DEFAULT_EPOCHS = {"rotten_tomatoes": "3", "bbc_news": "6"}
 DEFAULT_LINFORMERS = ("64:layerwise", "128:layerwise", "256:layerwise", "128:none", "128:key_value")
 FULL_GRID = tuple(f"{k}:{s}" for k in (64, 128, 256) for s in ("none", "key_value", "layerwise"))
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
-ECHOED = ("Round ", "Pretraining done", "Test accuracy", "python -m")
+ECHOED = ("Round ", "Pretraining done", "Test accuracy", "Main job:", "python -m")
 
 
 def linformer_spec(text):

@@ -46,6 +46,24 @@ def test_short_sequence_rates_run_each_model_at_each_rate_keeping_the_default_na
     assert parsed[1].projection == "linear"
 
 
+def test_every_study_plans_runs_with_what_the_runner_reads(tmp_path):
+    # quality.execute labels, logs and starts each run from these keys.
+    from benchmarks import bert_study
+    from benchmarks import projection_study
+
+    keys = {"stage", "dataset", "model", "start", "directory", "module", "argv"}
+    plans = {
+        "main_job_study": study.plan(parse("--output-dir", str(tmp_path))),
+        "quality": quality.plan(quality.parse_args([])[1]),
+        "projection_study": projection_study.plan(projection_study.parse_args([])[1]),
+        "bert_study": bert_study.plan(bert_study.parse_args(["--models", "linear+mlm"])[1]),
+    }
+    for name, runs in plans.items():
+        assert runs, name
+        for run in runs:
+            assert keys <= set(run), (name, sorted(keys - set(run)))
+
+
 def finish(run, accuracy, perplexity):
     for stage, summary in (("pretrain", {"test_perplexity": perplexity,
                                          "unigram_test_perplexity": 600.0, "seconds": 9.0}),
