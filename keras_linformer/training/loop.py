@@ -57,6 +57,7 @@ import tensorflow as tf
 from keras_linformer.training.run_directory import BEST_DIR
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import LOG_DIR
+from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 
@@ -180,14 +181,8 @@ class Trainer:
                 "monitor: expected the name of a validation metric, starting with 'val_' "
                 f"(e.g. 'val_accuracy' or 'val_loss'). Received: monitor={monitor!r}"
             )
-        if progress_every is not None and not (
-            isinstance(progress_every, (int, float)) and not isinstance(progress_every, bool)
-            and progress_every >= 0
-        ):
-            raise ValueError(
-                "progress_every: expected a number of seconds >= 0, or None for no lines "
-                f"inside a round. Received: progress_every={progress_every!r}"
-            )
+        if progress_every is not None:  # Seconds; None: no lines inside a round.
+            check_number("progress_every", progress_every, 0)
         self.progress_every = progress_every
         self.monitor = monitor
         self.model = model

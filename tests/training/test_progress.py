@@ -35,6 +35,6 @@ def test_by_default_a_fast_round_logs_no_progress_line(tmp_path):
 
 @pytest.mark.parametrize("value", [-1, "60", True])
 def test_a_bad_interval_is_refused_naming_it(tmp_path, value):
-    with pytest.raises(ValueError, match=r"progress_every: expected a number of seconds >= 0"):
+    with pytest.raises(ValueError, match=r"`progress_every` must be a number >= 0\. Received"):
         training.Trainer(make_model(), tf.distribute.get_strategy(), tmp_path,
                          progress_every=value)
