@@ -556,10 +556,10 @@ def training_markdown_report(rows, command, machine="", images=()):
         command, machine, rows,
     )
     compiled = {str(r.get("jit_compile", "")).lower() for r in encoder_rows} - {""}
-    compiled_text = {
-        frozenset({"false"}): "without XLA",
-        frozenset({"false", "true"}): "XLA-compiled or not, as each cell's jit_compile says",
-    }.get(frozenset(compiled), "XLA-compiled")
+    if len(compiled) > 1:
+        compiled_text = "XLA-compiled or not, as each cell's jit_compile says"
+    else:
+        compiled_text = "without XLA" if compiled == {"false"} else "XLA-compiled"
     parts += [
         "One masked-LM train step (forward, backward, AdamW update; "
         f"{compiled_text}, "
