@@ -143,7 +143,7 @@ def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resu
 ):
     output_dir = tmp_path / "out"
     arguments = [
-        "training.pretrain", "--text-files", text_files, *SMALL, "--max-steps", 200,
+        "training.pretrain", "--text-files", text_files, *SMALL, "--max-steps", 30,
         "--checkpoint-every", 10, "--output-dir", output_dir,
     ]
     saved = tmp_path / "saved"
@@ -151,11 +151,17 @@ def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resu
     run.wait_for(lambda: checkpoint_steps(output_dir), "a checkpoint")
     # Mid-run, the data files become unreadable (here: gone): the corpus was
     # read and checked before step 1, and training never reads them again.
-    shutil.move(text_files, saved)
-    assert run.process.poll() is None, "the run ended before its files were removed"
+    # The run is paused while they go, so it cannot finish first.
+    run.process.send_signal(signal.SIGSTOP)
+    try:
+        assert run.process.poll() is None, "the run ended before its files were removed"
+        assert max(checkpoint_steps(output_dir)) < 30, "the run finished before the files went"
+        shutil.move(text_files, saved)
+    finally:
+        run.process.send_signal(signal.SIGCONT)
     run.process.wait(timeout=300)
     assert run.process.returncode == 0, run.output()[-3000:]
-    assert read_summary(output_dir)["total_steps"] == 200
+    assert read_summary(output_dir)["total_steps"] == 30
 
     # Run again on changed files, the checkpoints (of other data) are refused.
     shutil.move(saved, text_files)
