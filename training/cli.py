@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -427,27 +428,35 @@ def run(parser, function, args):
     preempted one (SIGTERM, after saving a checkpoint) with 143, as a
     process killed by SIGTERM, Ctrl-C with 130, any other failure with 1.
     With `--debug`, errors are raised with their traceback instead.
-    """
-    from keras_linformer.training import loop
 
+    Imports nothing itself: a program that never starts TensorFlow (the
+    launcher, a study's driver) starts in a fraction of a second.
+    """
     if getattr(args, "debug", False):
         return function(args)
     try:
         return function(args)
-    except loop.CheckpointWriteError as error:
-        parser.exit(74, f"{parser.prog}: error: {error}\n")
-    except (ValueError, OSError, ModuleNotFoundError) as error:
-        message = str(error).strip() or type(error).__name__
-        parser.exit(2, f"{parser.prog}: error: {message}\n")
-    except FloatingPointError as error:
-        parser.exit(3, f"{parser.prog}: error: {error}\n")
-    except loop.Preempted as error:
-        parser.exit(143, f"{parser.prog}: {error} Run the same command again to resume.\n")
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted.\n")
     except Exception as error:  # noqa: BLE001 (one line for every failure; --debug shows it)
-        parser.exit(1, f"{parser.prog}: error: {type(error).__name__}: {one_line(error)} "
-                       "(run again with --debug for the traceback)\n")
+        status, message = failure(error)
+        parser.exit(status, f"{parser.prog}: {message}\n")
+
+
+def failure(error):
+    """`(exit status, message)` for an error that ends a program (see `run`)."""
+    # The trainer's own errors can only come from a program that imported it.
+    loop = sys.modules.get("keras_linformer.training.loop")
+    if loop is not None and isinstance(error, loop.CheckpointWriteError):
+        return 74, f"error: {error}"
+    if isinstance(error, (ValueError, OSError, ModuleNotFoundError)):
+        return 2, f"error: {str(error).strip() or type(error).__name__}"
+    if isinstance(error, FloatingPointError):
+        return 3, f"error: {error}"
+    if loop is not None and isinstance(error, loop.Preempted):
+        return 143, f"{error} Run the same command again to resume."
+    return 1, (f"error: {type(error).__name__}: {one_line(error)} "
+               "(run again with --debug for the traceback)")
 
 
 def one_line(error):

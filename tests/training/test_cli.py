@@ -38,3 +38,38 @@ def test_parsing_flags_imports_no_tensorflow():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_the_launcher_and_its_error_handling_import_no_tensorflow(tmp_path):
+    """`training.launch` starts its workers at once: neither it nor `cli.run`, through which
+    every program reports its errors, starts TensorFlow."""
+    code = (
+        "import sys\n"
+        "from training import launch\n"
+        "try:\n"
+        f"    launch.main(['--workers', '2', '--log-dir', {str(tmp_path)!r}, '--',\n"
+        "                 sys.executable, '-c', 'print(1)'])\n"
+        "except SystemExit as stop:\n"
+        "    assert stop.code == 0, stop.code\n"
+        "print(sorted(name for name in ('tensorflow', 'keras', 'keras_linformer') "
+        "if name in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
+    assert "worker 1 exited with status 0" in result.stderr + result.stdout
+
+
+def test_errors_map_to_the_documented_exit_statuses():
+    from keras_linformer.training import loop
+
+    assert cli.failure(ValueError("--x: bad")) == (2, "error: --x: bad")
+    assert cli.failure(FileNotFoundError("gone"))[0] == 2
+    assert cli.failure(loop.CheckpointWriteError("disk full")) == (74, "error: disk full")
+    assert cli.failure(FloatingPointError("nan"))[0] == 3
+    assert cli.failure(loop.Preempted("Preempted at step 3.")) == (
+        143, "Preempted at step 3. Run the same command again to resume.")
+    status, message = cli.failure(RuntimeError("first line\nsecond line"))
+    assert status == 1 and message == (
+        "error: RuntimeError: first line (run again with --debug for the traceback)")
