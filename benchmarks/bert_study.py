@@ -40,7 +40,7 @@ FIELDS = (
     "sequence_length", "seed", "status", "test_accuracy", "selected_round",
     "selected_val_accuracy", "test_loss", "test_examples", "majority_accuracy",
     "total_steps", "seconds", "fit_seconds", "tokens_per_second", "examples_per_second",
-    "directory",
+    "fit_cpu_seconds", "examples_per_cpu_second", "directory",
 )
 
 
@@ -145,12 +145,16 @@ def collect(runs):
     for row in rows:
         if row["status"] == "finished" and row.get("tokens_per_second"):
             row["examples_per_second"] = row["tokens_per_second"] / row["sequence_length"]
+            if row.get("fit_cpu_seconds") and row.get("fit_seconds"):
+                row["examples_per_cpu_second"] = (
+                    row["examples_per_second"] * row["fit_seconds"] / row["fit_cpu_seconds"])
     return rows
 
 
 def markdown(rows, command):
     stats = seeded_study.summarise(rows)
     speed = seeded_study.summarise(rows, "examples_per_second", scale=1.0)
+    cpu_speed = seeded_study.summarise(rows, "examples_per_cpu_second", scale=1.0)
     wall = seeded_study.summarise(rows, "seconds", scale=1 / 60)
     lines = [
         "# A pretrained BERT against its Linformer conversions, fine-tuned", "",
@@ -158,19 +162,23 @@ def markdown(rows, command):
         "Test accuracy in percent with the weights of the round that validated best: mean ± "
         "standard deviation over the seeds (each seed's value in brackets), and the "
         "difference of the means to the Transformer (the BERT itself). Throughput is "
-        "training examples per second over the fine-tuning's training steps; wall time "
+        "training examples per second of wall time over the fine-tuning's rounds "
+        "(training steps and validation), and per second of the process's CPU time over "
+        "the same span (all threads; on a machine shared with other work, or paused, only "
+        "the CPU time compares runs: runs from before it was recorded show -); wall time "
         "is the whole run (start-up, validation and test included), in minutes. Every "
         "fine-tuning has the same batch, learning rate and steps.", "",
     ]
     for dataset in seeded_study.ordered(rows, "dataset"):
         length = DATASETS[dataset][0]
         lines += [f"## {dataset.replace('_', ' ')} (n = {length})", "",
-                  "| model | test accuracy (%) | vs Transformer | examples/s | wall (min) |",
-                  "|---|---|---|---|---|"]
+                  "| model | test accuracy (%) | vs Transformer | examples/s "
+                  "| examples per CPU-s | wall (min) |",
+                  "|---|---|---|---|---|---|"]
         for model in seeded_study.ordered([r for r in rows if r["dataset"] == dataset],
                                           "model"):
             cells = seeded_study.accuracy_cells(stats, dataset, model)
-            for measure, digits in ((speed, 2), (wall, 1)):
+            for measure, digits in ((speed, 2), (cpu_speed, 2), (wall, 1)):
                 mean = measure.get((dataset, model), (None,))[0]
                 cells.append("-" if mean is None else f"{mean:.{digits}f}")
             lines.append(f"| {model} | " + " | ".join(cells) + " |")

@@ -135,20 +135,22 @@ def fit(
             round's.
 
     Returns:
-        `(history, steps, seconds, selected)`: the metrics of each round (as
-        `History.history`), the optimizer steps this call ran (fewer than
-        `plan.total_steps` on a resumed run), the wall time of the call, and
-        `(step, value)` of the restored best round (`None` without
-        `monitor`).
+        `(history, steps, seconds, cpu_seconds, selected)`: the metrics of
+        each round (as `History.history`), the optimizer steps this call ran
+        (fewer than `plan.total_steps` on a resumed run), the wall time of
+        the call, the CPU time this process spent in it (all threads: on a
+        machine shared with other work, or paused, it counts only this
+        run's own work), and `(step, value)` of the restored best round
+        (`None` without `monitor`).
     """
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=monitor)
     history, steps, _ = trainer.fit(
         make_train, plan, validation=validation, profile_batches=profile_batches
     )
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     selected = trainer.restore_best() if monitor else None
-    return history, steps, seconds, selected
+    return history, steps, seconds, cpu_seconds, selected
 
 
 def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed):
@@ -177,13 +179,15 @@ def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
     return inputs.plan_steps(total_steps, checkpoint_every)
 
 
-def training_summary(history, steps, plan, tokens_per_step, fit_seconds, start):
+def training_summary(history, steps, plan, tokens_per_step, fit_seconds, fit_cpu_seconds,
+                     start):
     """The summary fields every run reports, after its own test results."""
     return {
         "steps": steps,
         "total_steps": plan.total_steps,
         "tokens_per_second": steps * tokens_per_step / fit_seconds,
         "fit_seconds": fit_seconds,
+        "fit_cpu_seconds": fit_cpu_seconds,
         "seconds": time.perf_counter() - start,
         "final_train_loss": history["loss"][-1] if history.get("loss") else None,
     }
@@ -346,7 +350,7 @@ def run(task, strategy=None, log=print):
     test = distributed(corpus.test, False)
     log(task.describe(model, plan, strategy, jit_compile, start))
 
-    history, steps, fit_seconds, selected = fit(
+    history, steps, fit_seconds, fit_cpu_seconds, selected = fit(
         model, make_train, validation, plan, output_dir, config.profile_batches, strategy, log,
         monitor=task.monitor(),
     )
@@ -357,7 +361,8 @@ def run(task, strategy=None, log=print):
     summary = {
         **task.summary(results),
         **training_summary(
-            history, steps, plan, config.batch_size * task.sequence_length, fit_seconds, start
+            history, steps, plan, config.batch_size * task.sequence_length, fit_seconds,
+            fit_cpu_seconds, start,
         ),
     }
     if selected is not None:

@@ -57,6 +57,8 @@ def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
     )
     summary = read_summary(output_dir)
     assert summary["test_perplexity"] > 1 and summary["steps"] == ROUNDS * EVERY
+    # CPU time of the training (all threads), beside its wall time.
+    assert summary["fit_cpu_seconds"] > 0 and summary["fit_seconds"] > 0
 
 
 def round_losses(stdout):
