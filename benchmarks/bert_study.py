@@ -39,8 +39,9 @@ FIELDS = (
     "dataset", "model", "attention", "projection", "projected_dim", "adapted",
     "sequence_length", "seed", "status", "test_accuracy", "selected_round",
     "selected_val_accuracy", "test_loss", "test_examples", "majority_accuracy",
-    "total_steps", "seconds", "fit_seconds", "tokens_per_second", "examples_per_second",
-    "fit_cpu_seconds", "examples_per_cpu_second", "directory",
+    "total_steps", "steps", "seconds", "uninterrupted_seconds", "fit_seconds",
+    "tokens_per_second", "examples_per_second", "fit_cpu_seconds", "examples_per_cpu_second",
+    "directory",
 )
 
 
@@ -145,6 +146,9 @@ def collect(runs):
     for row in rows:
         if row["status"] == "finished" and row.get("tokens_per_second"):
             row["examples_per_second"] = row["tokens_per_second"] / row["sequence_length"]
+            # A resumed run's summary times its last process only.
+            if row.get("steps") == row.get("total_steps"):
+                row["uninterrupted_seconds"] = row["seconds"]
             if row.get("fit_cpu_seconds") and row.get("fit_seconds"):
                 row["examples_per_cpu_second"] = (
                     row["examples_per_second"] * row["fit_seconds"] / row["fit_cpu_seconds"])
@@ -155,7 +159,7 @@ def markdown(rows, command):
     stats = seeded_study.summarise(rows)
     speed = seeded_study.summarise(rows, "examples_per_second", scale=1.0)
     cpu_speed = seeded_study.summarise(rows, "examples_per_cpu_second", scale=1.0)
-    wall = seeded_study.summarise(rows, "seconds", scale=1 / 60)
+    wall = seeded_study.summarise(rows, "uninterrupted_seconds", scale=1 / 60)
     lines = [
         "# A pretrained BERT against its Linformer conversions, fine-tuned", "",
         *outputs.produced_by(command),
@@ -166,7 +170,9 @@ def markdown(rows, command):
         "(training steps and validation), and per second of the process's CPU time over "
         "the same span (all threads; on a machine shared with other work, or paused, only "
         "the CPU time compares runs: runs from before it was recorded show -); wall time "
-        "is the whole run (start-up, validation and test included), in minutes. Every "
+        "is the whole run (start-up, validation and test included), in minutes, over the "
+        "runs that ran in one process (a resumed run's throughput covers its last process). "
+        "Every "
         "fine-tuning has the same batch, learning rate and steps.", "",
     ]
     for dataset in seeded_study.ordered(rows, "dataset"):
@@ -183,6 +189,11 @@ def markdown(rows, command):
                 cells.append("-" if mean is None else f"{mean:.{digits}f}")
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
         lines.append("")
+    resumed = [f"{r['dataset']} {r['model']} seed {r['seed']} (last {r['steps']} of "
+               f"{r['total_steps']} steps)" for r in rows
+               if r["status"] == "finished" and r.get("uninterrupted_seconds") is None]
+    if resumed:
+        lines += ["Resumed, so left out of the wall times: " + ", ".join(resumed) + "."]
     return "\n".join(lines + seeded_study.footer(rows)) + "\n"
 
 
