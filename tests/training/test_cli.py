@@ -26,39 +26,39 @@ def test_the_default_architecture_is_the_librarys():
                if name in cli.FROM_SCRATCH)
 
 
-def test_parsing_flags_imports_no_tensorflow():
-    code = (
-        "import sys\n"
-        "from training import cli, finetune, main, pretrain\n"
-        "pretrain.parse_args([]); finetune.parse_args([]); main.parse_args([])\n"
-        "print(sorted(name for name in ('tensorflow', 'keras', 'keras_linformer') "
-        "if name in sys.modules))\n"
-    )
+def heavy_modules_after(code):
+    """Runs `code` in a fresh Python; returns (which of TensorFlow, Keras and keras_linformer
+    it imported, its output)."""
+    probe = ("\nimport sys\nprint(sorted(name for name in ('tensorflow', 'keras', "
+             "'keras_linformer') if name in sys.modules))\n")
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code + probe], capture_output=True, text=True, check=True
     )
-    assert result.stdout.strip() == "[]", result.stdout
+    return result.stdout.strip().splitlines()[-1], result.stdout + result.stderr
+
+
+def test_parsing_flags_imports_no_tensorflow():
+    loaded, output = heavy_modules_after(
+        "from training import cli, finetune, main, pretrain\n"
+        "pretrain.parse_args([]); finetune.parse_args([]); main.parse_args([])"
+    )
+    assert loaded == "[]", output
 
 
 def test_the_launcher_and_its_error_handling_import_no_tensorflow(tmp_path):
     """`training.launch` starts its workers at once: neither it nor `cli.run`, through which
     every program reports its errors, starts TensorFlow."""
-    code = (
+    loaded, output = heavy_modules_after(
         "import sys\n"
         "from training import launch\n"
         "try:\n"
         f"    launch.main(['--workers', '2', '--log-dir', {str(tmp_path)!r}, '--',\n"
         "                 sys.executable, '-c', 'print(1)'])\n"
         "except SystemExit as stop:\n"
-        "    assert stop.code == 0, stop.code\n"
-        "print(sorted(name for name in ('tensorflow', 'keras', 'keras_linformer') "
-        "if name in sys.modules))\n"
+        "    assert stop.code == 0, stop.code"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
-    assert "worker 1 exited with status 0" in result.stderr + result.stdout
+    assert loaded == "[]", output
+    assert "worker 1 exited with status 0" in output
 
 
 def test_errors_map_to_the_documented_exit_statuses():
