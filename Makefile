@@ -29,7 +29,7 @@ main: install
 
 test: install-dev
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 clean:
 	rm -rf $(VENV) build *.egg-info
