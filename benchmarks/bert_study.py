@@ -172,8 +172,7 @@ def markdown(rows, command):
         "the CPU time compares runs: runs from before it was recorded show -); wall time "
         "is the whole run (start-up, validation and test included), in minutes, over the "
         "runs that ran in one process (a resumed run's throughput covers its last process). "
-        "Every "
-        "fine-tuning has the same batch, learning rate and steps.", "",
+        "Every fine-tuning has the same batch, learning rate and steps.", "",
     ]
     for dataset in seeded_study.ordered(rows, "dataset"):
         length = DATASETS[dataset][0]
