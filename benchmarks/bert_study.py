@@ -2,8 +2,9 @@
 
 Fine-tunes a BERT (by default the bundled all-MiniLM-L6-v2) as the
 Transformer, and Linformers converted from it (`LinformerBackbone.from_bert`):
-a learned E (`linear`, starting as mean pooling) and mean pooling (`mean`),
-each at two k per dataset; `linear+mlm` and `mean+mlm` first adapt the
+a learned E (`linear`, starting as mean pooling; `linear-compensated` with
+the padding compensation that `from_bert` leaves off) and mean pooling
+(`mean`), each at two k per dataset; `linear+mlm` and `mean+mlm` first adapt the
 converted model as a masked LM on the bundled news articles
 (`training.pretrain --from-bert`, `--adaptation-steps` steps) and fine-tune
 that. BBC News runs at n = 512 (long documents), Rotten Tomatoes at
@@ -33,10 +34,11 @@ DATASETS = {
     "bbc_news": (512, (64, 128), "2", 28),
     "rotten_tomatoes": (128, (32, 64), "1", 67),
 }
-MODELS = ("transformer", "linear", "mean", "linear+mlm", "mean+mlm")
+MODELS = ("transformer", "linear", "mean", "linear-compensated", "linear+mlm", "mean+mlm")
 DEFAULT_MODELS = ("transformer", "linear", "mean", "linear+mlm")
 FIELDS = (
-    "dataset", "model", "attention", "projection", "projected_dim", "adapted",
+    "dataset", "model", "attention", "projection", "projected_dim", "padding_compensation",
+    "adapted",
     "sequence_length", "seed", "status", "test_accuracy", "selected_round",
     "selected_val_accuracy", "test_loss", "test_examples", "majority_accuracy",
     "total_steps", "steps", "seconds", "uninterrupted_seconds", "fit_seconds",
@@ -56,7 +58,8 @@ def parse_args(argv=None):
                              "--from-bert`).")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS),
                         help="transformer: the BERT itself; linear, mean: converted, at each "
-                             "of the dataset's k; +mlm: adapted as a masked LM first.")
+                             "of the dataset's k; linear-compensated: linear with padding "
+                             "compensation; +mlm: adapted as a masked LM first.")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS),
                         default=list(DATASETS),
                         help="bbc_news at n = 512, k = 64 and 128, 2 epochs; rotten_tomatoes "
@@ -85,6 +88,22 @@ def model_name(model, k):
         "+mlm" if model.endswith("+mlm") else "")
 
 
+def projection_of(model):
+    """`linear` or `mean`: the `--projection` of a converted model's name."""
+    return model.replace("+mlm", "").replace("-compensated", "")
+
+
+def conversion_flags(model):
+    """A converted model's `--projection` and, for a learned E, its padding compensation,
+    spelled out so that a run's command says which it had whatever the default."""
+    projection = projection_of(model)
+    flags = ["--projection", projection]
+    if projection == "linear":
+        compensated = model.replace("+mlm", "").endswith("-compensated")
+        flags.append("--padding-compensation" if compensated else "--no-padding-compensation")
+    return flags
+
+
 def plan(args):
     """Every run in order: per dataset, the adaptations first, then by seed every model."""
     runs = []
@@ -108,7 +127,7 @@ def plan(args):
                 stage="pretrain", dataset="news_articles", model=model_name(model, k),
                 start=f"BERT {args.bert}", directory=directory, module=quality.PRETRAIN,
                 argv=[*common, "--corpus", "news_articles", "--from-bert", args.bert,
-                      "--projected-dim", str(k), "--projection", projection,
+                      "--projected-dim", str(k), *conversion_flags(projection),
                       "--sequence-length", str(length), "--max-steps",
                       str(args.adaptation_steps), "--epochs", "1000",
                       "--learning-rate", str(args.learning_rate), "--seed", "0",
@@ -124,7 +143,7 @@ def plan(args):
                     start = ["--pretrained", adapted[(model, k)]]
                 else:
                     start = ["--from-bert", args.bert, "--projected-dim", str(k),
-                             "--projection", model]
+                             *conversion_flags(model)]
                 argv = [*common, "--dataset", dataset, "--sequence-length", str(length),
                         "--epochs", str(args.epochs or epochs), "--checkpoint-every",
                         str(every), "--learning-rate", str(args.learning_rate),
@@ -133,8 +152,11 @@ def plan(args):
                 runs.append(dict(
                     stage="finetune", dataset=dataset, model=name,
                     attention="transformer" if model == "transformer" else "linformer",
-                    projection=None if model == "transformer" else model.replace("+mlm", ""),
-                    projected_dim=k, adapted=model.endswith("+mlm"), sequence_length=length,
+                    projection=None if model == "transformer" else projection_of(model),
+                    projected_dim=k,
+                    padding_compensation=(model.startswith("linear-compensated") if
+                                          projection_of(model) == "linear" else None),
+                    adapted=model.endswith("+mlm"), sequence_length=length,
                     seed=seed, start=f"BERT {args.bert}", directory=directory,
                     module=quality.FINETUNE, argv=argv,
                 ))

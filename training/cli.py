@@ -212,10 +212,12 @@ def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
                             "window_average (the untrained layer is mean pooling), gaussian "
                             "(N(0, 1/k), the paper's proofs) or fairseq (N(0, 0.02^2)). "
                             "Default: the layer's default.")
-    group.add_argument("--no-padding-compensation", dest="padding_compensation",
-                       action="store_false", default=None,
-                       help="With --projection linear: do not scale the projected values by "
-                            "n / (real tokens) on padded texts (the layer's default does).")
+    group.add_argument("--padding-compensation", action=argparse.BooleanOptionalAction,
+                       default=None,
+                       help="With --projection linear: scale the projected values by "
+                            "n / (real tokens) on padded texts. Default: on from scratch (the "
+                            "layer's default), off for a --from-bert conversion (a pretrained "
+                            "BERT's attention is not uniform, and the scale overshoots).")
     group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
                        metavar="K", help=described("k, the projected length of keys and values "
                                                   "(mean/max/conv need n %% k == 0).",

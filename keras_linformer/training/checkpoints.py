@@ -231,8 +231,9 @@ def bert_start(preset, architecture, sequence_length, dropout):
             f"architecture: {fixed} come from the BERT checkpoint with from_bert; only "
             f"{list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}"
         )
+    # from_bert's defaults, spelled out so that run.json records them.
     conversion = {"attention": "linformer", "projection": "linear", "sharing": "layerwise",
-                  **architecture}
+                  "padding_compensation": False, **architecture}
     if conversion["attention"] == "transformer":
         conversion = {"attention": "transformer"}
     elif conversion.get("projected_dim") is None:

@@ -32,9 +32,10 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
     parsed = finetunings(runs)
     assert sorted(parsed) == sorted([
         "transformer", "linear-k64", "linear-k128", "mean-k64", "mean-k128",
+        "linear-compensated-k64", "linear-compensated-k128",
         "linear-k64+mlm", "linear-k128+mlm", "mean-k64+mlm", "mean-k128+mlm"])
     starting_point = {"from_bert", "pretrained", "attention", "projection", "projected_dim",
-                      "output_dir"}
+                      "padding_compensation", "output_dir"}
     reference = {k: v for k, v in parsed["transformer"].items() if k not in starting_point}
     for model, flags in parsed.items():
         assert {k: v for k, v in flags.items() if k not in starting_point} == reference, model
@@ -47,6 +48,16 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
     assert parsed["transformer"]["from_bert"] == "all-minilm-l6-v2"
     assert parsed["transformer"]["attention"] == "transformer"
     assert (parsed["mean-k64"]["projection"], parsed["mean-k64"]["projected_dim"]) == ("mean", 64)
+    # A learned E's commands say whether it is compensated, whatever from_bert's default.
+    assert {model: (flags["projection"], flags["padding_compensation"])
+            for model, flags in parsed.items() if model.endswith("k64")} == {
+        "linear-k64": ("linear", False), "mean-k64": ("mean", None),
+        "linear-compensated-k64": ("linear", True)}
+    rows = {r["model"]: r for r in runs if r["stage"] == "finetune"}
+    assert rows["linear-compensated-k64"]["projection"] == "linear"
+    assert [rows[m]["padding_compensation"] for m in (
+        "linear-k64", "linear-compensated-k64", "mean-k64", "transformer")] == [
+        False, True, None, None]
 
 
 def test_an_adapted_model_fine_tunes_the_adaptation_it_follows():
@@ -59,6 +70,7 @@ def test_an_adapted_model_fine_tunes_the_adaptation_it_follows():
         flags = pretrain.parse_args(adaptation["argv"])[1]
         assert (flags.from_bert, flags.corpus, flags.max_steps, flags.sequence_length) == (
             "all-minilm-l6-v2", ["news_articles"], 50, 128)
+        assert (flags.projection, flags.padding_compensation) == ("linear", False)
         users = [r for r in runs if r["stage"] == "finetune"
                  and finetune.parse_args(r["argv"])[1].pretrained == adaptation["directory"]]
         # Every seed fine-tunes it, after it ran.

@@ -26,6 +26,18 @@ def test_the_default_architecture_is_the_librarys():
                if name in cli.FROM_SCRATCH)
 
 
+def test_padding_compensation_is_on_off_or_left_to_the_default():
+    from training import finetune
+
+    def compensation(*flags):
+        _, args = finetune.parse_args(["--projection", "linear", *flags])
+        return cli.architecture_from(args).get("padding_compensation", "default")
+
+    assert compensation() == "default"
+    assert compensation("--padding-compensation") is True
+    assert compensation("--no-padding-compensation") is False
+
+
 def heavy_modules_after(code):
     """Runs `code` in a fresh Python; returns (which of TensorFlow, Keras and keras_linformer
     it imported, its output)."""

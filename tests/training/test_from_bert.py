@@ -50,8 +50,10 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
     assert record["from_bert"] == str(tiny_bert)
     assert record["backbone"]["projected_dim"] == 8
     assert record["backbone"]["max_sequence_length"] == 16
+    assert record["backbone"]["padding_compensation"] is False  # A conversion's default.
     classifier = keras.saving.load_model(output / "classifier.keras")
     assert classifier.backbone.projection_initializer == "window_average"
+    assert classifier.backbone.padding_compensation is False
     losses = scalars(output / "logs" / "train")["epoch_loss"]
     assert len(losses) == 4 and losses[-1] < losses[0], losses
     # --restore-best: the test split saw the round that validated best (the first of equals).

@@ -1,0 +1,298 @@
+"""How much of a pretrained BERT a Linformer conversion keeps before any fine-tuning.
+
+Loads a BERT with keras-hub (by default the bundled all-MiniLM-L6-v2),
+converts it with `LinformerBackbone.from_bert` at every `--projected-dims`
+k, with mean pooling and with a learned E from each of `--initializers`
+(one conversion per `--init-seeds` seed, each without and with padding
+compensation, the n / (real tokens) scale of the values), and runs the BERT and every
+conversion on the first `--num-texts` test texts of `--dataset`, encoded as
+fine-tuning encodes them (truncated and padded to n). Per conversion it
+measures, against the BERT's outputs:
+
+- embedding cosine: the cosine between the texts' sentence embeddings (the
+  masked mean of the sequence output, as all-MiniLM-L6-v2 defines them);
+- pooled cosine: the same for the pooled `[CLS]` output, which the
+  classifier reads;
+- token error: ||converted - BERT|| / ||BERT|| over the real tokens'
+  sequence outputs;
+- neighbour agreement: the fraction of texts whose nearest other text by
+  sentence embedding is the one the BERT finds.
+
+Mean pooling at k = n computes exactly what the BERT does (windows of one
+position), so that row checks the measurement itself. Writes a CSV with a
+row per conversion, a markdown report and a plot to `--output-dir`.
+
+    python -m benchmarks.conversion [--dataset bbc_news] [--projected-dims 64 128 256 512]
+    python -m benchmarks.conversion --dataset rotten_tomatoes      # n = 128, k = 16 ... 128
+"""
+
+import argparse
+import functools
+import os
+import time
+
+import numpy as np
+
+from benchmarks import outputs
+from training import cli
+
+PROGRAM = "benchmarks.conversion"
+DATASETS = {"bbc_news": 512, "rotten_tomatoes": 128}
+# keras_linformer.layers.projection_initializers.PROJECTION_INITIALIZERS
+INITIALIZERS = cli.PROJECTION_INITIALIZERS
+METRICS = ("embedding_cosine", "pooled_cosine", "token_error", "neighbour_agreement")
+FIELDS = (
+    "projection", "initializer", "init_seed", "padding_compensation", "projected_dim",
+    "sequence_length", "texts",
+    "embedding_cosine", "embedding_cosine_min", "pooled_cosine", "pooled_cosine_min",
+    "token_error", "neighbour_agreement", "seconds",
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {PROGRAM}",
+        description=__doc__.split("\n    python")[0],
+        formatter_class=cli.HelpFormatter,
+    )
+    parser.add_argument("--bert", default="all-minilm-l6-v2", metavar="DIR_OR_PRESET",
+                        help="The BERT to convert (as `training.finetune --from-bert`).")
+    parser.add_argument("--dataset", choices=list(DATASETS), default="bbc_news",
+                        help="Whose test texts to run: bbc_news (long articles) or "
+                             "rotten_tomatoes (short reviews).")
+    parser.add_argument("--sequence-length", type=cli.sequence_length, default=None,
+                        metavar="N", help="n (default: 512 for bbc_news, 128 for "
+                                          "rotten_tomatoes).")
+    parser.add_argument("--projected-dims", nargs="+", type=cli.positive_int, default=None,
+                        metavar="K", help="Every k to convert at, each at most n (default: "
+                                          "n/8, n/4, n/2 and n).")
+    parser.add_argument("--initializers", nargs="*", choices=INITIALIZERS,
+                        default=list(INITIALIZERS),
+                        help="The starts of a learned E to measure (none: mean pooling only).")
+    parser.add_argument("--init-seeds", nargs="+", type=cli.random_seed, default=[0],
+                        help="One conversion per seed of a learned E's start.")
+    parser.add_argument("--num-texts", type=cli.positive_int, default=64,
+                        help="How many test texts (the first ones), at least 3.")
+    parser.add_argument("--batch-size", type=cli.positive_int, default=8,
+                        help="Texts per forward pass.")
+    parser.add_argument("--output-dir", default="benchmarks/results",
+                        help="Where the CSV, report and plot go.")
+    parser.add_argument("--name", default=None,
+                        help="File name stem (default: conversion-<bert>-<dataset>-n<N>).")
+    cli.add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    args.sequence_length = args.sequence_length or DATASETS[args.dataset]
+    args.projected_dims = args.projected_dims or [
+        max(1, args.sequence_length // d) for d in (8, 4, 2, 1)]
+    too_long = [k for k in args.projected_dims if k > args.sequence_length]
+    if too_long:
+        parser.error(f"--projected-dims: every k must be at most n = {args.sequence_length} "
+                     f"(--sequence-length). Received: {too_long}")
+    if args.num_texts < 3:
+        parser.error(f"--num-texts: must be at least 3 (a nearest neighbour among others). "
+                     f"Received: {args.num_texts}")
+    return parser, args
+
+
+def embeddings(backbone, inputs, batch_size):
+    """`(sentence embeddings, pooled outputs, sequence outputs)` of `backbone`, as NumPy."""
+    import keras
+
+    pieces = []
+    for start in range(0, len(inputs["token_ids"]), batch_size):
+        batch = {key: value[start:start + batch_size] for key, value in inputs.items()}
+        result = backbone(batch, training=False)
+        pieces.append((keras.ops.convert_to_numpy(result["sequence_output"]),
+                       keras.ops.convert_to_numpy(result["pooled_output"])))
+    sequence = np.concatenate([p[0] for p in pieces]).astype(np.float64)
+    pooled = np.concatenate([p[1] for p in pieces]).astype(np.float64)
+    mask = inputs["padding_mask"].astype(np.float64)[..., None]
+    sentence = (sequence * mask).sum(1) / mask.sum(1)
+    return sentence, pooled, sequence
+
+
+def cosines(a, b):
+    """Row-wise cosine similarity of two `(texts, d)` arrays."""
+    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+def nearest_neighbours(vectors):
+    """For each row, the index of the most cosine-similar other row."""
+    unit = vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+    similarity = unit @ unit.T
+    np.fill_diagonal(similarity, -np.inf)
+    return similarity.argmax(-1)
+
+
+def compare(reference, converted, padding_mask):
+    """The metrics of `converted` against `reference`, both from `embeddings`."""
+    (sentence, pooled, sequence), (sentence2, pooled2, sequence2) = reference, converted
+    mask = padding_mask.astype(bool)
+    embedding = cosines(sentence, sentence2)
+    pooled_cosine = cosines(pooled, pooled2)
+    errors = [np.linalg.norm(sequence2[i][m] - sequence[i][m]) / np.linalg.norm(sequence[i][m])
+              for i, m in enumerate(mask)]
+    return {
+        "embedding_cosine": float(embedding.mean()),
+        "embedding_cosine_min": float(embedding.min()),
+        "pooled_cosine": float(pooled_cosine.mean()),
+        "pooled_cosine_min": float(pooled_cosine.min()),
+        "token_error": float(np.mean(errors)),
+        "neighbour_agreement": float(
+            (nearest_neighbours(sentence) == nearest_neighbours(sentence2)).mean()),
+    }
+
+
+def conversions(args):
+    """`(projection, initializer name, init seed, padding compensation, k)` in measuring
+    order (None for what mean pooling does not have)."""
+    for k in sorted(set(args.projected_dims)):
+        yield "mean", None, None, None, k
+        for name in args.initializers:
+            for seed in args.init_seeds:
+                for compensation in (False, True):
+                    yield "linear", name, seed, compensation, k
+
+
+def measure(args):
+    """Loads the BERT and texts, runs every conversion; returns `(rows, BERT name, texts)`."""
+    from keras_linformer import data
+    from keras_linformer.layers import projection_initializers
+    from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models import bert_presets
+
+    n = args.sequence_length
+    bert, vocabulary = bert_presets.load_bert(args.bert, "--bert")
+    if n > bert.max_sequence_length:
+        raise ValueError(f"--sequence-length: {n} exceeds the BERT's "
+                         f"{bert.max_sequence_length} position embeddings.")
+    loader = {"bbc_news": data.load_bbc_news, "rotten_tomatoes": data.load_rotten_tomatoes}
+    texts = list(loader[args.dataset]().test.texts)[:args.num_texts]
+    encoded = data.TextEncoder(data.make_tokenizer(vocabulary), n)(texts)
+    inputs = {key: np.asarray(value) for key, value in encoded.items()}
+    real = inputs["padding_mask"].sum(1)
+    cli.log(f"{len(texts)} {args.dataset} test texts at n = {n}: {real.mean():.0f} real tokens "
+            f"on average ({(real == n).mean():.0%} fill n)")
+    source = LinformerBackbone.from_bert(bert, attention="transformer", max_sequence_length=n)
+    reference = embeddings(source, inputs, args.batch_size)
+    plan = list(conversions(args))
+    rows = []
+    for index, (projection, name, seed, compensation, k) in enumerate(plan, 1):
+        start = time.perf_counter()
+        initializer = (None if name is None else
+                       projection_initializers.projection_initializer(name, k, seed))
+        converted = LinformerBackbone.from_bert(
+            bert, projected_dim=k, projection=projection, projection_initializer=initializer,
+            padding_compensation=bool(compensation), max_sequence_length=n,
+        )
+        row = dict(projection=projection, initializer=name, init_seed=seed,
+                   padding_compensation=compensation, projected_dim=k, sequence_length=n,
+                   texts=len(texts),
+                   **compare(reference, embeddings(converted, inputs, args.batch_size),
+                             inputs["padding_mask"]))
+        row["seconds"] = round(time.perf_counter() - start, 1)
+        rows.append(row)
+        cli.log(f"[{index}/{len(plan)}] {label(row)} k={k}: embedding cosine "
+                f"{row['embedding_cosine']:.4f} (min {row['embedding_cosine_min']:.4f}), pooled "
+                f"{row['pooled_cosine']:.4f}, token error {row['token_error']:.3f}, neighbours "
+                f"{row['neighbour_agreement']:.0%}; {row['seconds']:.0f} s")
+    return rows, os.path.basename(os.path.normpath(args.bert)), texts
+
+
+def label(row):
+    if row["projection"] == "mean":
+        return "mean pooling"
+    seed = "" if row["init_seed"] is None else f", seed {row['init_seed']}"
+    compensation = ", compensated" if row["padding_compensation"] else ""
+    return f"learned E from {row['initializer']}{compensation}{seed}"
+
+
+def summarize(rows):
+    """Per (projection, initializer, k): the metrics' mean and spread over the init seeds."""
+    groups = {}
+    for row in rows:
+        key = (row["projection"], row["initializer"], row["padding_compensation"],
+               row["projected_dim"])
+        groups.setdefault(key, []).append(row)
+    return [
+        dict(projection=projection, initializer=initializer,
+             padding_compensation=compensation, projected_dim=k, seeds=len(group),
+             **{m: float(np.mean([r[m] for r in group])) for m in METRICS},
+             **{f"{m}_spread": float(np.ptp([r[m] for r in group])) for m in METRICS})
+        for (projection, initializer, compensation, k), group in groups.items()
+    ]
+
+
+def report(rows, command, machine, bert, dataset, texts):
+    summary = summarize(rows)
+    n = rows[0]["sequence_length"]
+    lines = [f"# A converted {bert} against itself before fine-tuning ({dataset}, n = {n})",
+             "", *outputs.produced_by(command), f"Machine: {machine}", "",
+             f"{texts} test texts, encoded as fine-tuning encodes them. Each cell: the mean over "
+             "the texts; a learned E's cell also averages its init seeds, with the spread "
+             "(max - min) over them in brackets. Mean pooling at k = n equals the BERT "
+             "(windows of one position).", ""]
+
+    def cell(entry, metric, digits):
+        value = f"{entry[metric]:.{digits}f}"
+        return value + (f" ({entry[metric + '_spread']:.{digits}f})" if entry["seeds"] > 1
+                        else "")
+
+    table = [[label(dict(entry, init_seed=None)), entry["projected_dim"],
+              cell(entry, "embedding_cosine", 4), cell(entry, "pooled_cosine", 4),
+              cell(entry, "token_error", 3), cell(entry, "neighbour_agreement", 2)]
+             for entry in summary]
+    lines.append(outputs.markdown_table(
+        ["conversion", "k", "embedding cosine", "pooled cosine", "token error",
+         "neighbour agreement"], table))
+    return "\n".join(lines) + "\n", summary
+
+
+def plot(summary, path, title):
+    plt = outputs.pyplot()
+    figure, axes = plt.subplots(1, 2, figsize=(10, 4))
+    series = {}
+    for entry in summary:
+        series.setdefault(label(dict(entry, init_seed=None)), []).append(entry)
+    for name, entries in series.items():
+        ks = [e["projected_dim"] for e in entries]
+        for axis, metric in zip(axes, ("embedding_cosine", "token_error")):
+            axis.plot(ks, [e[metric] for e in entries], marker="o", label=name)
+    for axis, ylabel in zip(axes, ("sentence-embedding cosine to the BERT",
+                                   "token output error (relative)")):
+        axis.set_xscale("log", base=2)
+        axis.set_xlabel("k")
+        axis.set_ylabel(ylabel)
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    figure.suptitle(title)
+    figure.tight_layout()
+    outputs.save_palette_png(figure, path)
+
+
+def analyse(args, command):
+    cli.log(command)
+    rows, bert, texts = measure(args)
+    name = args.name or f"conversion-{bert.lower()}-{args.dataset}-n{args.sequence_length}"
+    os.makedirs(args.output_dir, exist_ok=True)
+    base = os.path.join(args.output_dir, name)
+    outputs.write_csv(base + ".csv", command, FIELDS, rows)
+    markdown, summary = report(rows, command, outputs.machine_description(), bert,
+                               args.dataset, len(texts))
+    with open(base + ".md", "w", encoding="utf-8") as file:
+        file.write(markdown)
+    plot(summary, base + ".png", f"{bert} converted, before fine-tuning: {args.dataset}, "
+                                 f"n = {args.sequence_length}")
+    written = [base + suffix for suffix in (".csv", ".md", ".png")]
+    cli.log("Wrote " + ", ".join(written))
+    return written
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    command = outputs.command_line(PROGRAM, argv)
+    return cli.run(parser, functools.partial(analyse, command=command), args)
+
+
+if __name__ == "__main__":
+    main()

