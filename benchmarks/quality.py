@@ -243,8 +243,21 @@ def summary_directory(run):
     return run.get("summary_dir", run["directory"])
 
 
+def same_command(recorded, planned):
+    """Whether two run commands are the same but for their `--output-dir`, the run directory
+    itself: a study's runs can be moved, or linked into another study's directory."""
+
+    def without_output_dir(command):
+        words = shlex.split(command)
+        return [w for i, w in enumerate(words)
+                if w != "--output-dir" and (i == 0 or words[i - 1] != "--output-dir")]
+
+    return without_output_dir(recorded) == without_output_dir(planned)
+
+
 def is_finished(run):
-    """Whether `run` finished with this very command; refuses a finished run of another."""
+    """Whether `run` finished with this very command (wherever its directory was then);
+    refuses a finished run of another."""
     from keras_linformer.training.run_directory import COMMAND_FILE
     from keras_linformer.training.run_directory import SUMMARY_FILE
 
@@ -252,7 +265,7 @@ def is_finished(run):
         return False
     recorded = os.path.join(run["directory"], COMMAND_FILE)
     previous = open(recorded, encoding="utf-8").read().strip() if os.path.isfile(recorded) else None
-    if previous != command_line(run):
+    if previous is None or not same_command(previous, command_line(run)):
         raise ValueError(
             f"--output-dir: {run['directory']} holds a finished run of another command "
             f"({previous!r}, now {command_line(run)!r}). Use another --output-dir, or "

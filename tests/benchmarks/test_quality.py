@@ -90,6 +90,20 @@ def test_another_command_into_the_same_directory_is_refused(study, capsys):
     assert "--max-steps 6" in stderr
 
 
+def test_a_run_moved_or_linked_elsewhere_still_counts_as_finished(tmp_path):
+    moved = tmp_path / "new" / "run"
+    moved.mkdir(parents=True)
+    (moved / "summary.json").write_text("{}")
+    (moved / "command.txt").write_text(
+        f"python -m training.finetune --seed 1 --output-dir {tmp_path / 'old' / 'run'}\n")
+    run = dict(module="training.finetune", directory=str(moved),
+               argv=["--seed", "1", "--output-dir", str(moved)])
+    assert quality.is_finished(run)
+    with pytest.raises(ValueError, match="holds a finished run of another command"):
+        quality.is_finished(dict(run, argv=["--seed", "2", "--output-dir", str(moved)]))
+    assert not quality.is_finished(dict(run, directory=str(tmp_path / "not-run")))
+
+
 def test_the_csv_holds_every_runs_results(study):
     output_dir, results_dir, _, _, _ = study
     rows = read_rows(results_dir / "toy.csv")
