@@ -351,8 +351,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 model's attention output up by as much as that factor. On 64
                 Rotten Tomatoes reviews (n = 128, about 25 real tokens) a
                 learned-E conversion of all-MiniLM-L6-v2 at k = 32 kept a
-                sentence-embedding cosine of 0.70 to the BERT without it and
-                0.18 with it (`python -m benchmarks.conversion`).
+                sentence-embedding cosine of 0.69 to the BERT without it and
+                0.23 with it, mean pooling 0.52 (`python -m
+                benchmarks.conversion`, benchmarks/RESULTS.md).
             max_sequence_length: int or None. n; at most the source's
                 (its first n position embeddings are kept). Defaults to the
                 source's.
