@@ -84,10 +84,11 @@ def parse_args(argv=None):
     args.sequence_length = args.sequence_length or DATASETS[args.dataset]
     args.projected_dims = args.projected_dims or [
         max(1, args.sequence_length // d) for d in (8, 4, 2, 1)]
-    too_long = [k for k in args.projected_dims if k > args.sequence_length]
-    if too_long:
-        parser.error(f"--projected-dims: every k must be at most n = {args.sequence_length} "
-                     f"(--sequence-length). Received: {too_long}")
+    n = args.sequence_length
+    misfits = [k for k in args.projected_dims if k > n or n % k]
+    if misfits:
+        parser.error(f"--projected-dims: every k must divide n = {n} (--sequence-length; mean "
+                     f"pooling's windows are n / k positions). Received: {misfits}")
     if args.num_texts < 3:
         parser.error(f"--num-texts: must be at least 3 (a nearest neighbour among others). "
                      f"Received: {args.num_texts}")

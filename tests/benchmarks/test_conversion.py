@@ -60,12 +60,20 @@ def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(
     printed = capsys.readouterr().out
     assert "[6/6] learned E from window_average, compensated, seed 0 k=32" in printed
 
+    with pytest.raises(SystemExit) as exit_info:  # Found out once the BERT is loaded.
+        conversion.main(["--sequence-length", "1024", "--projected-dims", "64",
+                         "--output-dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "--sequence-length: 1024 exceeds the BERT's 512 position embeddings" in (
+        capsys.readouterr().err)
+
 
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--projected-dims", "64", "256"],
-         "--projected-dims: every k must be at most n = 128 (--sequence-length). Received: [256]"),
+        (["--projected-dims", "64", "256", "48"],
+         "--projected-dims: every k must divide n = 128 (--sequence-length; mean pooling's "
+         "windows are n / k positions). Received: [256, 48]"),
         (["--num-texts", "2"], "--num-texts: must be at least 3"),
         (["--initializers", "orthogonal"], "--initializers: invalid choice: 'orthogonal'"),
         (["--dataset", "imdb"], "--dataset: invalid choice: 'imdb'"),
