@@ -4,7 +4,8 @@ Loads a BERT with keras-hub (by default the bundled all-MiniLM-L6-v2),
 converts it with `LinformerBackbone.from_bert` at every `--projected-dims`
 k, with mean pooling and with a learned E from each of `--initializers`
 (one conversion per `--init-seeds` seed, each without and with padding
-compensation, the n / (real tokens) scale of the values), and runs the BERT and every
+compensation, the n / (real tokens) scale of the values), each with every
+`--null-slots` count of always-attended zero slots, and runs the BERT and every
 conversion on the first `--num-texts` test texts of `--dataset`, encoded as
 fine-tuning encodes them (truncated and padded to n). Per conversion it
 measures, against the BERT's outputs:
@@ -42,8 +43,8 @@ DATASETS = {"bbc_news": 512, "rotten_tomatoes": 128}
 INITIALIZERS = cli.PROJECTION_INITIALIZERS
 METRICS = ("embedding_cosine", "pooled_cosine", "token_error", "neighbour_agreement")
 FIELDS = (
-    "projection", "initializer", "init_seed", "padding_compensation", "projected_dim",
-    "sequence_length", "texts",
+    "projection", "initializer", "init_seed", "padding_compensation", "null_slots",
+    "projected_dim", "sequence_length", "texts",
     "embedding_cosine", "embedding_cosine_min", "pooled_cosine", "pooled_cosine_min",
     "token_error", "neighbour_agreement", "seconds",
 )
@@ -71,6 +72,9 @@ def parse_args(argv=None):
                         help="The starts of a learned E to measure (none: mean pooling only).")
     parser.add_argument("--init-seeds", nargs="+", type=cli.random_seed, default=[0],
                         help="One conversion per seed of a learned E's start.")
+    parser.add_argument("--null-slots", nargs="+", type=cli.null_slot_count, default=[0],
+                        metavar="S", help="Convert with each of these numbers of null slots "
+                                          "(zero key/value slots attention can use as a no-op).")
     parser.add_argument("--num-texts", type=cli.positive_int, default=64,
                         help="How many test texts (the first ones), at least 3.")
     parser.add_argument("--batch-size", type=cli.positive_int, default=8,
@@ -145,14 +149,15 @@ def compare(reference, converted, padding_mask):
 
 
 def conversions(args):
-    """`(projection, initializer name, init seed, padding compensation, k)` in measuring
-    order (None for what mean pooling does not have)."""
+    """`(projection, initializer name, init seed, padding compensation, null slots, k)` in
+    measuring order (None for what mean pooling does not have)."""
     for k in sorted(set(args.projected_dims)):
-        yield "mean", None, None, None, k
-        for name in args.initializers:
-            for seed in args.init_seeds:
-                for compensation in (False, True):
-                    yield "linear", name, seed, compensation, k
+        for null_slots in args.null_slots:
+            yield "mean", None, None, None, null_slots, k
+            for name in args.initializers:
+                for seed in args.init_seeds:
+                    for compensation in (False, True):
+                        yield "linear", name, seed, compensation, null_slots, k
 
 
 def measure(args):
@@ -178,17 +183,18 @@ def measure(args):
     reference = embeddings(source, inputs, args.batch_size)
     plan = list(conversions(args))
     rows = []
-    for index, (projection, name, seed, compensation, k) in enumerate(plan, 1):
+    for index, (projection, name, seed, compensation, null_slots, k) in enumerate(plan, 1):
         start = time.perf_counter()
         initializer = (None if name is None else
                        projection_initializers.projection_initializer(name, k, seed))
         converted = LinformerBackbone.from_bert(
             bert, projected_dim=k, projection=projection, projection_initializer=initializer,
-            padding_compensation=bool(compensation), max_sequence_length=n,
+            padding_compensation=bool(compensation), null_slots=null_slots,
+            max_sequence_length=n,
         )
         row = dict(projection=projection, initializer=name, init_seed=seed,
-                   padding_compensation=compensation, projected_dim=k, sequence_length=n,
-                   texts=len(texts),
+                   padding_compensation=compensation, null_slots=null_slots, projected_dim=k,
+                   sequence_length=n, texts=len(texts),
                    **compare(reference, embeddings(converted, inputs, args.batch_size),
                              inputs["padding_mask"]))
         row["seconds"] = round(time.perf_counter() - start, 1)
@@ -201,11 +207,12 @@ def measure(args):
 
 
 def label(row):
+    null = f", {row['null_slots']} null slots" if row["null_slots"] else ""
     if row["projection"] == "mean":
-        return "mean pooling"
+        return "mean pooling" + null
     seed = "" if row["init_seed"] is None else f", seed {row['init_seed']}"
     compensation = ", compensated" if row["padding_compensation"] else ""
-    return f"learned E from {row['initializer']}{compensation}{seed}"
+    return f"learned E from {row['initializer']}{compensation}{null}{seed}"
 
 
 def summarize(rows):
@@ -213,14 +220,15 @@ def summarize(rows):
     groups = {}
     for row in rows:
         key = (row["projection"], row["initializer"], row["padding_compensation"],
-               row["projected_dim"])
+               row["null_slots"], row["projected_dim"])
         groups.setdefault(key, []).append(row)
     return [
         dict(projection=projection, initializer=initializer,
-             padding_compensation=compensation, projected_dim=k, seeds=len(group),
+             padding_compensation=compensation, null_slots=null_slots, projected_dim=k,
+             seeds=len(group),
              **{m: float(np.mean([r[m] for r in group])) for m in METRICS},
              **{f"{m}_spread": float(np.ptp([r[m] for r in group])) for m in METRICS})
-        for (projection, initializer, compensation, k), group in groups.items()
+        for (projection, initializer, compensation, null_slots, k), group in groups.items()
     ]
 
 

@@ -146,6 +146,7 @@ def integer_in(low, high, expected):
 
 
 random_seed = integer_in(0, 2**32 - 1, "an integer from 0 to 2**32 - 1")
+null_slot_count = integer_in(0, 1024, "an integer from 0 to 1024")
 tcp_port = integer_in(1, 65535, "a TCP port from 1 to 65535")
 
 
@@ -218,6 +219,10 @@ def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
                             "n / (real tokens) on padded texts. Default: on from scratch (the "
                             "layer's default), off for a --from-bert conversion (a pretrained "
                             "BERT's attention is not uniform, and the scale overshoots).")
+    group.add_argument("--null-slots", type=null_slot_count, default=None, metavar="S",
+                       help="Zero key/value slots every attention layer can attend to as a "
+                            "no-op, after its k projected ones (no weights). Default: the "
+                            "layer's, 0.")
     group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
                        metavar="K", help=described("k, the projected length of keys and values "
                                                   "(mean/max/conv need n %% k == 0).",
@@ -291,14 +296,15 @@ FROM_BERT_HELP = (
     "A pretrained BERT that keras-hub loads (a Hugging Face BERT directory, a keras-hub "
     "preset, or all-minilm-l6-v2 for the bundled all-MiniLM-L6-v2), converted to a "
     "Linformer with --projected-dim K (and --projection, --sharing, "
-    "--projection-initializer), or kept as the Transformer with --attention transformer. "
+    "--projection-initializer, --padding-compensation, --null-slots), or kept as the "
+    "Transformer with --attention transformer. "
     "Texts are read with the BERT's own vocabulary; --sequence-length defaults to its 512 "
     "positions."
 )
 
 
 ARCHITECTURE_FLAGS = (
-    "attention", "projection", "projection_initializer", "padding_compensation",
+    "attention", "projection", "projection_initializer", "padding_compensation", "null_slots",
     "projected_dim", "sharing", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
 )
 

@@ -55,6 +55,8 @@ class LinformerEncoderBlock(keras.layers.Layer):
             projection's default.
         padding_compensation: bool. See `LinformerAttention`. Defaults to
             True.
+        null_slots: int. Always-attended zero key/value slots, see
+            `LinformerAttention`. Defaults to 0.
         normalize_first: bool. Pre-layer normalisation if True. Defaults to
             False, like BERT.
         **kwargs: base layer arguments, such as `name` and `dtype`.
@@ -89,10 +91,12 @@ class LinformerEncoderBlock(keras.layers.Layer):
         projection_initializer=None,
         normalize_first=False,
         padding_compensation=True,
+        null_slots=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
         validation.check_positive_int("intermediate_dim", intermediate_dim)
+        validation.check_positive_int("null_slots", null_slots, minimum=0)
         validation.check_positive_int("num_heads", num_heads)
         validation.check_positive_int("sequence_length", sequence_length)
         validation.check_choice("projection", projection, sp.PROJECTIONS)
@@ -113,6 +117,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         projection_initializers.check(self.projection_initializer, projection)
         self.normalize_first = normalize_first
         self.padding_compensation = bool(padding_compensation)
+        self.null_slots = null_slots
         self.supports_masking = True
 
     def build(self, inputs_shape):
@@ -135,6 +140,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
                 else clone_initializer(self.projection_initializer)
             ),
             padding_compensation=self.padding_compensation,
+            null_slots=self.null_slots,
             dtype=self.dtype_policy,
             name="self_attention_layer",
         )
@@ -256,6 +262,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
                 ),
                 "normalize_first": self.normalize_first,
                 "padding_compensation": self.padding_compensation,
+                "null_slots": self.null_slots,
             }
         )
         return config

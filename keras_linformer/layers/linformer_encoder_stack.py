@@ -44,7 +44,7 @@ class LinformerEncoderStack(keras.layers.Layer):
             Defaults to `"layerwise"`, the paper's best downstream setting.
         dropout, activation, layer_norm_epsilon, kernel_initializer,
         bias_initializer, projection_initializer, normalize_first,
-        padding_compensation: as in
+        padding_compensation, null_slots: as in
             `LinformerEncoderBlock`.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
@@ -84,6 +84,7 @@ class LinformerEncoderStack(keras.layers.Layer):
         projection_initializer=None,
         normalize_first=False,
         padding_compensation=True,
+        null_slots=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -114,6 +115,7 @@ class LinformerEncoderStack(keras.layers.Layer):
                 projection_initializer=projection_initializer,
                 normalize_first=normalize_first,
                 padding_compensation=padding_compensation,
+                null_slots=null_slots,
                 dtype=self.dtype_policy,
                 name=f"linformer_encoder_block_{i}",
             )
@@ -145,6 +147,7 @@ class LinformerEncoderStack(keras.layers.Layer):
         self.projection_initializer = get_optional_initializer(projection_initializer)
         self.normalize_first = normalize_first
         self.padding_compensation = bool(padding_compensation)
+        self.null_slots = null_slots
         self.supports_masking = True
 
     def build(self, inputs_shape):
@@ -218,6 +221,7 @@ class LinformerEncoderStack(keras.layers.Layer):
                 ),
                 "normalize_first": self.normalize_first,
                 "padding_compensation": self.padding_compensation,
+                "null_slots": self.null_slots,
             }
         )
         return config

@@ -20,6 +20,7 @@ LINFORMER_ARGUMENTS = (
     "sharing",
     "projection_initializer",
     "padding_compensation",
+    "null_slots",
 )
 
 
@@ -101,8 +102,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
 
     Every other layer, initializer and argument is the same, so the two
     differ only in attention. The Linformer arguments (`projected_dim`,
-    `projection`, `sharing`, `projection_initializer`, `padding_compensation`)
-    apply to the first only: the baseline ignores them, its attributes of
+    `projection`, `sharing`, `projection_initializer`, `padding_compensation`,
+    `null_slots`) apply to the first only: the baseline ignores them, its attributes of
     those names are None and its config leaves them out.
 
     Inputs are `token_ids`, `segment_ids` and `padding_mask` (all int,
@@ -128,6 +129,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
         padding_compensation: bool. Linformer only. Scale a learned E's
             projected values by n / (real positions) (see `LinformerAttention`).
             Defaults to True.
+        null_slots: int. Linformer only. Zero key/value slots every layer's
+            attention can attend to as a no-op (see `LinformerAttention`).
+            Defaults to 0.
         sharing: str. Linformer only. `"none"`, `"headwise"`, `"key_value"`
             or `"layerwise"`. Defaults to `"layerwise"`.
         attention: str. `"linformer"` or `"transformer"` (full attention, the
@@ -174,6 +178,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         num_segments=2,
         projection_initializer=None,
         padding_compensation=True,
+        null_slots=0,
         dtype=None,
         _legacy_layout=False,
         **kwargs,
@@ -239,6 +244,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 sharing=sharing,
                 projection_initializer=projection_initializer,
                 padding_compensation=padding_compensation,
+                null_slots=null_slots,
                 name="linformer_encoder",
                 **block_arguments,
             )
@@ -247,7 +253,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 num_layers=num_layers, name="transformer_encoder", **block_arguments
             )
             projected_dim = projection = sharing = None
-            projection_initializer = padding_compensation = None
+            projection_initializer = padding_compensation = null_slots = None
         self.pooled_dense = keras.layers.Dense(
             hidden_dim,
             kernel_initializer=bert_kernel_initializer(),
@@ -303,6 +309,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.num_segments = num_segments
         self.projection_initializer = projection_initializer
         self.padding_compensation = padding_compensation
+        self.null_slots = null_slots
         self.cls_token_index = 0
         self._legacy_layout = _legacy_layout
 
@@ -323,6 +330,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         dropout=None,
         attention="linformer",
         padding_compensation=False,
+        null_slots=0,
         dtype=None,
     ):
         """A Linformer with every weight of a pretrained BERT backbone.
@@ -354,6 +362,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 sentence-embedding cosine of 0.69 to the BERT without it and
                 0.23 with it, mean pooling 0.52 (`python -m
                 benchmarks.conversion`, benchmarks/RESULTS.md).
+            null_slots: int. As in the constructor.
             max_sequence_length: int or None. n; at most the source's
                 (its first n position embeddings are kept). Defaults to the
                 source's.
@@ -390,6 +399,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
             sharing=sharing,
             projection_initializer=projection_initializer,
             padding_compensation=padding_compensation,
+            null_slots=null_slots,
             attention=attention,
             dropout=source_dropout if dropout is None else dropout,
             dtype=backbone.dtype_policy if dtype is None else dtype,
@@ -434,6 +444,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                         self.projection_initializer
                     ),
                     "padding_compensation": self.padding_compensation,
+                    "null_slots": self.null_slots,
                 }
             )
         elif self._legacy_layout:

@@ -38,6 +38,7 @@ ARCHITECTURE_KEYS = (
     "num_segments",
     "projection_initializer",
     "padding_compensation",
+    "null_slots",
 )
 
 
@@ -192,7 +193,7 @@ def load_pretrained(directory, architecture=None, dropout=None):
 # The options a BERT conversion takes; the rest of the architecture is the BERT's.
 CONVERSION_KEYS = (
     "attention", "projection", "projection_initializer", "padding_compensation",
-    "projected_dim", "sharing",
+    "null_slots", "projected_dim", "sharing",
 )
 
 

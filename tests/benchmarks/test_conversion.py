@@ -39,16 +39,19 @@ def test_nearest_neighbours_are_the_most_similar_other_rows():
 def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(tmp_path, capsys):
     written = conversion.main([
         "--dataset", "rotten_tomatoes", "--sequence-length", "32", "--projected-dims", "8", "32",
-        "--initializers", "window_average", "--num-texts", "4", "--output-dir", str(tmp_path),
-        "--name", "run",
+        "--initializers", "window_average", "--null-slots", "0", "2", "--num-texts", "4",
+        "--output-dir", str(tmp_path), "--name", "run",
     ])
     assert [path.rsplit("/", 1)[1] for path in written] == ["run.csv", "run.md", "run.png"]
     rows, command = outputs.read_csv(tmp_path / "run.csv")
     assert command.startswith("python -m benchmarks.conversion --dataset rotten_tomatoes")
-    assert [(r["projection"], r["padding_compensation"], r["projected_dim"]) for r in rows] == [
-        ("mean", None, 8), ("linear", "False", 8), ("linear", "True", 8),
-        ("mean", None, 32), ("linear", "False", 32), ("linear", "True", 32)]
-    exact = rows[3]
+    assert [(r["projection"], r["padding_compensation"], r["null_slots"], r["projected_dim"])
+            for r in rows] == [
+        (projection, compensation, null, k) for k in (8, 32) for null in (0, 2)
+        for projection, compensation in (("mean", None), ("linear", "False"),
+                                         ("linear", "True"))]
+    exact = rows[6]  # Mean pooling at k = n, without null slots.
+    assert (exact["projection"], exact["null_slots"], exact["projected_dim"]) == ("mean", 0, 32)
     assert exact["embedding_cosine_min"] > 1 - 1e-6 and exact["token_error"] < 1e-4
     assert exact["neighbour_agreement"] == 1.0
     # A learned E (its start has noise, and its padded slots stay in the softmax) is not exact.
@@ -56,9 +59,15 @@ def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(
     assert all(r["texts"] == 4 and r["sequence_length"] == 32 for r in rows)
     report = (tmp_path / "run.md").read_text()
     assert "| learned E from window_average, compensated | 32 |" in report
+    assert "| mean pooling, 2 null slots | 32 |" in report
+    # Null slots move mean pooling at k = n off the BERT (they take some attention).
+    with_nulls = rows[9]
+    assert (with_nulls["projection"], with_nulls["null_slots"]) == ("mean", 2)
+    assert with_nulls["token_error"] > 1e-3
     assert (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG"
     printed = capsys.readouterr().out
-    assert "[6/6] learned E from window_average, compensated, seed 0 k=32" in printed
+    assert "[12/12] learned E from window_average, compensated, 2 null slots, seed 0 k=32" in (
+        printed)
 
     with pytest.raises(SystemExit) as exit_info:  # Found out once the BERT is loaded.
         conversion.main(["--sequence-length", "1024", "--projected-dims", "64",

@@ -81,7 +81,7 @@ def test_the_conversion_keeps_the_sources_architecture_and_takes_new_options():
     source = random_keras_hub_bert()
     linformer = LinformerBackbone.from_bert(
         source, projected_dim=[8, 16], projection="linear", sharing="key_value",
-        projection_initializer="window_average", dropout=0.2,
+        projection_initializer="window_average", dropout=0.2, null_slots=2,
     )
     config = linformer.get_config()
     assert {key: config[key] for key in ("vocabulary_size", "num_layers", "num_heads",
@@ -91,6 +91,7 @@ def test_the_conversion_keeps_the_sources_architecture_and_takes_new_options():
         max_sequence_length=64, num_segments=2)
     assert config["projected_dim"] == [8, 16] and config["sharing"] == "key_value"
     assert config["projection_initializer"] == "window_average" and config["dropout"] == 0.2
+    assert config["null_slots"] == 2
 
 
 def test_a_conversion_leaves_padding_compensation_off_unless_asked():

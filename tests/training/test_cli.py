@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from training import cli
 
 
@@ -36,6 +38,19 @@ def test_padding_compensation_is_on_off_or_left_to_the_default():
     assert compensation() == "default"
     assert compensation("--padding-compensation") is True
     assert compensation("--no-padding-compensation") is False
+
+
+def test_null_slots_are_a_count_or_left_to_the_default(capsys):
+    from training import finetune
+
+    _, args = finetune.parse_args(["--null-slots", "4"])
+    assert cli.architecture_from(args)["null_slots"] == 4
+    _, args = finetune.parse_args([])
+    assert "null_slots" not in cli.architecture_from(args)
+    with pytest.raises(SystemExit):
+        finetune.parse_args(["--null-slots", "-1"])
+    assert "--null-slots: must be an integer from 0 to 1024, got '-1'" in (
+        capsys.readouterr().err)
 
 
 def heavy_modules_after(code):
