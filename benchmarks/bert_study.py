@@ -4,7 +4,8 @@ Fine-tunes a BERT (by default the bundled all-MiniLM-L6-v2) as the
 Transformer, and Linformers converted from it (`LinformerBackbone.from_bert`):
 a learned E (`linear`, starting as mean pooling; `linear-compensated` with
 the padding compensation that `from_bert` leaves off) and mean pooling
-(`mean`), each at two k per dataset; `linear+mlm` and `mean+mlm` first adapt the
+(`mean`; `mean-null4` with 4 null slots, zero key/value slots attention can
+use as a no-op), each at two k per dataset; `linear+mlm` and `mean+mlm` first adapt the
 converted model as a masked LM on the bundled news articles
 (`training.pretrain --from-bert`, `--adaptation-steps` steps) and fine-tune
 that. BBC News runs at n = 512 (long documents), Rotten Tomatoes at
@@ -34,11 +35,14 @@ DATASETS = {
     "bbc_news": (512, (64, 128), "2", 28),
     "rotten_tomatoes": (128, (32, 64), "1", 67),
 }
-MODELS = ("transformer", "linear", "mean", "linear-compensated", "linear+mlm", "mean+mlm")
+MODELS = ("transformer", "linear", "mean", "linear-compensated", "mean-null4", "linear+mlm",
+          "mean+mlm")
+# The null slots of a `-null<S>` model (`--null-slots S`).
+NULL_SUFFIX = "-null"
 DEFAULT_MODELS = ("transformer", "linear", "mean", "linear+mlm")
 FIELDS = (
     "dataset", "model", "attention", "projection", "projected_dim", "padding_compensation",
-    "adapted",
+    "null_slots", "adapted",
     "sequence_length", "seed", "status", "test_accuracy", "selected_round",
     "selected_val_accuracy", "test_loss", "test_examples", "majority_accuracy",
     "total_steps", "steps", "seconds", "uninterrupted_seconds", "fit_seconds",
@@ -90,7 +94,13 @@ def model_name(model, k):
 
 def projection_of(model):
     """`linear` or `mean`: the `--projection` of a converted model's name."""
-    return model.replace("+mlm", "").replace("-compensated", "")
+    return model.replace("+mlm", "").replace("-compensated", "").split(NULL_SUFFIX)[0]
+
+
+def null_slots_of(model):
+    """The null slots a converted model's name asks for (`mean-null4`: 4), else 0."""
+    base = model.replace("+mlm", "")
+    return int(base.split(NULL_SUFFIX)[1]) if NULL_SUFFIX in base else 0
 
 
 def conversion_flags(model):
@@ -101,6 +111,8 @@ def conversion_flags(model):
     if projection == "linear":
         compensated = model.replace("+mlm", "").endswith("-compensated")
         flags.append("--padding-compensation" if compensated else "--no-padding-compensation")
+    if null_slots_of(model):
+        flags += ["--null-slots", str(null_slots_of(model))]
     return flags
 
 
@@ -156,6 +168,7 @@ def plan(args):
                     projected_dim=k,
                     padding_compensation=(model.startswith("linear-compensated") if
                                           projection_of(model) == "linear" else None),
+                    null_slots=None if model == "transformer" else null_slots_of(model),
                     adapted=model.endswith("+mlm"), sequence_length=length,
                     seed=seed, start=f"BERT {args.bert}", directory=directory,
                     module=quality.FINETUNE, argv=argv,

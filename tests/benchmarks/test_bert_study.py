@@ -32,10 +32,10 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
     parsed = finetunings(runs)
     assert sorted(parsed) == sorted([
         "transformer", "linear-k64", "linear-k128", "mean-k64", "mean-k128",
-        "linear-compensated-k64", "linear-compensated-k128",
+        "linear-compensated-k64", "linear-compensated-k128", "mean-null4-k64", "mean-null4-k128",
         "linear-k64+mlm", "linear-k128+mlm", "mean-k64+mlm", "mean-k128+mlm"])
     starting_point = {"from_bert", "pretrained", "attention", "projection", "projected_dim",
-                      "padding_compensation", "output_dir"}
+                      "padding_compensation", "null_slots", "output_dir"}
     reference = {k: v for k, v in parsed["transformer"].items() if k not in starting_point}
     for model, flags in parsed.items():
         assert {k: v for k, v in flags.items() if k not in starting_point} == reference, model
@@ -52,12 +52,17 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
     assert {model: (flags["projection"], flags["padding_compensation"])
             for model, flags in parsed.items() if model.endswith("k64")} == {
         "linear-k64": ("linear", False), "mean-k64": ("mean", None),
-        "linear-compensated-k64": ("linear", True)}
+        "linear-compensated-k64": ("linear", True), "mean-null4-k64": ("mean", None)}
+    assert [parsed[m]["null_slots"] for m in ("mean-null4-k64", "mean-k64", "linear-k64")] == [
+        4, None, None]
     rows = {r["model"]: r for r in runs if r["stage"] == "finetune"}
     assert rows["linear-compensated-k64"]["projection"] == "linear"
     assert [rows[m]["padding_compensation"] for m in (
         "linear-k64", "linear-compensated-k64", "mean-k64", "transformer")] == [
         False, True, None, None]
+    assert (rows["mean-null4-k64"]["projection"], rows["mean-null4-k64"]["null_slots"],
+            rows["mean-k64"]["null_slots"], rows["transformer"]["null_slots"]) == (
+        "mean", 4, 0, None)
 
 
 def test_an_adapted_model_fine_tunes_the_adaptation_it_follows():
