@@ -397,15 +397,15 @@ class LinformerAttention(keras.layers.Layer):
 
     def _append_null_slots(self, key, value, slot_mask):
         """Appends `null_slots` zero keys and values, always attended: see `null_slots`."""
-        shape = ops.shape(key)
-        key = ops.concatenate(
-            [key, ops.zeros((shape[0], self.null_slots, shape[2], shape[3]), key.dtype)], axis=1)
-        shape = ops.shape(value)
-        value = ops.concatenate(
-            [value, ops.zeros((shape[0], self.null_slots, shape[2], shape[3]), value.dtype)],
-            axis=1)
+
+        def with_zeros(x):  # (B, k, heads, head_dim) -> (B, k + null_slots, ...)
+            shape = ops.shape(x)
+            zeros = ops.zeros((shape[0], self.null_slots, shape[2], shape[3]), x.dtype)
+            return ops.concatenate([x, zeros], axis=1)
+
         live = ops.ones((ops.shape(slot_mask)[0], self.null_slots), dtype="bool")
-        return key, value, ops.concatenate([ops.cast(slot_mask, "bool"), live], axis=1)
+        slot_mask = ops.concatenate([ops.cast(slot_mask, "bool"), live], axis=1)
+        return with_zeros(key), with_zeros(value), slot_mask
 
     def _padding_scale(self, mask, dtype):
         """n / (real positions), `(B, 1, 1, 1)`: see `padding_compensation`."""
