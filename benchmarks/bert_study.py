@@ -20,7 +20,6 @@ the seeds) with each model's fine-tuning throughput and wall time.
     python -m benchmarks.bert_study [--datasets bbc_news] [--seeds 0 1 2] [--report-only]
 """
 
-import argparse
 import os
 
 from benchmarks import outputs
@@ -52,11 +51,7 @@ FIELDS = (
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument("--bert", default="all-minilm-l6-v2", metavar="DIR_OR_PRESET",
                         help="The BERT to fine-tune and convert (as `training.finetune "
                              "--from-bert`).")

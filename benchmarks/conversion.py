@@ -27,7 +27,6 @@ row per conversion, a markdown report and a plot to `--output-dir`.
     python -m benchmarks.conversion --dataset rotten_tomatoes      # n = 128, k = 16 ... 128
 """
 
-import argparse
 import functools
 import os
 import time
@@ -51,11 +50,7 @@ FIELDS = (
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument("--bert", default="all-minilm-l6-v2", metavar="DIR_OR_PRESET",
                         help="The BERT to convert (as `training.finetune --from-bert`).")
     parser.add_argument("--dataset", choices=list(DATASETS), default="bbc_news",

@@ -13,7 +13,6 @@ plots to --output-dir.
         --total-time-budget 1500
 """
 
-import argparse
 import os
 
 from benchmarks.harness import grid
@@ -24,11 +23,7 @@ PROGRAM = "benchmarks.inference"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     grid.add_arguments(
         parser,
         preset="small",

@@ -13,7 +13,6 @@ table with mean and standard deviation over the seeds.
     python -m benchmarks.main_job_study [--models mean linear] [--seeds 0 1 2]
 """
 
-import argparse
 import os
 
 from benchmarks import outputs
@@ -32,11 +31,7 @@ FIELDS = (
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=["mean", "linear"],
                         help="A Linformer projection (`--projection`), or transformer.")
     parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],

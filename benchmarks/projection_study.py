@@ -13,7 +13,6 @@ deviation over the seeds) per model and dataset.
     python -m benchmarks.projection_study [--seeds 0 1 2] [--report-only]
 """
 
-import argparse
 import os
 
 from benchmarks import outputs
@@ -40,11 +39,7 @@ FIELDS = (
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS),
                         help="transformer, mean pooling, or a learned linear E: "
                              "linear-<initialiser> (with the layer's padding compensation) or "

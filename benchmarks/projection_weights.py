@@ -14,7 +14,6 @@ window j, which E starts near by default) and prints one row per weight:
     python -m benchmarks.projection_weights RUN_DIR_OR_KERAS_FILE [...]
 """
 
-import argparse
 import os
 
 import numpy as np
@@ -79,11 +78,7 @@ def rows(paths):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument("models", nargs="+", metavar="MODEL",
                         help="A fine-tuning or pretraining output directory, or a .keras file.")
     cli.add_debug_flag(parser)

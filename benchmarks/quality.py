@@ -77,11 +77,7 @@ def dataset_epochs(text):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     group = parser.add_argument_group("models (same shape for every model)")
     group.add_argument("--linformers", nargs="+", type=linformer_spec, metavar="K:SHARING",
                        default=[linformer_spec(s) for s in DEFAULT_LINFORMERS],

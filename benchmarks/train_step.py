@@ -14,7 +14,6 @@ a markdown report and a log-log plot.
         --sequence-lengths 512 2048 --batch-size 1
 """
 
-import argparse
 import os
 
 from benchmarks.harness import grid
@@ -25,11 +24,7 @@ PROGRAM = "benchmarks.train_step"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PROGRAM}",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser(PROGRAM, __doc__)
     grid.add_arguments(
         parser,
         preset="small-4-layers",

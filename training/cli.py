@@ -76,6 +76,20 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
+def program_parser(program, doc, epilog=None):
+    """The argument parser of `python -m PROGRAM`.
+
+    Its description is the module docstring `doc` up to the first example command (a line
+    starting with four spaces and `python`), its help shows defaults (`HelpFormatter`).
+    """
+    return argparse.ArgumentParser(
+        prog=f"python -m {program}",
+        description=doc.split("\n    python")[0],
+        epilog=epilog,
+        formatter_class=HelpFormatter,
+    )
+
+
 def positive_int(text):
     try:
         value = int(text)

@@ -12,7 +12,6 @@ does.
     python -m training.export [artifacts/finetune] [--model-name NAME] [--verify]
 """
 
-import argparse
 import os
 import time
 
@@ -22,11 +21,7 @@ DEFAULT_MODEL_NAMES = {"classifier": "linformer_classifier", "masked_lm": "linfo
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.export",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser("training.export", __doc__)
     parser.add_argument("source", nargs="?", default="artifacts/finetune", metavar="SOURCE",
                         help="A fine-tuning output directory (classifier.keras, vocab.txt, "
                              "labels.txt) or a pretraining one (masked_lm.keras, vocab.txt).")

@@ -13,18 +13,12 @@ held-out test split.
     python -m training.finetune [--pretrained artifacts/pretrain] [--dataset bbc_news]
 """
 
-import argparse
 
 from training import cli
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.finetune",
-        description=__doc__.split("\n    python")[0],
-        epilog=cli.COMBINATIONS,
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser("training.finetune", __doc__, epilog=cli.COMBINATIONS)
     group = parser.add_argument_group("data (default: the bundled Rotten Tomatoes reviews)")
     source = group.add_mutually_exclusive_group()
     source.add_argument("--dataset", choices=["rotten_tomatoes", "bbc_news"],

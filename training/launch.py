@@ -51,12 +51,8 @@ def tf_config(addresses, index):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.launch",
-        description=__doc__.split("\n    python")[0],
-        epilog=__doc__[__doc__.index("On a real cluster"):],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser("training.launch", __doc__,
+                                epilog=__doc__[__doc__.index("On a real cluster"):])
     parser.add_argument("--workers", type=cli.positive_int, default=2,
                         help="Number of local worker processes.")
     parser.add_argument("--log-dir", default="artifacts/launch",

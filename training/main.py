@@ -13,7 +13,6 @@ full-attention baseline.
     python -m training.main [--attention linformer|transformer] [--no-pretraining]
 """
 
-import argparse
 import os
 import shlex
 import time
@@ -24,11 +23,7 @@ from training import pretrain as pretrain_program
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.main",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser("training.main", __doc__)
     default = cli.DEFAULT_ARCHITECTURE
     group = parser.add_argument_group("model (shared by both stages)")
     group.add_argument("--attention", choices=cli.ATTENTIONS, default=default["attention"],

@@ -13,7 +13,6 @@ masked LM as masked_lm.keras.
     python -m training.pretrain [--epochs 1] [--attention linformer|transformer]
 """
 
-import argparse
 
 from training import cli
 
@@ -26,12 +25,7 @@ BUNDLED = {
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.pretrain",
-        description=__doc__.split("\n    python")[0],
-        epilog=cli.COMBINATIONS,
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser("training.pretrain", __doc__, epilog=cli.COMBINATIONS)
     group = parser.add_argument_group("data (default: the bundled news articles)")
     source = group.add_mutually_exclusive_group()
     source.add_argument("--corpus", nargs="+", choices=sorted(BUNDLED), default=["news_articles"],

@@ -11,17 +11,12 @@ exits with status 1 if any check fails, 2 on bad arguments.
     python -m training.verify [saved_models/linformer_classifier] [--model FILE]
 """
 
-import argparse
 
 from training import cli
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.verify",
-        description=__doc__.split("\n    python")[0],
-        formatter_class=cli.HelpFormatter,
-    )
+    parser = cli.program_parser("training.verify", __doc__)
     parser.add_argument("export_dir", nargs="?", default="saved_models/linformer_classifier",
                         metavar="EXPORT_DIR",
                         help="A version directory (saved_models/NAME/3) or a model directory "

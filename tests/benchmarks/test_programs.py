@@ -4,7 +4,8 @@ import pytest
 
 from tests.training.harness import run_program
 
-PROGRAMS = ("inference", "train_step", "quality", "projection_study", "spectrum")
+PROGRAMS = ("inference", "train_step", "quality", "projection_study", "spectrum", "conversion",
+            "bert_study", "main_job_study", "projection_weights")
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

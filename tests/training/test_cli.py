@@ -100,3 +100,17 @@ def test_errors_map_to_the_documented_exit_statuses():
     status, message = cli.failure(RuntimeError("first line\nsecond line"))
     assert status == 1 and message == (
         "error: RuntimeError: first line (run again with --debug for the traceback)")
+
+
+def test_a_programs_help_is_its_docstring_up_to_the_first_example_command():
+    doc = """Does a thing.
+
+    Longer text.
+
+    python -m some.program --flag
+"""
+    parser = cli.program_parser("some.program", doc, epilog="After the flags.")
+    text = parser.format_help()
+    assert text.startswith("usage: python -m some.program ")
+    assert "Longer text." in text and "--flag" not in text
+    assert text.rstrip().endswith("After the flags.")
