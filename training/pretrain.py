@@ -8,13 +8,20 @@ pretrained BERT and keeps its vocabulary: a masked-LM adaptation), and
 writes what `python -m training.finetune --pretrained DIR` needs to DIR
 (`--output-dir`):
 vocab.txt, config.json and model.weights.h5 (the backbone), and the whole
-masked LM as masked_lm.keras.
+masked LM as masked_lm.keras. With `--from-bert` and `--objective
+distillation` the converted model learns instead to reproduce the BERT's
+outputs on the same texts (nothing masked, no masked_lm.keras).
 
     python -m training.pretrain [--epochs 1] [--attention linformer|transformer]
+    python -m training.pretrain --from-bert all-minilm-l6-v2 --projected-dim 128 \
+        --objective distillation --max-steps 200 --output-dir runs/distilled
 """
 
 
 from training import cli
+
+# What the model learns (`--objective`): the `task` of run.json.
+OBJECTIVES = ("masked_lm", "distillation")
 
 # Bundled corpora by name: (module attribute of keras_linformer.data).
 BUNDLED = {
@@ -48,8 +55,9 @@ def parse_args(argv=None):
                             f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']}, or the BERT's "
                             "positions with --from-bert.")
     cli.add_vocabulary_flags(group, "Without --from-bert")
-    group.add_argument("--mask-rate", type=cli.open_fraction, default=0.15,
-                       help="Share of tokens masked and predicted.")
+    group.add_argument("--mask-rate", type=cli.open_fraction, default=None,
+                       help="Share of tokens masked and predicted (masked_lm objective). "
+                            "Default: 0.15.")
     group.add_argument("--short-sequence-rate", type=cli.closed_fraction,
                        default=0.0,
                        help="Share of training sequences cut in two at a random point (both "
@@ -63,6 +71,10 @@ def parse_args(argv=None):
                        help=cli.FROM_BERT_HELP + " A new masked-LM head is trained with it: "
                             "a short masked-LM adaptation before `training.finetune "
                             "--pretrained`.")
+    group.add_argument("--objective", choices=OBJECTIVES, default="masked_lm",
+                       help="masked_lm: predict masked tokens. distillation (with "
+                            "--from-bert): reproduce the BERT's sequence output on the "
+                            "texts' real tokens, the BERT frozen as the teacher.")
     cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
                            checkpoint_every=200)
@@ -72,6 +84,18 @@ def parse_args(argv=None):
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     cli.check_vocabulary_flags(parser, args, "--from-bert" if args.from_bert else None)
+    if args.objective == "distillation":
+        if not args.from_bert:
+            parser.error("argument --objective: distillation needs --from-bert (the BERT "
+                         "whose outputs the converted model learns to reproduce)")
+        if args.mask_rate is not None:
+            parser.error("argument --mask-rate: not allowed with --objective distillation, "
+                         "which masks nothing")
+        if args.attention == "transformer":
+            parser.error("argument --attention: transformer not allowed with --objective "
+                         "distillation (the unconverted BERT is the teacher itself)")
+    elif args.mask_rate is None:
+        args.mask_rate = 0.15
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
     else:
@@ -105,12 +129,22 @@ def load_corpus(args):
 
 
 def config_from(args):
-    """The `PretrainingConfig` the flags describe."""
+    """The `PretrainingConfig` (or, for distillation, `DistillationConfig`) the flags
+    describe."""
     from keras_linformer import training
 
     architecture = dict(cli.architecture_from(args), dropout=args.dropout)
     if args.sequence_length is not None:
         architecture["max_sequence_length"] = args.sequence_length
+    if args.objective == "distillation":
+        return training.DistillationConfig(
+            output_dir=args.output_dir,
+            from_bert=args.from_bert,
+            architecture=architecture,
+            short_sequence_rate=args.short_sequence_rate,
+            validation_batches=args.validation_batches,
+            **cli.training_options(args),
+        )
     return training.PretrainingConfig(
         output_dir=args.output_dir,
         from_bert=args.from_bert,
@@ -131,8 +165,9 @@ def pretrain(args, strategy=None):
     with cli.flag_names(mask_selection_rate="--mask-rate", from_bert="--from-bert",
                         short_sequence_rate="--short-sequence-rate",
                         projected_dim="--projected-dim"):
-        corpus, strategy = cli.prepare_run(args, "masked_lm", load_corpus, strategy)
-        return training.pretrain(corpus, config_from(args), strategy=strategy, log=cli.log)
+        corpus, strategy = cli.prepare_run(args, args.objective, load_corpus, strategy)
+        run = training.distill if args.objective == "distillation" else training.pretrain
+        return run(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
 def main(argv=None):

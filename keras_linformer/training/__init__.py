@@ -30,6 +30,7 @@ training.finetune(
 from keras_linformer.training.checkpoints import load_pretrained
 from keras_linformer.training.checkpoints import save_pretrained
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+from keras_linformer.training.config import DistillationConfig
 from keras_linformer.training.config import FinetuningConfig
 from keras_linformer.training.config import PretrainingConfig
 from keras_linformer.training.config import RunConfig
@@ -39,6 +40,8 @@ from keras_linformer.training.devices import make_strategy
 from keras_linformer.training.devices import resolve_jit_compile
 from keras_linformer.training.devices import set_mixed_precision
 from keras_linformer.training.devices import set_up_devices
+from keras_linformer.training.distillation import build_distiller
+from keras_linformer.training.distillation import distill
 from keras_linformer.training.finetuning import build_classifier
 from keras_linformer.training.finetuning import finetune
 from keras_linformer.training.inputs import StepPlan
@@ -51,15 +54,18 @@ from keras_linformer.training.pretraining import pretrain
 
 __all__ = [
     "DEFAULT_ARCHITECTURE",
+    "DistillationConfig",
     "FinetuningConfig",
     "PretrainingConfig",
     "RunConfig",
     "StepPlan",
     "Trainer",
     "build_classifier",
+    "build_distiller",
     "build_masked_lm",
     "check_jit_compile",
     "configure_cpu_replicas",
+    "distill",
     "distribute",
     "finetune",
     "load_pretrained",

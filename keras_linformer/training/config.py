@@ -141,6 +141,37 @@ class PretrainingConfig(RunConfig):
 
 
 @dataclasses.dataclass(kw_only=True)
+class DistillationConfig(RunConfig):
+    """What a distillation run takes (`distillation.distill`), beyond `RunConfig`.
+
+    Args:
+        from_bert: str, the BERT preset or directory to convert and
+            reproduce (the teacher).
+        architecture: dict or `None`, the conversion's options
+            (`checkpoints.CONVERSION_KEYS`), `max_sequence_length` (default:
+            the BERT's) and `dropout`. Defaults to `None`: a learned
+            projection with layerwise sharing, which needs `projected_dim`.
+        short_sequence_rate: float in [0, 1], the share of training
+            sequences cut in two at a random point, so that the student
+            also learns on short, padded sequences. Defaults to `0.0`.
+        validation_batches: int, validation batches per round. Defaults to
+            `20`.
+
+    The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=1.0`,
+    `learning_rate=1e-4`, `checkpoint_every=200`.
+    """
+
+    from_bert: str | None = None
+    batch_size: int = 32
+    epochs: float = 1.0
+    learning_rate: float = 1e-4
+    checkpoint_every: int | None = 200
+    architecture: dict | None = None
+    short_sequence_rate: float = 0.0
+    validation_batches: int = 20
+
+
+@dataclasses.dataclass(kw_only=True)
 class FinetuningConfig(RunConfig):
     """What a classifier fine-tuning run takes (`finetuning.finetune`), beyond `RunConfig`.
 

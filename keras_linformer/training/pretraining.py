@@ -177,14 +177,17 @@ class MaskedLMTask(runs.Task):
         )
         return plan, {"backbone": self.backbone_config, **record}
 
-    def build_model(self, optimizer, jit_compile):
-        backbone = self.backbone_config
+    def new_backbone(self):
+        """The backbone training starts from: the converted BERT, or a new one."""
         if self.bert is not None:
-            backbone = LinformerBackbone.from_bert(
+            return LinformerBackbone.from_bert(
                 self.bert, max_sequence_length=self.sequence_length,
                 dropout=self.architecture["dropout"], **self.conversion,
             )
-        return build_masked_lm(backbone, optimizer, jit_compile=jit_compile)
+        return LinformerBackbone(**self.backbone_config)
+
+    def build_model(self, optimizer, jit_compile):
+        return build_masked_lm(self.new_backbone(), optimizer, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
         return data.pretraining_dataset(

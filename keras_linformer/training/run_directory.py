@@ -61,6 +61,7 @@ def is_log_of_the_run(name):
 # The `task` in run.json, and the program that writes such runs.
 PROGRAMS = {
     "masked_lm": "python -m training.pretrain",
+    "distillation": "python -m training.pretrain --objective distillation",
     "classification": "python -m training.finetune",
 }
 

@@ -1,0 +1,282 @@
+"""Distillation of a converted BERT: the Linformer learns to reproduce the BERT's outputs.
+
+`LinformerBackbone.from_bert` copies every weight of a BERT, but the
+projection of keys and values to k slots changes what each attention layer
+computes, so a conversion starts away from the BERT
+(`python -m benchmarks.conversion` measures how far). Fine-tuning, or a
+masked-LM adaptation with a new head (`pretraining`), then has to re-learn
+it from a task's labels or from masked tokens. Distillation uses the BERT
+itself as the target instead: on unlabelled text, the converted model (the
+student) is trained to give the sequence output that the BERT (the teacher,
+frozen) gives, over the real tokens of each text. The loss is the squared
+relative error of those outputs; the metrics are the relative error and the
+cosine of the sentence embeddings (the masked mean of the sequence output,
+as sentence-transformer BERTs such as all-MiniLM-L6-v2 define them), the
+measures of `benchmarks.conversion`.
+
+```python
+from keras_linformer import data, training
+
+training.distill(data.load_news_articles(), "runs/distilled",
+                 from_bert="all-minilm-l6-v2",
+                 architecture={"projected_dim": 128, "max_sequence_length": 512},
+                 max_steps=200)
+# Then: training.finetune(corpus, "runs/finetune", pretrained="runs/distilled")
+```
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_linformer import data
+from keras_linformer.training import checkpoints
+from keras_linformer.training import pretraining
+from keras_linformer.training import runs
+from keras_linformer.training.config import DistillationConfig
+from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import check_positive_int
+
+# Keeps a text whose teacher output is all zeros from dividing by zero.
+_EPSILON = 1e-12
+
+
+def _split(outputs, padding_mask):
+    """The student's and the teacher's outputs and the real-token mask, as float32."""
+    outputs = ops.cast(outputs, "float32")
+    mask = ops.expand_dims(ops.cast(padding_mask, "float32"), -1)
+    return outputs[:, :, 0, :], outputs[:, :, 1, :], mask
+
+
+def squared_relative_error(padding_mask, outputs):
+    """Per text: sum of |student - teacher|^2 over its real tokens / sum of |teacher|^2.
+
+    Args:
+        padding_mask: `(B, S)`, 1 for real tokens.
+        outputs: `(B, S, 2, H)`, the student's and the teacher's sequence
+            outputs (`Distiller`'s output).
+
+    Returns:
+        `(B,)`: 0 when the student reproduces the teacher on every real
+        token; 1 when it outputs zeros.
+    """
+    student, teacher, mask = _split(outputs, padding_mask)
+    error = ops.sum(ops.square(student - teacher) * mask, axis=(1, 2))
+    scale = ops.sum(ops.square(teacher) * mask, axis=(1, 2))
+    return error / ops.maximum(scale, _EPSILON)
+
+
+def relative_error(padding_mask, outputs):
+    """Per text: |student - teacher| / |teacher| over its real tokens (`token_error` of
+    `benchmarks.conversion`)."""
+    return ops.sqrt(squared_relative_error(padding_mask, outputs))
+
+
+def embedding_cosine(padding_mask, outputs):
+    """Per text: the cosine of the student's and the teacher's sentence embeddings (the
+    mean of the sequence output over the real tokens)."""
+    student, teacher, mask = _split(outputs, padding_mask)
+    count = ops.maximum(ops.sum(mask, axis=1), 1.0)
+    student = ops.sum(student * mask, axis=1) / count
+    teacher = ops.sum(teacher * mask, axis=1) / count
+    dot = ops.sum(student * teacher, axis=-1)
+    norms = ops.sqrt(ops.sum(ops.square(student), -1) * ops.sum(ops.square(teacher), -1))
+    return dot / ops.maximum(norms, _EPSILON)
+
+
+class SquaredRelativeError(keras.losses.Loss):
+    """`squared_relative_error` as a Keras loss, averaged over the texts of a batch.
+
+    `y_true` is the padding mask, `y_pred` the `Distiller`'s output.
+    """
+
+    def __init__(self, name="squared_relative_error", reduction="sum_over_batch_size",
+                 dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        return squared_relative_error(y_true, y_pred)
+
+
+class Distiller(keras.Model):
+    """A student backbone trained to reproduce a frozen teacher backbone's sequence output.
+
+    Called on a backbone's inputs (`token_ids`, `segment_ids`,
+    `padding_mask`), it returns both sequence outputs stacked, `(B, S, 2,
+    H)`: the student's at `[:, :, 0]`, the teacher's at `[:, :, 1]`, for the
+    loss and metrics of this module (`build_distiller` compiles them). Only
+    the student trains: the teacher is frozen and runs in inference mode
+    (no dropout). The two must take the same inputs and have the same hidden
+    size: a BERT and its conversion (`LinformerBackbone.from_bert`).
+
+    Args:
+        student: the backbone to train, e.g. a `LinformerBackbone`.
+        teacher: the backbone to reproduce, e.g. a
+            `keras_hub.models.BertBackbone`.
+    """
+
+    def __init__(self, student, teacher, **kwargs):
+        super().__init__(**kwargs)
+        if student.hidden_dim != teacher.hidden_dim:
+            raise ValueError(
+                f"student: its hidden_dim {student.hidden_dim} differs from the teacher's "
+                f"{teacher.hidden_dim}; distillation compares their outputs unit by unit. "
+                "Convert the teacher with `LinformerBackbone.from_bert`."
+            )
+        self.student = student
+        self.teacher = teacher
+        self.teacher.trainable = False
+
+    def call(self, inputs, training=None):
+        student = self.student(inputs, training=training)["sequence_output"]
+        teacher = self.teacher(inputs, training=False)["sequence_output"]
+        teacher = ops.stop_gradient(ops.cast(teacher, student.dtype))
+        return ops.stack([student, teacher], axis=2)
+
+
+def build_distiller(student, teacher, optimizer, jit_compile=False):
+    """A compiled `Distiller` (loss `SquaredRelativeError`; metrics `token_error`,
+    `embedding_cosine`). Call it inside the strategy's scope.
+
+    The student's pooler (`pooled_dense`) is frozen: no distillation loss
+    reaches it, and it keeps the BERT's weights.
+
+    Args:
+        student: the backbone to train (a `LinformerBackbone`).
+        teacher: the backbone it learns to reproduce.
+        optimizer: a `keras.optimizers.Optimizer`.
+        jit_compile: bool, whether to compile the train step with XLA.
+    """
+    model = Distiller(student, teacher)
+    if hasattr(student, "pooled_dense"):
+        student.pooled_dense.trainable = False
+    model.compile(
+        optimizer=optimizer,
+        loss=SquaredRelativeError(),
+        metrics=[keras.metrics.MeanMetricWrapper(relative_error, name="token_error"),
+                 keras.metrics.MeanMetricWrapper(embedding_cosine, name="embedding_cosine")],
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def distill(corpus, config=None, *, strategy=None, log=print, **options):
+    """Distils a BERT into its Linformer conversion on the texts of `corpus`.
+
+    Converts `from_bert` (`LinformerBackbone.from_bert`, with the
+    conversion options in `architecture`) and trains the conversion to
+    reproduce the BERT's sequence output on `corpus`'s training documents,
+    cut into `[CLS] ... [SEP]` sequences of `max_sequence_length` tokens as
+    masked-LM pretraining cuts them (`data.pretraining_dataset`, nothing
+    masked; `short_sequence_rate` adds short, padded ones), under the
+    training flow every run shares (`runs.run`: checkpoints, resume,
+    TensorBoard, `tf.distribute`). Writes what
+    `finetune(pretrained=output_dir)` needs: `vocab.txt` (the BERT's),
+    `config.json`, `model.weights.h5`; and `summary.json` with the test
+    split's `test_token_error` and `test_embedding_cosine`.
+
+    Args:
+        corpus: `data.Corpus`, the documents (labels are ignored).
+        config: a `config.DistillationConfig`, or the output directory.
+        strategy: a `tf.distribute.Strategy`, or `None` for
+            `devices.make_strategy()`.
+        log: callable for progress messages. Defaults to `print`.
+        **options: `DistillationConfig` fields, replacing `config`'s.
+
+    Returns:
+        The summary dict (also in `summary.json`).
+    """
+    config = DistillationConfig.of(config, **options)
+    return runs.run(DistillationTask(corpus, config), strategy, log)
+
+
+class DistillationTask(pretraining.MaskedLMTask):
+    """Distillation of a BERT into its conversion, as `runs.run` drives it (see `distill`).
+
+    It starts like a masked-LM adaptation (`MaskedLMTask.prepare` converts
+    the BERT and plans the steps on the same sequences) and differs in the
+    model, the targets and what it saves.
+    """
+
+    name = "distillation"
+
+    def check(self):
+        if self.config.from_bert is None:
+            raise ValueError(
+                "from_bert: distillation needs the BERT to reproduce (a keras-hub preset or "
+                "a Hugging Face BERT directory). Received: from_bert=None"
+            )
+        if self.architecture.get("attention") == "transformer":
+            raise ValueError(
+                "attention: a Transformer conversion is the BERT itself; distillation "
+                "trains a Linformer conversion. Received: attention='transformer'"
+            )
+        if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
+            check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
+        check_number("epochs", self.config.epochs, 0, include_low=False)
+        check_number("short_sequence_rate", self.config.short_sequence_rate, 0, 1)
+
+    def build_model(self, optimizer, jit_compile):
+        return build_distiller(self.new_backbone(), self.bert, optimizer,
+                               jit_compile=jit_compile)
+
+    def dataset(self, split, shuffle, input_context):
+        sequences = data.pretraining_dataset(
+            split.texts,
+            self.tokenizer(),
+            sequence_length=self.sequence_length,
+            batch_size=self.config.batch_size,
+            mask_selection_rate=0.0,
+            shuffle=shuffle,
+            seed=self.config.seed,
+            input_context=input_context,
+            short_sequence_rate=(
+                self.config.short_sequence_rate if split is self.corpus.train else 0.0
+            ),
+        )
+
+        def inputs_and_mask(x, y, sample_weight):
+            del y, sample_weight  # Nothing is masked: no masked-LM targets.
+            inputs = {key: x[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+            return inputs, x["padding_mask"]
+
+        return sequences.map(inputs_and_mask)
+
+    def describe(self, model, plan, strategy, jit_compile, start):
+        return (
+            f"Distilling BERT {self.config.from_bert} into its "
+            f"{self.architecture['attention']} conversion: "
+            f"{model.student.count_params():,} student parameters; dtype policy "
+            f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}."
+        )
+
+    def check_results(self, results):
+        for name in ("loss", "token_error", "embedding_cosine"):
+            value = results.get(name)
+            if value is None or not math.isfinite(value):
+                raise ValueError(
+                    f"from_bert: the test {name} came out as {value!r}: the distillation "
+                    "diverged or measured nothing; nothing was saved."
+                )
+
+    def save(self, model, output_dir):
+        checkpoints.save_pretrained(model.student, self.vocabulary, output_dir)
+
+    def summary(self, results):
+        return {
+            "test_squared_relative_error": float(results["loss"]),
+            "test_token_error": float(results["token_error"]),
+            "test_embedding_cosine": float(results["embedding_cosine"]),
+            "test_documents": len(self.corpus.test),
+        }
+
+    def report(self, summary):
+        return (
+            f"Distillation done: on {summary['test_documents']} held-out documents the "
+            f"conversion's outputs are {summary['test_token_error']:.3f} of the BERT's away "
+            f"(relative error), sentence-embedding cosine "
+            f"{summary['test_embedding_cosine']:.4f} | {summary['steps']} steps, "
+            f"{summary['tokens_per_second']:,.0f} tokens/s | wall time "
+            f"{summary['seconds']:.0f} s | saved to {self.config.output_dir}"
+        )
