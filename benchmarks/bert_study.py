@@ -1,21 +1,24 @@
 """A pretrained BERT against its Linformer conversions, fine-tuned on long and short texts.
 
 Fine-tunes a BERT (by default the bundled all-MiniLM-L6-v2) as the
-Transformer, and Linformers converted from it (`LinformerBackbone.from_bert`):
-a learned E (`linear`, starting as mean pooling; `linear-compensated` with
-the padding compensation that `from_bert` leaves off) and mean pooling
-(`mean`; `mean-null4` with 4 null slots, zero key/value slots attention can
-use as a no-op), each at two k per dataset; `linear+mlm` and `mean+mlm` first adapt the
-converted model as a masked LM on the bundled news articles
-(`training.pretrain --from-bert`, `--adaptation-steps` steps) and fine-tune
-that. BBC News runs at n = 512 (long documents), Rotten Tomatoes at
-n = 128. Every fine-tuning has the same batch, learning rate and steps, and
-tests the weights of the round that validated best (`training.finetune
+Transformer, and Linformers converted from it
+(`LinformerBackbone.from_bert`): a learned E (`linear`, starting as mean
+pooling; `linear-compensated` with the padding compensation that `from_bert`
+leaves off) and mean pooling (`mean`; `mean-null4` with 4 null slots, zero
+key/value slots attention can use as a no-op), each at two k per dataset;
+`linear+mlm` and `mean+mlm` first adapt the converted model as a masked LM
+on the bundled news articles (`training.pretrain --from-bert`,
+`--adaptation-steps` steps) and fine-tune that; `linear+distill` and
+`mean+distill` adapt it instead by distillation, learning to reproduce the
+BERT's outputs on the same articles (`training.pretrain --objective
+distillation`). BBC News runs at n = 512 (long documents), Rotten Tomatoes
+at n = 128. Every fine-tuning has the same batch, learning rate and steps,
+and tests the weights of the round that validated best (`training.finetune
 --restore-best`). Every run is its own process and directory under
 `--output-dir`; rerunning the same command skips finished runs and resumes
-an interrupted one. Writes, under `--results-dir`, a CSV of every run, and
-a markdown table and plot of test accuracy (mean ± standard deviation over
-the seeds) with each model's fine-tuning throughput and wall time.
+an interrupted one. Writes, under `--results-dir`, a CSV of every run, and a
+markdown table and plot of test accuracy (mean ± standard deviation over the
+seeds) with each model's fine-tuning throughput and wall time.
 
     python -m benchmarks.bert_study [--datasets bbc_news] [--seeds 0 1 2] [--report-only]
 """
@@ -35,7 +38,9 @@ DATASETS = {
     "rotten_tomatoes": (128, (32, 64), "1", 67),
 }
 MODELS = ("transformer", "linear", "mean", "linear-compensated", "mean-null4", "linear+mlm",
-          "mean+mlm")
+          "mean+mlm", "linear+distill", "mean+distill")
+# A model name's adaptation suffix: the `training.pretrain` flags of its adaptation.
+ADAPTATIONS = {"+mlm": [], "+distill": ["--objective", "distillation"]}
 # The null slots of a `-null<S>` model (`--null-slots S`).
 NULL_SUFFIX = "-null"
 DEFAULT_MODELS = ("transformer", "linear", "mean", "linear+mlm")
@@ -58,7 +63,8 @@ def parse_args(argv=None):
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS),
                         help="transformer: the BERT itself; linear, mean: converted, at each "
                              "of the dataset's k; linear-compensated: linear with padding "
-                             "compensation; +mlm: adapted as a masked LM first.")
+                             "compensation; +mlm: adapted as a masked LM first; +distill: "
+                             "adapted by distillation from the BERT first.")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS),
                         default=list(DATASETS),
                         help="bbc_news at n = 512, k = 64 and 128, 2 epochs; rotten_tomatoes "
@@ -73,8 +79,8 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=cli.positive_float, default=None,
                         help="Passes over the training split (default: per dataset, above).")
     parser.add_argument("--adaptation-steps", type=cli.positive_int, default=200,
-                        help="Masked-LM steps of a +mlm model's adaptation (one per dataset "
-                             "and k, shared by the seeds).")
+                        help="Steps of a +mlm or +distill model's adaptation (one per "
+                             "dataset and k, shared by the seeds).")
     cli.add_xla_flags(parser, "every fine-tuning's and adaptation's training step")
     seeded_study.add_run_flags(parser, "artifacts/bert_study",
                                "<dataset>/<model>-k<K>-seed<S> (adaptations: adapted/)",
@@ -82,19 +88,28 @@ def parse_args(argv=None):
     return parser, parser.parse_args(argv)
 
 
+def adaptation_of(model):
+    """A model name's adaptation suffix (`+mlm`, `+distill`), or "" for none."""
+    return next((suffix for suffix in ADAPTATIONS if model.endswith(suffix)), "")
+
+
+def base_of(model):
+    """A model name without its adaptation suffix: the conversion it adapts."""
+    return model[:len(model) - len(adaptation_of(model))]
+
+
 def model_name(model, k):
-    return model if model == "transformer" else f"{model.replace('+mlm', '')}-k{k}" + (
-        "+mlm" if model.endswith("+mlm") else "")
+    return model if model == "transformer" else f"{base_of(model)}-k{k}{adaptation_of(model)}"
 
 
 def projection_of(model):
     """`linear` or `mean`: the `--projection` of a converted model's name."""
-    return model.replace("+mlm", "").replace("-compensated", "").split(NULL_SUFFIX)[0]
+    return base_of(model).replace("-compensated", "").split(NULL_SUFFIX)[0]
 
 
 def null_slots_of(model):
     """The null slots a converted model's name asks for (`mean-null4`: 4), else 0."""
-    base = model.replace("+mlm", "")
+    base = base_of(model)
     return int(base.split(NULL_SUFFIX)[1]) if NULL_SUFFIX in base else 0
 
 
@@ -104,7 +119,7 @@ def conversion_flags(model):
     projection = projection_of(model)
     flags = ["--projection", projection]
     if projection == "linear":
-        compensated = model.replace("+mlm", "").endswith("-compensated")
+        compensated = base_of(model).endswith("-compensated")
         flags.append("--padding-compensation" if compensated else "--no-padding-compensation")
     if null_slots_of(model):
         flags += ["--null-slots", str(null_slots_of(model))]
@@ -125,15 +140,20 @@ def plan(args):
                   for k in ((None,) if m == "transformer" else ks)]
         adapted = {}
         for model, k in models:
-            if not model.endswith("+mlm"):
+            suffix = adaptation_of(model)
+            if not suffix:
                 continue
-            projection = model.replace("+mlm", "")
-            directory = os.path.join(args.output_dir, "adapted", f"{projection}-k{k}-n{length}")
+            projection = base_of(model)
+            # Masked-LM adaptations keep the directory names they had before distillation.
+            kind = "" if suffix == "+mlm" else f"-{suffix[1:]}"
+            directory = os.path.join(args.output_dir, "adapted",
+                                     f"{projection}{kind}-k{k}-n{length}")
             adapted[(model, k)] = directory
             runs.append(dict(
                 stage="pretrain", dataset="news_articles", model=model_name(model, k),
                 start=f"BERT {args.bert}", directory=directory, module=quality.PRETRAIN,
-                argv=[*common, "--corpus", "news_articles", "--from-bert", args.bert,
+                argv=[*common, *ADAPTATIONS[suffix], "--corpus", "news_articles",
+                      "--from-bert", args.bert,
                       "--projected-dim", str(k), *conversion_flags(projection),
                       "--sequence-length", str(length), "--max-steps",
                       str(args.adaptation_steps), "--epochs", "1000",
@@ -164,7 +184,7 @@ def plan(args):
                     padding_compensation=(model.startswith("linear-compensated") if
                                           projection_of(model) == "linear" else None),
                     null_slots=None if model == "transformer" else null_slots_of(model),
-                    adapted=model.endswith("+mlm"), sequence_length=length,
+                    adapted=adaptation_of(model)[1:] or False, sequence_length=length,
                     seed=seed, start=f"BERT {args.bert}", directory=directory,
                     module=quality.FINETUNE, argv=argv,
                 ))

@@ -1,4 +1,5 @@
-"""Training: masked-LM pretraining and classifier fine-tuning on tf.distribute.
+"""Training: masked-LM pretraining, distillation of a converted BERT and classifier
+fine-tuning on tf.distribute.
 
 One trainer (`Trainer`, in `loop`) runs a compiled model's own `train_step`
 under `strategy.run` on one device, `MirroredStrategy` and
@@ -8,9 +9,10 @@ SIGTERM. The other pieces are separate functions: `devices` (replicas,
 strategy, precision, XLA checks; `set_up_devices` does all of it, from
 `TF_CONFIG` when set), `inputs` (distributed tf.data input and
 the step plan), `optimizers`, `checkpoints` (pretrained models on disk),
-and the model builders. `pretrain` and `finetune` take their options as a
-config object (`PretrainingConfig`, `FinetuningConfig`) or as keyword
-arguments, and share one run flow (`runs.run`).
+and the model builders. `pretrain`, `distill` and `finetune` take their
+options as a config object (`PretrainingConfig`, `DistillationConfig`,
+`FinetuningConfig`) or as keyword arguments, and share one run flow
+(`runs.run`).
 
 Typical use:
 

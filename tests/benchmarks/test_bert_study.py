@@ -33,7 +33,8 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
     assert sorted(parsed) == sorted([
         "transformer", "linear-k64", "linear-k128", "mean-k64", "mean-k128",
         "linear-compensated-k64", "linear-compensated-k128", "mean-null4-k64", "mean-null4-k128",
-        "linear-k64+mlm", "linear-k128+mlm", "mean-k64+mlm", "mean-k128+mlm"])
+        "linear-k64+mlm", "linear-k128+mlm", "mean-k64+mlm", "mean-k128+mlm",
+        "linear-k64+distill", "linear-k128+distill", "mean-k64+distill", "mean-k128+distill"])
     starting_point = {"from_bert", "pretrained", "attention", "projection", "projected_dim",
                       "padding_compensation", "null_slots", "output_dir"}
     reference = {k: v for k, v in parsed["transformer"].items() if k not in starting_point}
@@ -81,6 +82,34 @@ def test_an_adapted_model_fine_tunes_the_adaptation_it_follows():
         # Every seed fine-tunes it, after it ran.
         assert [r["seed"] for r in users] == [0, 1]
         assert all(runs.index(r) > runs.index(adaptation) for r in users)
+
+
+def test_masked_lm_and_distillation_adaptations_have_their_own_runs():
+    runs = study.plan(parse("--datasets", "bbc_news", "--seeds", "0",
+                            "--models", "mean+mlm", "mean+distill", "linear+distill"))
+    adaptations = {r["model"]: r for r in runs if r["stage"] == "pretrain"}
+    assert sorted(adaptations) == ["linear-k128+distill", "linear-k64+distill",
+                                   "mean-k128+distill", "mean-k128+mlm", "mean-k64+distill",
+                                   "mean-k64+mlm"]
+    # The masked-LM adaptations keep their directory names of before distillation.
+    assert adaptations["mean-k64+mlm"]["directory"].endswith(os.path.join("adapted",
+                                                                          "mean-k64-n512"))
+    assert adaptations["mean-k64+distill"]["directory"].endswith(
+        os.path.join("adapted", "mean-distill-k64-n512"))
+    for name, adaptation in adaptations.items():
+        flags = pretrain.parse_args(adaptation["argv"])[1]
+        assert flags.objective == ("distillation" if name.endswith("+distill") else "masked_lm")
+        assert (flags.projection, flags.projected_dim) == (name.split("-")[0],
+                                                           int(name.split("-k")[1][:-len(
+                                                               name.split("+")[1]) - 1]))
+    tunings = {r["model"]: r for r in runs if r["stage"] == "finetune"}
+    assert {name: r["adapted"] for name, r in tunings.items()} == {
+        "mean-k64+mlm": "mlm", "mean-k128+mlm": "mlm", "mean-k64+distill": "distill",
+        "mean-k128+distill": "distill", "linear-k64+distill": "distill",
+        "linear-k128+distill": "distill"}
+    for name, tuning in tunings.items():
+        assert finetune.parse_args(tuning["argv"])[1].pretrained == adaptations[name][
+            "directory"]
 
 
 def finish(run, accuracy, seconds, fit_cpu_seconds=None, steps=112):
