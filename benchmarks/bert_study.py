@@ -51,8 +51,15 @@ FIELDS = (
     "selected_val_accuracy", "test_loss", "test_examples", "majority_accuracy",
     "total_steps", "steps", "seconds", "uninterrupted_seconds", "fit_seconds",
     "tokens_per_second", "examples_per_second", "fit_cpu_seconds", "examples_per_cpu_second",
+    # An adapted model's adaptation, on the news articles' test split: how far the
+    # conversion's outputs are from the BERT's (distillation), its perplexity (masked LM).
+    "adaptation_token_error", "adaptation_embedding_cosine", "adaptation_perplexity",
     "directory",
 )
+# The adaptation's summary.json field behind each `adaptation_*` field.
+ADAPTATION_FIELDS = {"adaptation_token_error": "test_token_error",
+                     "adaptation_embedding_cosine": "test_embedding_cosine",
+                     "adaptation_perplexity": "test_perplexity"}
 
 
 def parse_args(argv=None):
@@ -186,13 +193,20 @@ def plan(args):
                     null_slots=None if model == "transformer" else null_slots_of(model),
                     adapted=adaptation_of(model)[1:] or False, sequence_length=length,
                     seed=seed, start=f"BERT {args.bert}", directory=directory,
-                    module=quality.FINETUNE, argv=argv,
+                    adaptation=adapted.get((model, k)), module=quality.FINETUNE, argv=argv,
                 ))
     return runs
 
 
 def collect(runs):
+    from keras_linformer.training.run_directory import read_summary
+
     rows = seeded_study.collect(runs, FIELDS)
+    tunings = [run for run in runs if run.get("stage", "finetune") == "finetune"]
+    for run, row in zip(tunings, rows, strict=True):
+        adaptation = read_summary(run["adaptation"]) if run.get("adaptation") else None
+        for field, key in ADAPTATION_FIELDS.items():
+            row[field] = (adaptation or {}).get(key)
     for row in rows:
         if row["status"] == "finished" and row.get("tokens_per_second"):
             row["examples_per_second"] = row["tokens_per_second"] / row["sequence_length"]
@@ -238,12 +252,39 @@ def markdown(rows, command):
                 cells.append("-" if mean is None else f"{mean:.{digits}f}")
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
         lines.append("")
+        lines += adaptation_table([r for r in rows if r["dataset"] == dataset])
     resumed = [f"{r['dataset']} {r['model']} seed {r['seed']} (last {r['steps']} of "
                f"{r['total_steps']} steps)" for r in rows
                if r["status"] == "finished" and r.get("uninterrupted_seconds") is None]
     if resumed:
         lines += ["Resumed, so left out of the wall times: " + ", ".join(resumed) + "."]
     return "\n".join(lines + seeded_study.footer(rows)) + "\n"
+
+
+def adaptation_table(rows):
+    """Markdown lines: each finished adaptation of `rows`' models, measured on its own
+    held-out texts (the news articles' test split), or none."""
+    adapted = {}
+    for row in rows:
+        if row.get("adapted") and any(row.get(field) is not None for field in ADAPTATION_FIELDS):
+            adapted.setdefault(row["model"], row)
+    if not adapted:
+        return []
+
+    def cell(row, field, digits):
+        return "-" if row.get(field) is None else f"{row[field]:.{digits}f}"
+
+    lines = ["Adaptations before fine-tuning, on the held-out news articles: the conversion's "
+             "relative error and sentence-embedding cosine to the BERT after distillation, "
+             "the masked-LM test perplexity after a masked-LM adaptation.", "",
+             "| model | adaptation | relative error to the BERT | sentence-embedding cosine "
+             "| masked-LM perplexity |", "|---|---|---|---|---|"]
+    for model, row in adapted.items():
+        lines.append(f"| {model} | {row['adapted']} | "
+                     f"{cell(row, 'adaptation_token_error', 3)} | "
+                     f"{cell(row, 'adaptation_embedding_cosine', 4)} | "
+                     f"{cell(row, 'adaptation_perplexity', 1)} |")
+    return lines + [""]
 
 
 def title(dataset):

@@ -96,12 +96,15 @@ def test_masked_lm_and_distillation_adaptations_have_their_own_runs():
                                                                           "mean-k64-n512"))
     assert adaptations["mean-k64+distill"]["directory"].endswith(
         os.path.join("adapted", "mean-distill-k64-n512"))
+    expected = {"mean-k64+mlm": ("masked_lm", "mean", 64),
+                "mean-k128+mlm": ("masked_lm", "mean", 128),
+                "mean-k64+distill": ("distillation", "mean", 64),
+                "mean-k128+distill": ("distillation", "mean", 128),
+                "linear-k64+distill": ("distillation", "linear", 64),
+                "linear-k128+distill": ("distillation", "linear", 128)}
     for name, adaptation in adaptations.items():
         flags = pretrain.parse_args(adaptation["argv"])[1]
-        assert flags.objective == ("distillation" if name.endswith("+distill") else "masked_lm")
-        assert (flags.projection, flags.projected_dim) == (name.split("-")[0],
-                                                           int(name.split("-k")[1][:-len(
-                                                               name.split("+")[1]) - 1]))
+        assert (flags.objective, flags.projection, flags.projected_dim) == expected[name]
     tunings = {r["model"]: r for r in runs if r["stage"] == "finetune"}
     assert {name: r["adapted"] for name, r in tunings.items()} == {
         "mean-k64+mlm": "mlm", "mean-k128+mlm": "mlm", "mean-k64+distill": "distill",
@@ -157,3 +160,29 @@ def test_the_report_gives_accuracy_throughput_and_wall_time_per_model(tmp_path):
         rows = list(csv.DictReader(file))
     assert [r["selected_round"] for r in rows if r["status"] == "finished"] == ["3"] * 5
     assert os.path.getsize(paths[2]) > 0
+
+
+def test_the_report_gives_each_adaptations_own_measures(tmp_path):
+    args = parse("--datasets", "bbc_news", "--seeds", "0", "--models", "mean+distill",
+                 "mean+mlm", "--output-dir", str(tmp_path / "runs"),
+                 "--results-dir", str(tmp_path / "results"))
+    runs = study.plan(args)
+    measures = {"mean-k64+distill": {"test_token_error": 0.25, "test_embedding_cosine": 0.95},
+                "mean-k64+mlm": {"test_perplexity": 12.5}}
+    for run in runs:
+        if run["stage"] == "pretrain" and run["model"] in measures:
+            os.makedirs(run["directory"])
+            with open(os.path.join(run["directory"], "summary.json"), "w") as file:
+                json.dump(measures[run["model"]], file)
+        elif run["stage"] == "finetune" and run["model"] == "mean-k64+distill":
+            finish(run, 0.9, seconds=600.0)
+    rows = study.collect(runs)
+    row = next(r for r in rows if r["model"] == "mean-k64+distill")
+    assert (row["adaptation_token_error"], row["adaptation_embedding_cosine"],
+            row["adaptation_perplexity"]) == (0.25, 0.95, None)
+    assert next(r for r in rows if r["model"] == "mean-k128+distill")[
+        "adaptation_token_error"] is None  # Its adaptation has not run.
+    markdown = open(study.write_results(rows, args, "python -m benchmarks.bert_study")[1]).read()
+    assert "| mean-k64+distill | distill | 0.250 | 0.9500 | - |" in markdown
+    assert "| mean-k64+mlm | mlm | - | - | 12.5 |" in markdown
+    assert "mean-k128+distill | distill" not in markdown
