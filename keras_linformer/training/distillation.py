@@ -30,7 +30,6 @@ import math
 import keras
 from keras import ops
 
-from keras_linformer import data
 from keras_linformer.training import checkpoints
 from keras_linformer.training import pretraining
 from keras_linformer.training import runs
@@ -222,19 +221,7 @@ class DistillationTask(pretraining.MaskedLMTask):
                                jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
-        sequences = data.pretraining_dataset(
-            split.texts,
-            self.tokenizer(),
-            sequence_length=self.sequence_length,
-            batch_size=self.config.batch_size,
-            mask_selection_rate=0.0,
-            shuffle=shuffle,
-            seed=self.config.seed,
-            input_context=input_context,
-            short_sequence_rate=(
-                self.config.short_sequence_rate if split is self.corpus.train else 0.0
-            ),
-        )
+        sequences = self.sequences(split, shuffle, input_context, mask_selection_rate=0.0)
 
         def inputs_and_mask(x, y, sample_weight):
             del y, sample_weight  # Nothing is masked: no masked-LM targets.

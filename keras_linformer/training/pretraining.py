@@ -190,12 +190,17 @@ class MaskedLMTask(runs.Task):
         return build_masked_lm(self.new_backbone(), optimizer, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
+        return self.sequences(split, shuffle, input_context, self.config.mask_selection_rate)
+
+    def sequences(self, split, shuffle, input_context, mask_selection_rate):
+        """`split`'s documents cut into sequences of n tokens (`data.pretraining_dataset`),
+        `mask_selection_rate` of their tokens masked; short ones mixed into training only."""
         return data.pretraining_dataset(
             split.texts,
             self.tokenizer(),
             sequence_length=self.sequence_length,
             batch_size=self.config.batch_size,
-            mask_selection_rate=self.config.mask_selection_rate,
+            mask_selection_rate=mask_selection_rate,
             shuffle=shuffle,
             seed=self.config.seed,
             input_context=input_context,
