@@ -136,25 +136,21 @@ def config_from(args):
     architecture = dict(cli.architecture_from(args), dropout=args.dropout)
     if args.sequence_length is not None:
         architecture["max_sequence_length"] = args.sequence_length
-    if args.objective == "distillation":
-        return training.DistillationConfig(
-            output_dir=args.output_dir,
-            from_bert=args.from_bert,
-            architecture=architecture,
-            short_sequence_rate=args.short_sequence_rate,
-            validation_batches=args.validation_batches,
-            **cli.training_options(args),
-        )
-    return training.PretrainingConfig(
+    options = dict(
         output_dir=args.output_dir,
         from_bert=args.from_bert,
         architecture=architecture,
-        vocabulary_size=args.vocabulary_size,
-        vocabulary_characters=args.vocabulary_characters,
-        mask_selection_rate=args.mask_rate,
         short_sequence_rate=args.short_sequence_rate,
         validation_batches=args.validation_batches,
         **cli.training_options(args),
+    )
+    if args.objective == "distillation":
+        return training.DistillationConfig(**options)
+    return training.PretrainingConfig(
+        vocabulary_size=args.vocabulary_size,
+        vocabulary_characters=args.vocabulary_characters,
+        mask_selection_rate=args.mask_rate,
+        **options,
     )
 
 
