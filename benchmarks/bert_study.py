@@ -88,11 +88,23 @@ def parse_args(argv=None):
     parser.add_argument("--adaptation-steps", type=cli.positive_int, default=200,
                         help="Steps of a +mlm or +distill model's adaptation (one per "
                              "dataset and k, shared by the seeds).")
+    parser.add_argument("--projected-dims", nargs="+", type=cli.positive_int, default=None,
+                        metavar="K",
+                        help="Convert at these k instead of the dataset's two (e.g. one of "
+                             "them, to finish it first); each must divide the dataset's n. "
+                             "Default: the dataset's k, above.")
     cli.add_xla_flags(parser, "every fine-tuning's and adaptation's training step")
     seeded_study.add_run_flags(parser, "artifacts/bert_study",
                                "<dataset>/<model>-k<K>-seed<S> (adaptations: adapted/)",
                                "bert-study")
-    return parser, parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for dataset in args.datasets:
+        length = DATASETS[dataset][0]
+        bad = [k for k in args.projected_dims or () if k > length or length % k]
+        if bad:
+            parser.error(f"argument --projected-dims: k must divide the sequence length of "
+                         f"{dataset} (n = {length}), as pooling needs; received {bad[0]}")
+    return parser, args
 
 
 def adaptation_of(model):
@@ -143,6 +155,7 @@ def plan(args):
             common += [flag, str(value)]
     for dataset in args.datasets:
         length, ks, epochs, every = DATASETS[dataset]
+        ks = args.projected_dims or ks
         models = [(m, None) if m == "transformer" else (m, k) for m in args.models
                   for k in ((None,) if m == "transformer" else ks)]
         adapted = {}

@@ -10,6 +10,8 @@ import csv
 import json
 import os
 
+import pytest
+
 from benchmarks import bert_study as study
 from benchmarks import quality
 from training import finetune
@@ -186,3 +188,24 @@ def test_the_report_gives_each_adaptations_own_measures(tmp_path):
     assert "| mean-k64+distill | distill | 0.250 | 0.9500 | - |" in markdown
     assert "| mean-k64+mlm | mlm | - | - | 12.5 |" in markdown
     assert "mean-k128+distill | distill" not in markdown
+
+
+def test_projected_dims_choose_the_k_of_every_converted_model():
+    runs = study.plan(parse("--datasets", "bbc_news", "--seeds", "0", "--models", "transformer",
+                            "mean+distill", "--projected-dims", "64"))
+    assert [(r["stage"], r["model"]) for r in runs] == [
+        ("pretrain", "mean-k64+distill"), ("finetune", "transformer"),
+        ("finetune", "mean-k64+distill")]
+    # The same run as without the flag: a study finishes one k first, then the other.
+    full = study.plan(parse("--datasets", "bbc_news", "--seeds", "0", "--models", "transformer",
+                            "mean+distill"))
+    assert all(run in full for run in runs)
+
+
+@pytest.mark.parametrize("k", ["1000", "96"])
+def test_projected_dims_that_do_not_divide_n_are_refused(k, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse("--datasets", "bbc_news", "--projected-dims", "64", k)
+    assert exit_info.value.code == 2
+    assert (f"argument --projected-dims: k must divide the sequence length of bbc_news "
+            f"(n = 512), as pooling needs; received {k}") in capsys.readouterr().err
