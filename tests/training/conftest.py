@@ -2,6 +2,9 @@
 
 import pytest
 
+from tests.training.harness import NEGATIVE
+from tests.training.harness import NEUTRAL
+from tests.training.harness import POSITIVE
 from tests.training.harness import write_reviews
 
 
@@ -9,6 +12,24 @@ from tests.training.harness import write_reviews
 def reviews_file(tmp_path_factory):
     """120 labelled synthetic reviews in a CSV file (text, label)."""
     return write_reviews(tmp_path_factory.mktemp("reviews") / "reviews.csv")
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    """A keras-hub BERT preset directory with a vocabulary that covers the reviews."""
+    import keras
+    import keras_hub
+
+    directory = tmp_path_factory.mktemp("bert")
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ",", "."]
+    tokens += sorted(set(POSITIVE + NEGATIVE + NEUTRAL))
+    keras.utils.set_random_seed(0)
+    keras_hub.models.BertBackbone(
+        vocabulary_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=32,
+    ).save_to_preset(str(directory))
+    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(directory))
+    return directory
 
 
 @pytest.fixture

@@ -8,29 +8,11 @@ import numpy as np
 import pytest
 
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
-from tests.training.harness import NEGATIVE
-from tests.training.harness import NEUTRAL
-from tests.training.harness import POSITIVE
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
 # Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory):
-    """A keras-hub BERT preset directory with a vocabulary that covers the reviews."""
-    directory = tmp_path_factory.mktemp("bert")
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ",", "."]
-    tokens += sorted(set(POSITIVE + NEGATIVE + NEUTRAL))
-    keras.utils.set_random_seed(0)
-    keras_hub.models.BertBackbone(
-        vocabulary_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=32,
-    ).save_to_preset(str(directory))
-    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(directory))
-    return directory
 
 
 def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_file, tmp_path):
