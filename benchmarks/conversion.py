@@ -19,8 +19,11 @@ measures, against the BERT's outputs:
 - neighbour agreement: the fraction of texts whose nearest other text by
   sentence embedding is the one the BERT finds.
 
-Mean pooling at k = n computes exactly what the BERT does (windows of one
-position), so that row checks the measurement itself. Writes a CSV with a
+`--adapted` adds conversions that were trained further without labels
+(`training.pretrain --from-bert` output directories: a masked-LM adaptation,
+or a distillation), measured on the same texts. Mean pooling at k = n
+computes exactly what the BERT does (windows of one position), so that row
+checks the measurement itself. Writes a CSV with a
 row per conversion, a markdown report and a plot to `--output-dir`.
 
     python -m benchmarks.conversion [--dataset bbc_news] [--projected-dims 64 128 256 512]
@@ -43,7 +46,7 @@ INITIALIZERS = cli.PROJECTION_INITIALIZERS
 METRICS = ("embedding_cosine", "pooled_cosine", "token_error", "neighbour_agreement")
 FIELDS = (
     "projection", "initializer", "init_seed", "padding_compensation", "null_slots",
-    "projected_dim", "sequence_length", "texts",
+    "adapted", "projected_dim", "sequence_length", "texts",
     "embedding_cosine", "embedding_cosine_min", "pooled_cosine", "pooled_cosine_min",
     "token_error", "neighbour_agreement", "seconds",
 )
@@ -70,6 +73,10 @@ def parse_args(argv=None):
     parser.add_argument("--null-slots", nargs="+", type=cli.null_slot_count, default=[0],
                         metavar="S", help="Convert with each of these numbers of null slots "
                                           "(zero key/value slots attention can use as a no-op).")
+    parser.add_argument("--adapted", nargs="+", default=[], metavar="DIR",
+                        help="Also measure these adapted conversions of the BERT: output "
+                             "directories of `training.pretrain --from-bert` (masked-LM "
+                             "adaptation or --objective distillation) at n = --sequence-length.")
     parser.add_argument("--num-texts", type=cli.positive_int, default=64,
                         help="How many test texts (the first ones), at least 3.")
     parser.add_argument("--batch-size", type=cli.positive_int, default=8,
@@ -167,6 +174,8 @@ def measure(args):
     if n > bert.max_sequence_length:
         raise ValueError(f"--sequence-length: {n} exceeds the BERT's "
                          f"{bert.max_sequence_length} position embeddings.")
+    # Checked before anything is measured.
+    adapted = [(directory, load_adapted(directory, vocabulary, n)) for directory in args.adapted]
     loader = {"bbc_news": data.load_bbc_news, "rotten_tomatoes": data.load_rotten_tomatoes}
     texts = list(loader[args.dataset]().test.texts)[:args.num_texts]
     encoded = data.TextEncoder(data.make_tokenizer(vocabulary), n)(texts)
@@ -188,21 +197,57 @@ def measure(args):
             max_sequence_length=n,
         )
         row = dict(projection=projection, initializer=name, init_seed=seed,
-                   padding_compensation=compensation, null_slots=null_slots, projected_dim=k,
-                   sequence_length=n, texts=len(texts),
+                   padding_compensation=compensation, null_slots=null_slots, adapted=None,
+                   projected_dim=k, sequence_length=n, texts=len(texts),
                    **compare(reference, embeddings(converted, inputs, args.batch_size),
                              inputs["padding_mask"]))
-        row["seconds"] = round(time.perf_counter() - start, 1)
-        rows.append(row)
-        cli.log(f"[{index}/{len(plan)}] {label(row)} k={k}: embedding cosine "
-                f"{row['embedding_cosine']:.4f} (min {row['embedding_cosine_min']:.4f}), pooled "
-                f"{row['pooled_cosine']:.4f}, token error {row['token_error']:.3f}, neighbours "
-                f"{row['neighbour_agreement']:.0%}; {row['seconds']:.0f} s")
+        rows.append(finish_row(row, start, f"[{index}/{len(plan)}]"))
+    for directory, backbone in adapted:
+        start = time.perf_counter()
+        row = dict(projection=backbone.projection, initializer=None, init_seed=None,
+                   padding_compensation=(backbone.padding_compensation
+                                         if backbone.projection == "linear" else None),
+                   null_slots=backbone.null_slots, adapted=directory,
+                   projected_dim=backbone.projected_dim, sequence_length=n, texts=len(texts),
+                   **compare(reference, embeddings(backbone, inputs, args.batch_size),
+                             inputs["padding_mask"]))
+        rows.append(finish_row(row, start, "[adapted]"))
     return rows, os.path.basename(os.path.normpath(args.bert)), texts
+
+
+def load_adapted(directory, vocabulary, sequence_length):
+    """The backbone an adaptation of the BERT left in `directory`, checked against the
+    BERT's vocabulary and the texts' n."""
+    from keras_linformer.training import checkpoints
+
+    with cli.flag_names(pretrained="--adapted"):
+        backbone, adapted_vocabulary = checkpoints.load_pretrained(directory)
+    if backbone.attention != "linformer" or backbone.max_sequence_length != sequence_length:
+        raise ValueError(f"--adapted: {directory!r} holds a {backbone.attention} at n = "
+                         f"{backbone.max_sequence_length}; the texts are encoded at n = "
+                         f"{sequence_length} (--sequence-length) for Linformer conversions.")
+    if adapted_vocabulary != vocabulary:
+        raise ValueError(f"--adapted: {directory!r} has a vocabulary of "
+                         f"{len(adapted_vocabulary)} tokens that is not the BERT's "
+                         f"({len(vocabulary)}): not an adaptation of this BERT (--bert).")
+    return backbone
+
+
+def finish_row(row, start, prefix):
+    """`row` with its seconds, logged."""
+    row["seconds"] = round(time.perf_counter() - start, 1)
+    cli.log(f"{prefix} {label(row)} k={row['projected_dim']}: embedding cosine "
+            f"{row['embedding_cosine']:.4f} (min {row['embedding_cosine_min']:.4f}), pooled "
+            f"{row['pooled_cosine']:.4f}, token error {row['token_error']:.3f}, neighbours "
+            f"{row['neighbour_agreement']:.0%}; {row['seconds']:.0f} s")
+    return row
 
 
 def label(row):
     null = f", {row['null_slots']} null slots" if row["null_slots"] else ""
+    if row.get("adapted"):
+        kind = "mean pooling" if row["projection"] == "mean" else "learned E"
+        return f"{kind}{null}, adapted: {os.path.basename(os.path.normpath(row['adapted']))}"
     if row["projection"] == "mean":
         return "mean pooling" + null
     seed = "" if row["init_seed"] is None else f", seed {row['init_seed']}"
@@ -215,15 +260,16 @@ def summarize(rows):
     groups = {}
     for row in rows:
         key = (row["projection"], row["initializer"], row["padding_compensation"],
-               row["null_slots"], row["projected_dim"])
+               row["null_slots"], row.get("adapted"), row["projected_dim"])
         groups.setdefault(key, []).append(row)
     return [
         dict(projection=projection, initializer=initializer,
-             padding_compensation=compensation, null_slots=null_slots, projected_dim=k,
-             seeds=len(group),
+             padding_compensation=compensation, null_slots=null_slots, adapted=adapted,
+             projected_dim=k, seeds=len(group),
              **{m: float(np.mean([r[m] for r in group])) for m in METRICS},
              **{f"{m}_spread": float(np.ptp([r[m] for r in group])) for m in METRICS})
-        for (projection, initializer, compensation, null_slots, k), group in groups.items()
+        for (projection, initializer, compensation, null_slots, adapted, k), group
+        in groups.items()
     ]
 
 

