@@ -34,8 +34,6 @@ from keras_linformer.training import checkpoints
 from keras_linformer.training import pretraining
 from keras_linformer.training import runs
 from keras_linformer.training.config import DistillationConfig
-from keras_linformer.utils.validation import check_number
-from keras_linformer.utils.validation import check_positive_int
 
 # Keeps a text whose teacher output is all zeros from dividing by zero.
 _EPSILON = 1e-12
@@ -211,10 +209,7 @@ class DistillationTask(pretraining.MaskedLMTask):
                 "attention: a Transformer conversion is the BERT itself; distillation "
                 "trains a Linformer conversion. Received: attention='transformer'"
             )
-        if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
-            check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
-        check_number("epochs", self.config.epochs, 0, include_low=False)
-        check_number("short_sequence_rate", self.config.short_sequence_rate, 0, 1)
+        self.check_sequences()
 
     def build_model(self, optimizer, jit_compile):
         return build_distiller(self.new_backbone(), self.bert, optimizer,

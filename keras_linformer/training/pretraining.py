@@ -131,11 +131,15 @@ class MaskedLMTask(runs.Task):
         self.sequence_length = self.architecture.get("max_sequence_length")
 
     def check(self):
+        self.check_sequences()
+        # With no masked token there is nothing to learn; with all, nothing to read.
+        check_number("mask_selection_rate", self.config.mask_selection_rate, 0, 1, False, False)
+
+    def check_sequences(self):
+        """Checks the options of `sequences`, which every task on it shares."""
         if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
         check_number("epochs", self.config.epochs, 0, include_low=False)
-        # With no masked token there is nothing to learn; with all, nothing to read.
-        check_number("mask_selection_rate", self.config.mask_selection_rate, 0, 1, False, False)
         check_number("short_sequence_rate", self.config.short_sequence_rate, 0, 1)
 
     def prepare(self, strategy, log, start):

@@ -158,3 +158,25 @@ def test_a_distillation_does_not_overwrite_a_masked_lm_run(tmp_path):
     run_directory.write_run(tmp_path, {"task": "masked_lm"})
     with pytest.raises(ValueError, match="python -m training.pretrain"):
         run_directory.check_output_dir(str(tmp_path), "distillation")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"short_sequence_rate": 1.5},
+     r"`short_sequence_rate` must be a number in \[0, 1\]. Received: short_sequence_rate=1.5"),
+    ({"epochs": 0}, "`epochs` must be a positive number. Received: epochs=0"),
+    ({"architecture": {"projected_dim": 4, "max_sequence_length": 2}},
+     "`max_sequence_length` must be an integer of at least 3. "
+     "Received: max_sequence_length=2"),
+])
+def test_bad_sequence_options_are_refused_before_anything_is_written(
+        options, message, tiny_bert, tmp_path):
+    # The sequence options are checked as masked-LM pretraining checks them.
+    from keras_linformer.data import splits
+
+    texts = [f"document number {i} about a film and a review" for i in range(20)]
+    corpus = splits.split_corpus("tiny", texts, [str(i) for i in range(20)])
+    output = tmp_path / "distilled"
+    options = {"architecture": {"projected_dim": 4}, **options}
+    with pytest.raises(ValueError, match=message):
+        distillation.distill(corpus, str(output), from_bert=str(tiny_bert), **options)
+    assert not output.exists()
