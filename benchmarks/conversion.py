@@ -132,13 +132,21 @@ def nearest_neighbours(vectors):
 
 
 def compare(reference, converted, padding_mask):
-    """The metrics of `converted` against `reference`, both from `embeddings`."""
+    """The metrics of `converted` against `reference`, both from `embeddings`.
+
+    The sentence-embedding cosine and the relative error are distillation's
+    (`training.distillation`), so that a distillation's metrics and this
+    program's measure the same thing.
+    """
+    from keras import ops
+
+    from keras_linformer.training import distillation
+
     (sentence, pooled, sequence), (sentence2, pooled2, sequence2) = reference, converted
-    mask = padding_mask.astype(bool)
-    embedding = cosines(sentence, sentence2)
+    outputs = np.stack([sequence2, sequence], axis=2)  # (texts, S, 2, H): student, teacher.
+    embedding = ops.convert_to_numpy(distillation.embedding_cosine(padding_mask, outputs))
+    errors = ops.convert_to_numpy(distillation.relative_error(padding_mask, outputs))
     pooled_cosine = cosines(pooled, pooled2)
-    errors = [np.linalg.norm(sequence2[i][m] - sequence[i][m]) / np.linalg.norm(sequence[i][m])
-              for i, m in enumerate(mask)]
     return {
         "embedding_cosine": float(embedding.mean()),
         "embedding_cosine_min": float(embedding.min()),

@@ -9,11 +9,16 @@ from benchmarks import conversion
 from benchmarks import outputs
 
 
+def outputs_of(sequence, pooled, mask):
+    """`(sentence, pooled, sequence)` as `conversion.embeddings` gives them."""
+    weights = mask[..., None]
+    return (sequence * weights).sum(1) / weights.sum(1), pooled, sequence
+
+
 def test_identical_outputs_score_perfectly_and_a_changed_one_does_not(rng):
-    sentence, pooled = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
-    sequence = rng.normal(size=(4, 5, 6))
+    pooled, sequence = rng.normal(size=(4, 6)), rng.normal(size=(4, 5, 6))
     mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 0]])
-    reference = (sentence, pooled, sequence)
+    reference = outputs_of(sequence, pooled, mask)
     same = conversion.compare(reference, reference, mask)
     assert same["embedding_cosine"] == pytest.approx(1.0)
     assert same["pooled_cosine_min"] == pytest.approx(1.0)
@@ -22,11 +27,17 @@ def test_identical_outputs_score_perfectly_and_a_changed_one_does_not(rng):
     changed_sequence = sequence.copy()
     changed_sequence[1, 4] += 100.0  # A padded position: not counted.
     changed_sequence[2, 0] *= 2.0  # One of text 2's two real tokens, doubled.
-    flipped = (-sentence, pooled, changed_sequence)
-    changed = conversion.compare(reference, flipped, mask)
-    assert changed["embedding_cosine"] == pytest.approx(-1.0)
+    changed = conversion.compare(reference, outputs_of(changed_sequence, pooled, mask), mask)
     expected = np.linalg.norm(sequence[2, 0]) / np.linalg.norm(sequence[2, :2])
-    assert changed["token_error"] == pytest.approx(expected / 4)
+    assert changed["token_error"] == pytest.approx(expected / 4, rel=1e-5)
+    text_2 = conversion.cosines(sequence[2, :2].mean(0), changed_sequence[2, :2].mean(0))
+    assert changed["embedding_cosine_min"] == pytest.approx(text_2, rel=1e-5)
+    assert changed["embedding_cosine"] == pytest.approx((3 + text_2) / 4, rel=1e-5)
+
+    negated = conversion.compare(reference, outputs_of(-sequence, -pooled, mask), mask)
+    assert negated["embedding_cosine"] == pytest.approx(-1.0, rel=1e-5)
+    assert negated["pooled_cosine"] == pytest.approx(-1.0)
+    assert negated["token_error"] == pytest.approx(2.0, rel=1e-5)
 
 
 def test_nearest_neighbours_are_the_most_similar_other_rows():
