@@ -102,8 +102,11 @@ def parse_args(argv=None):
 
 
 def embeddings(backbone, inputs, batch_size):
-    """`(sentence embeddings, pooled outputs, sequence outputs)` of `backbone`, as NumPy."""
+    """`(sentence embeddings, pooled outputs, sequence outputs)` of `backbone`, as NumPy
+    (float64; the sentence embeddings are distillation's `sentence_embedding`)."""
     import keras
+
+    from keras_linformer.training import distillation
 
     pieces = []
     for start in range(0, len(inputs["token_ids"]), batch_size):
@@ -113,8 +116,8 @@ def embeddings(backbone, inputs, batch_size):
                        keras.ops.convert_to_numpy(result["pooled_output"])))
     sequence = np.concatenate([p[0] for p in pieces]).astype(np.float64)
     pooled = np.concatenate([p[1] for p in pieces]).astype(np.float64)
-    mask = inputs["padding_mask"].astype(np.float64)[..., None]
-    sentence = (sequence * mask).sum(1) / mask.sum(1)
+    sentence = keras.ops.convert_to_numpy(
+        distillation.sentence_embedding(sequence, inputs["padding_mask"]))
     return sentence, pooled, sequence
 
 

@@ -70,13 +70,21 @@ def relative_error(padding_mask, outputs):
     return ops.sqrt(squared_relative_error(padding_mask, outputs))
 
 
-def embedding_cosine(padding_mask, outputs):
-    """Per text: the cosine of the student's and the teacher's sentence embeddings (the
-    mean of the sequence output over the real tokens)."""
-    student, teacher, mask = _split(outputs, padding_mask)
+def sentence_embedding(sequence_output, padding_mask):
+    """`(B, H)`: the mean of a `(B, S, H)` sequence output over each text's real tokens
+    (`padding_mask` `(B, S)`, 1 for real tokens), as all-MiniLM-L6-v2 defines its sentence
+    embeddings; zeros for a text with no real token."""
+    mask = ops.expand_dims(ops.cast(padding_mask, sequence_output.dtype), -1)
     count = ops.maximum(ops.sum(mask, axis=1), 1.0)
-    student = ops.sum(student * mask, axis=1) / count
-    teacher = ops.sum(teacher * mask, axis=1) / count
+    return ops.sum(sequence_output * mask, axis=1) / count
+
+
+def embedding_cosine(padding_mask, outputs):
+    """Per text: the cosine of the student's and the teacher's sentence embeddings
+    (`sentence_embedding`)."""
+    student, teacher, _ = _split(outputs, padding_mask)
+    student = sentence_embedding(student, padding_mask)
+    teacher = sentence_embedding(teacher, padding_mask)
     dot = ops.sum(student * teacher, axis=-1)
     norms = ops.sqrt(ops.sum(ops.square(student), -1) * ops.sum(ops.square(teacher), -1))
     return dot / ops.maximum(norms, _EPSILON)

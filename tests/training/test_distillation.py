@@ -37,6 +37,15 @@ def test_the_measures_compare_real_tokens_only(rng):
     np.testing.assert_allclose(distillation.embedding_cosine(mask, opposite), -1, atol=1e-6)
 
 
+def test_the_sentence_embedding_is_the_mean_over_real_tokens(rng):
+    output = rng.normal(size=(3, 5, 4)).astype("float32")
+    mask = np.array([[1] * 5, [1, 1, 0, 0, 0], [0] * 5])
+    embedding = keras.ops.convert_to_numpy(distillation.sentence_embedding(output, mask))
+    np.testing.assert_allclose(embedding[0], output[0].mean(0), rtol=1e-5)
+    np.testing.assert_allclose(embedding[1], output[1, :2].mean(0), rtol=1e-5)
+    np.testing.assert_array_equal(embedding[2], 0)  # No real token: zeros, not NaN.
+
+
 def small_bert():
     keras.utils.set_random_seed(0)
     return keras_hub.models.BertBackbone(
