@@ -7,6 +7,7 @@ number); `run_directory` names them. A BERT start (`bert_start`) is any
 BERT keras-hub loads, converted by `LinformerBackbone.from_bert`.
 """
 
+import inspect
 import json
 import os
 
@@ -214,8 +215,9 @@ def bert_start(preset, architecture, sequence_length, dropout):
         preset: a keras-hub BERT preset or Hugging Face BERT directory
             (`bert_presets.load_bert`).
         architecture: dict or `None`, the conversion's options (only
-            `CONVERSION_KEYS`; the rest is the BERT's). Default: a
-            Linformer with a learned projection and layerwise sharing.
+            `CONVERSION_KEYS`; the rest is the BERT's). Default:
+            `from_bert`'s (a Linformer with mean pooling, layerwise
+            sharing).
         sequence_length: int or `None` (the BERT's positions), n.
         dropout: float, the converted backbone's dropout.
 
@@ -233,8 +235,10 @@ def bert_start(preset, architecture, sequence_length, dropout):
             f"{list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}"
         )
     # from_bert's defaults, spelled out so that run.json records them.
-    conversion = {"attention": "linformer", "projection": "linear", "sharing": "layerwise",
-                  "padding_compensation": False, **architecture}
+    defaults = inspect.signature(LinformerBackbone.from_bert).parameters
+    conversion = {**{key: defaults[key].default for key in
+                     ("attention", "projection", "sharing", "padding_compensation")},
+                  **architecture}
     if conversion["attention"] == "transformer":
         conversion = {"attention": "transformer"}
     elif conversion.get("projected_dim") is None:

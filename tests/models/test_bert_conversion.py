@@ -61,12 +61,19 @@ def test_mean_projection_at_window_one_reproduces_the_source_on_padded_inputs(ma
                         inputs["padding_mask"], atol=1e-5)
 
 
-def test_every_weight_but_the_projection_is_copied(rng):
+@pytest.mark.parametrize("projection, new_weights", [
+    (None, []),  # The default, mean pooling: no weight of its own.
+    ("linear", ["linformer_encoder/shared_projection"]),
+])
+def test_every_weight_but_the_projection_is_copied(projection, new_weights):
     source = random_keras_hub_bert()
-    linformer = LinformerBackbone.from_bert(source, projected_dim=8, max_sequence_length=N)
+    options = {"projection": projection} if projection else {}
+    linformer = LinformerBackbone.from_bert(source, projected_dim=8, max_sequence_length=N,
+                                            **options)
+    assert linformer.projection == (projection or "mean")
     copied = {v.path: keras.ops.convert_to_numpy(v) for v in linformer.weights}
     projections = [path for path in copied if path.endswith("projection")]
-    assert projections == ["linformer_encoder/shared_projection"]
+    assert projections == new_weights
     for variable in source.weights:
         path = variable.path.replace("transformer_layer_", "linformer_encoder/"
                                      "linformer_encoder_block_")
@@ -98,11 +105,12 @@ def test_a_conversion_leaves_padding_compensation_off_unless_asked():
     # A pretrained BERT's attention is not uniform, so the n / (real tokens) scale
     # overshoots (benchmarks/RESULTS.md, "before fine-tuning").
     source = random_keras_hub_bert()
-    converted = LinformerBackbone.from_bert(source, projected_dim=8)
+    converted = LinformerBackbone.from_bert(source, projected_dim=8, projection="linear")
     assert converted.get_config()["padding_compensation"] is False
     assert all(block.padding_compensation is False
                for block in converted.encoder.blocks)
-    asked = LinformerBackbone.from_bert(source, projected_dim=8, padding_compensation=True)
+    asked = LinformerBackbone.from_bert(source, projected_dim=8, projection="linear",
+                                        padding_compensation=True)
     assert asked.get_config()["padding_compensation"] is True
 
 

@@ -19,8 +19,8 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
     output = tmp_path / "run"
     result = run_program(
         "training.finetune", "--table", reviews_file, "--from-bert", tiny_bert,
-        "--projected-dim", "8", "--projection-initializer", "window_average",
-        "--sequence-length", "16", "--epochs", "4", "--batch-size", "16",
+        "--projected-dim", "8", "--projection", "linear", "--projection-initializer",
+        "window_average", "--sequence-length", "16", "--epochs", "4", "--batch-size", "16",
         "--no-jit-compile", "--restore-best", "--output-dir", output,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -119,3 +119,14 @@ def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_f
         bert.token_embedding.embeddings.numpy(), atol=1e-5)
     summary = json.loads((output / "summary.json").read_text())
     assert summary["test_perplexity"] >= 1
+
+
+def test_a_conversion_without_options_is_from_berts_default_recorded(tiny_bert):
+    from keras_linformer.training import checkpoints
+
+    _, _, conversion, config = checkpoints.bert_start(str(tiny_bert), {"projected_dim": 8},
+                                                      16, 0.0)
+    assert conversion == {"attention": "linformer", "projection": "mean",
+                          "sharing": "layerwise", "padding_compensation": False,
+                          "projected_dim": 8}
+    assert {key: config[key] for key in conversion} == conversion
