@@ -149,8 +149,9 @@ class DistillationConfig(RunConfig):
             reproduce (the teacher).
         architecture: dict or `None`, the conversion's options
             (`checkpoints.CONVERSION_KEYS`), `max_sequence_length` (default:
-            the BERT's) and `dropout`. Defaults to `None`: a learned
-            projection with layerwise sharing, which needs `projected_dim`.
+            the BERT's) and `dropout`. Defaults to `None`: `from_bert`'s
+            conversion (mean pooling, layerwise sharing), which needs
+            `projected_dim`.
         short_sequence_rate: float in [0, 1], the share of training
             sequences cut in two at a random point, so that the student
             also learns on short, padded sequences. Defaults to `0.0`.
