@@ -33,7 +33,8 @@ def validate_projected_dim(projected_dim, sequence_length, projection):
             f"The {projection!r} projection uses a window (kernel and stride) "
             "of sequence_length / projected_dim, so `sequence_length` must be "
             f"a multiple of `projected_dim`. Received: sequence_length="
-            f"{sequence_length}, projected_dim={projected_dim}"
+            f"{sequence_length}, projected_dim={projected_dim}. Use a k that "
+            "divides n, or projection='linear', which takes any k <= n."
         )
     return sequence_length // projected_dim
 
