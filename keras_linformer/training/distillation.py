@@ -71,10 +71,20 @@ def relative_error(padding_mask, outputs):
 
 
 def sentence_embedding(sequence_output, padding_mask):
-    """`(B, H)`: the mean of a `(B, S, H)` sequence output over each text's real tokens
-    (`padding_mask` `(B, S)`, 1 for real tokens), as all-MiniLM-L6-v2 defines its sentence
-    embeddings; zeros for a text with no real token."""
-    mask = ops.expand_dims(ops.cast(padding_mask, sequence_output.dtype), -1)
+    """The mean of a sequence output over each text's real tokens, as all-MiniLM-L6-v2
+    defines its sentence embeddings; zeros for a text with no real token.
+
+    Args:
+        sequence_output: `(B, S, ..., H)`, e.g. `(B, S, H)`, or `Distiller`'s
+            stacked `(B, S, 2, H)`.
+        padding_mask: `(B, S)`, 1 for real tokens.
+
+    Returns:
+        `(B, ..., H)`.
+    """
+    mask = ops.cast(padding_mask, sequence_output.dtype)
+    for _ in range(len(sequence_output.shape) - 2):
+        mask = ops.expand_dims(mask, -1)
     count = ops.maximum(ops.sum(mask, axis=1), 1.0)
     return ops.sum(sequence_output * mask, axis=1) / count
 
@@ -82,9 +92,8 @@ def sentence_embedding(sequence_output, padding_mask):
 def embedding_cosine(padding_mask, outputs):
     """Per text: the cosine of the student's and the teacher's sentence embeddings
     (`sentence_embedding`)."""
-    student, teacher, _ = _split(outputs, padding_mask)
-    student = sentence_embedding(student, padding_mask)
-    teacher = sentence_embedding(teacher, padding_mask)
+    embeddings = sentence_embedding(ops.cast(outputs, "float32"), padding_mask)
+    student, teacher = embeddings[:, 0, :], embeddings[:, 1, :]
     dot = ops.sum(student * teacher, axis=-1)
     norms = ops.sqrt(ops.sum(ops.square(student), -1) * ops.sum(ops.square(teacher), -1))
     return dot / ops.maximum(norms, _EPSILON)

@@ -44,6 +44,12 @@ def test_the_sentence_embedding_is_the_mean_over_real_tokens(rng):
     np.testing.assert_allclose(embedding[0], output[0].mean(0), rtol=1e-5)
     np.testing.assert_allclose(embedding[1], output[1, :2].mean(0), rtol=1e-5)
     np.testing.assert_array_equal(embedding[2], 0)  # No real token: zeros, not NaN.
+    # The Distiller's stacked (B, S, 2, H) output: each of its two outputs' embedding.
+    stacked = np.stack([output, 3 * output + 1], axis=2)
+    both = keras.ops.convert_to_numpy(distillation.sentence_embedding(stacked, mask))
+    assert both.shape == (3, 2, 4)
+    np.testing.assert_allclose(both[:, 0], embedding, rtol=1e-5)
+    np.testing.assert_allclose(both[:, 1], 3 * embedding + np.array([[1], [1], [0]]), rtol=1e-5)
 
 
 def small_bert():
