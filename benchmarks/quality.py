@@ -31,8 +31,10 @@ PRETRAIN = "training.pretrain"
 FINETUNE = "training.finetune"
 DATASETS = ("rotten_tomatoes", "bbc_news")
 # Passes over each training split: enough for the models to fit it (1 epoch of Rotten Tomatoes
-# and 2 of BBC News left every model unconverged, some at the majority class).
-DEFAULT_EPOCHS = {"rotten_tomatoes": "3", "bbc_news": "6"}
+# and 2 of BBC News left every model unconverged, some at the majority class; at 6 epochs of BBC
+# News the Linformers and the pretrained Transformer were still rising, at 0.83-0.89 training
+# accuracy, when the learning rate reached 0).
+DEFAULT_EPOCHS = {"rotten_tomatoes": "3", "bbc_news": "12"}
 DEFAULT_LINFORMERS = ("64:layerwise", "128:layerwise", "256:layerwise", "128:none", "128:key_value")
 FULL_GRID = tuple(f"{k}:{s}" for k in (64, 128, 256) for s in ("none", "key_value", "layerwise"))
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
