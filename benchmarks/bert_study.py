@@ -233,7 +233,6 @@ def collect(runs):
 
 
 def markdown(rows, command):
-    stats = seeded_study.summarise(rows)
     speed = seeded_study.summarise(rows, "examples_per_second", scale=1.0)
     cpu_speed = seeded_study.summarise(rows, "examples_per_cpu_second", scale=1.0)
     wall = seeded_study.summarise(rows, "uninterrupted_seconds", scale=1 / 60)
@@ -241,8 +240,9 @@ def markdown(rows, command):
         "# A pretrained BERT against its Linformer conversions, fine-tuned", "",
         *outputs.produced_by(command),
         "Test accuracy in percent with the weights of the round that validated best: mean ± "
-        "standard deviation over the seeds (each seed's value in brackets), and the "
-        "difference of the means to the Transformer (the BERT itself). Throughput is "
+        "standard deviation over the seeds (each seed's value in brackets), and the mean "
+        "difference to the Transformer (the BERT itself) over the seeds both finished "
+        "(named when they differ: each seed draws its own split). Throughput is "
         "training examples per second of wall time over the fine-tuning's rounds "
         "(training steps and validation), and per second of the process's CPU time over "
         "the same span (all threads; on a machine shared with other work, or paused, only "
@@ -259,7 +259,7 @@ def markdown(rows, command):
                   "|---|---|---|---|---|---|"]
         for model in seeded_study.ordered([r for r in rows if r["dataset"] == dataset],
                                           "model"):
-            cells = seeded_study.accuracy_cells(stats, dataset, model)
+            cells = seeded_study.accuracy_cells(rows, dataset, model)
             for measure, digits in ((speed, 2), (cpu_speed, 2), (wall, 1)):
                 mean = measure.get((dataset, model), (None,))[0]
                 cells.append("-" if mean is None else f"{mean:.{digits}f}")

@@ -86,14 +86,34 @@ def spread_text(mean, spread, values, digits=1):
     return f"{mean:.{digits}f} ± {spread:.{digits}f} [{each}]"
 
 
-def accuracy_cells(stats, dataset, model):
-    """`mean ± sd [each seed]` and the difference to the Transformer's mean, as two cells."""
-    mean, spread, values = stats.get((dataset, model), (None, None, []))
-    if mean is None:
+def accuracy_cells(rows, dataset, model):
+    """`mean ± sd [each seed]` and the difference to the Transformer, as two cells.
+
+    Each seed draws its own split and initialisation, so the difference pairs runs of the
+    same seed: the mean over the seeds both models finished of (model - Transformer),
+    which is the difference of the means when they finished the same seeds. When they
+    did not, the cell names the seeds it covers (e.g. `-0.9 (seed 0)`), so that a mean
+    over three seeds is never set against one over another seed.
+    """
+    def finished(name):
+        return {row["seed"]: 100.0 * row["test_accuracy"] for row in rows
+                if row["dataset"] == dataset and row["model"] == name
+                and row["status"] == "finished" and row.get("test_accuracy") is not None}
+
+    own, reference = finished(model), finished(TRANSFORMER)
+    if not own:
         return ["not finished", "-"]
-    reference = stats.get((dataset, TRANSFORMER), (None,))[0]
-    return [spread_text(mean, spread, values),
-            "-" if reference is None or model == TRANSFORMER else f"{mean - reference:+.1f}"]
+    values = list(own.values())
+    spread = statistics.stdev(values) if len(values) > 1 else None
+    cells = [spread_text(statistics.mean(values), spread, values)]
+    shared = sorted(own.keys() & reference.keys())
+    if model == TRANSFORMER or not shared:
+        return cells + ["-"]
+    difference = f"{statistics.mean(own[s] - reference[s] for s in shared):+.1f}"
+    if set(shared) != own.keys() | reference.keys():
+        seeds = ", ".join(str(s) for s in shared)
+        difference += f" (seed{'s' if len(shared) > 1 else ''} {seeds})"
+    return cells + [difference]
 
 
 def ordered(rows, key):

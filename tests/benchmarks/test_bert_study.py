@@ -153,7 +153,9 @@ def test_the_report_gives_accuracy_throughput_and_wall_time_per_model(tmp_path):
     # 10 minutes.
     assert "| transformer | 97.0 ± 1.4 [96.0, 98.0] | - | 2.00 | 1.50 | 10.0 |" in markdown
     assert "| mean-k64 | 95.0 ± 0.0 [95.0, 95.0] | -2.0 | 2.00 | 3.00 | 10.0 |" in markdown
-    assert "| mean-k128 | 97.0 | +0.0 | 2.00 | - | 10.0 |" in markdown
+    # One seed against the Transformer's two: compared with the same seed's run (96.0),
+    # not with the mean over both (97.0), and the seed is named.
+    assert "| mean-k128 | 97.0 | +1.0 (seed 0) | 2.00 | - | 10.0 |" in markdown
     assert "1 of 6 runs have not finished." in markdown
     assert ("Resumed, so left out of the wall times: bbc_news transformer seed 1 (last 84 "
             "of 112 steps)." in markdown)
