@@ -95,17 +95,14 @@ def accuracy_cells(rows, dataset, model):
     did not, the cell names the seeds it covers (e.g. `-0.9 (seed 0)`), so that a mean
     over three seeds is never set against one over another seed.
     """
-    def finished(name):
-        return {row["seed"]: 100.0 * row["test_accuracy"] for row in rows
-                if row["dataset"] == dataset and row["model"] == name
-                and row["status"] == "finished" and row.get("test_accuracy") is not None}
-
-    own, reference = finished(model), finished(TRANSFORMER)
-    if not own:
+    mean, spread, values = summarise(rows).get((dataset, model), (None, None, []))
+    if mean is None:
         return ["not finished", "-"]
-    values = list(own.values())
-    spread = statistics.stdev(values) if len(values) > 1 else None
-    cells = [spread_text(statistics.mean(values), spread, values)]
+    cells = [spread_text(mean, spread, values)]
+    per_seed = finished_values(rows, "test_accuracy", 100.0,
+                               key=lambda row: (row["dataset"], row["model"], row["seed"]))
+    own, reference = ({seed: value for (d, m, seed), (value,) in per_seed.items()
+                       if (d, m) == (dataset, name)} for name in (model, TRANSFORMER))
     shared = sorted(own.keys() & reference.keys())
     if model == TRANSFORMER or not shared:
         return cells + ["-"]
