@@ -236,6 +236,7 @@ def markdown(rows, command):
     speed = seeded_study.summarise(rows, "examples_per_second", scale=1.0)
     cpu_speed = seeded_study.summarise(rows, "examples_per_cpu_second", scale=1.0)
     wall = seeded_study.summarise(rows, "uninterrupted_seconds", scale=1 / 60)
+    accuracy = seeded_study.accuracy_table(rows)
     lines = [
         "# A pretrained BERT against its Linformer conversions, fine-tuned", "",
         *outputs.produced_by(command),
@@ -259,7 +260,7 @@ def markdown(rows, command):
                   "|---|---|---|---|---|---|"]
         for model in seeded_study.ordered([r for r in rows if r["dataset"] == dataset],
                                           "model"):
-            cells = seeded_study.accuracy_cells(rows, dataset, model)
+            cells = list(accuracy[dataset, model])
             for measure, digits in ((speed, 2), (cpu_speed, 2), (wall, 1)):
                 mean = measure.get((dataset, model), (None,))[0]
                 cells.append("-" if mean is None else f"{mean:.{digits}f}")

@@ -4,7 +4,7 @@ A study (`projection_study`, `bert_study`) plans one `training.finetune`
 run per dataset, model and seed (`quality.run_study` runs them); its report
 is rebuilt from the run directories alone: `collect` reads each run's
 `summary.json`, `summarise` gives mean and standard deviation over the
-seeds, `accuracy_cells` the table cells against the Transformer, and `plot`
+seeds, `accuracy_table` the table cells against the Transformer, and `plot`
 every seed's test accuracy. Nothing here imports TensorFlow.
 """
 
@@ -86,31 +86,40 @@ def spread_text(mean, spread, values, digits=1):
     return f"{mean:.{digits}f} ± {spread:.{digits}f} [{each}]"
 
 
-def accuracy_cells(rows, dataset, model):
-    """`mean ± sd [each seed]` and the difference to the Transformer, as two cells.
+def accuracy_table(rows):
+    """{(dataset, model): [`mean ± sd [each seed]`, difference to the Transformer]}.
 
-    Each seed draws its own split and initialisation, so the difference pairs runs of the
-    same seed: the mean over the seeds both models finished of (model - Transformer),
-    which is the difference of the means when they finished the same seeds. When they
-    did not, the cell names the seeds it covers (e.g. `-0.9 (seed 0)`), so that a mean
-    over three seeds is never set against one over another seed.
+    One entry per (dataset, model) of `rows`, finished or not. Each seed draws its own
+    split and initialisation, so the difference pairs runs of the same seed: the mean over
+    the seeds both models finished of (model - Transformer), which is the difference of
+    the means when they finished the same seeds. When they did not, the cell names the
+    seeds it covers (e.g. `-0.9 (seed 0)`), so that a mean over three seeds is never set
+    against one over another seed.
     """
-    mean, spread, values = summarise(rows).get((dataset, model), (None, None, []))
-    if mean is None:
-        return ["not finished", "-"]
-    cells = [spread_text(mean, spread, values)]
-    per_seed = finished_values(rows, "test_accuracy", 100.0,
-                               key=lambda row: (row["dataset"], row["model"], row["seed"]))
-    own, reference = ({seed: value for (d, m, seed), (value,) in per_seed.items()
-                       if (d, m) == (dataset, name)} for name in (model, TRANSFORMER))
-    shared = sorted(own.keys() & reference.keys())
-    if model == TRANSFORMER or not shared:
-        return cells + ["-"]
-    difference = f"{statistics.mean(own[s] - reference[s] for s in shared):+.1f}"
-    if set(shared) != own.keys() | reference.keys():
-        seeds = ", ".join(str(s) for s in shared)
-        difference += f" (seed{'s' if len(shared) > 1 else ''} {seeds})"
-    return cells + [difference]
+    summary = summarise(rows)
+    per_seed = {}
+    for (dataset, model, seed), (value,) in finished_values(
+            rows, "test_accuracy", 100.0,
+            key=lambda row: (row["dataset"], row["model"], row["seed"])).items():
+        per_seed.setdefault((dataset, model), {})[seed] = value
+    table = {}
+    for dataset, model in dict.fromkeys((row["dataset"], row["model"]) for row in rows):
+        if (dataset, model) not in summary:
+            table[dataset, model] = ["not finished", "-"]
+            continue
+        cells = [spread_text(*summary[dataset, model])]
+        own = per_seed[dataset, model]
+        reference = per_seed.get((dataset, TRANSFORMER), {})
+        shared = sorted(own.keys() & reference.keys())
+        if model == TRANSFORMER or not shared:
+            table[dataset, model] = cells + ["-"]
+            continue
+        difference = f"{statistics.mean(own[s] - reference[s] for s in shared):+.1f}"
+        if set(shared) != own.keys() | reference.keys():
+            seeds = ", ".join(str(s) for s in shared)
+            difference += f" (seed{'s' if len(shared) > 1 else ''} {seeds})"
+        table[dataset, model] = cells + [difference]
+    return table
 
 
 def ordered(rows, key):
