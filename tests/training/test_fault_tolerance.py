@@ -2,17 +2,20 @@
 
 One pretraining run is interrupted three times (SIGKILL after a round's
 checkpoint, SIGTERM mid-round, SIGKILL while it resumes) and restarted
-with the same command each time; it resumes from the right checkpoint each
-time, takes every step exactly once, and ends with the weights and
-optimizer state of an uninterrupted run with the same seed.
+with the same command each time, its `--output-dir` given as a relative
+path; it resumes from the right checkpoint each time, takes every step
+exactly once, and ends with the weights and optimizer state of an
+uninterrupted run with the same seed.
 """
 
+import os
 import re
 import signal
 
 import numpy
 import pytest
 
+from tests.training.harness import REPOSITORY
 from tests.training.harness import TINY_MODEL
 from tests.training.harness import Run
 from tests.training.harness import checkpoint_steps
@@ -43,7 +46,10 @@ def runs(reviews_file, tmp_path_factory):
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
 
     interrupted = tmp_path_factory.mktemp("interrupted")
-    arguments = pretrain_arguments(reviews_file, interrupted)
+    # Relative to the programs' working directory, the repository.
+    relative = os.path.relpath(interrupted, REPOSITORY)
+    assert not os.path.isabs(relative)
+    arguments = pretrain_arguments(reviews_file, relative)
     outputs = []
 
     # 1. SIGKILL once the second round's checkpoint is written.
@@ -74,6 +80,8 @@ def test_sigkill_costs_at_most_the_round_since_the_last_checkpoint(runs):
     assert re.search(
         r"Resuming from checkpoint \S+ckpt-20 at step 20", outputs[1]
     ), outputs[1][-3000:]
+    # Every restart found its checkpoints through the relative --output-dir.
+    assert not any("does not load" in output for output in outputs)
 
 
 def test_sigterm_saves_a_mid_round_checkpoint_and_resumes_there(runs):
@@ -143,22 +151,3 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
     result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 2, result.stdout[-2000:]
     assert "none of the checkpoints in" in result.stderr and "Remove the directory" in result.stderr
-
-
-def test_a_relative_output_dir_resumes(runs, reviews_file, tmp_path):
-    import os
-    import shutil
-
-    from tests.training.harness import REPOSITORY
-
-    _, interrupted, _ = runs
-    output_dir = tmp_path / "relative"
-    shutil.copytree(interrupted, output_dir)
-    (output_dir / "summary.json").unlink()
-    relative = os.path.relpath(output_dir, REPOSITORY)
-    assert not os.path.isabs(relative)
-    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, relative))
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    latest = max(checkpoint_steps(interrupted))
-    assert f"ckpt-{latest} at step {latest}" in result.stdout
-    assert "does not load" not in result.stdout
