@@ -134,7 +134,8 @@ def markdown(rows, command):
         *outputs.produced_by(command),
         "Test accuracy in percent, mean ± standard deviation over the seeds (each seed's "
         "value in brackets), and the mean difference to the Transformer over the seeds "
-        "both finished (named when they differ). "
+        "both finished (named when they differ), with the 95% t-interval of that mean "
+        "difference in brackets from two seeds on. "
         "Every model is the main job's shape (2 layers, hidden 128, 4 heads, FFN 256) "
         "trained from random weights; Linformers use layerwise sharing.", "",
         "| model | " + " | ".join(

@@ -17,6 +17,9 @@ from training import cli
 
 TRANSFORMER = "transformer"
 
+# Two-sided 95% quantiles of Student's t with 1, 2, ... 10 degrees of freedom.
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
 
 def add_run_flags(parser, output_dir, layout, name):
     """The flags every study has: trial limits, where runs and results go, --report-only.
@@ -92,7 +95,8 @@ def accuracy_table(rows):
     One entry per (dataset, model) of `rows`, finished or not. Each seed draws its own
     split and initialisation, so the difference pairs runs of the same seed: the mean over
     the seeds both models finished of (model - Transformer), which is the difference of
-    the means when they finished the same seeds. When they did not, the cell names the
+    the means when they finished the same seeds, with its 95% interval from two seeds on
+    (`paired_difference`). When they did not finish the same seeds, the cell names the
     seeds it covers (e.g. `-0.9 (seed 0)`), so that a mean over three seeds is never set
     against one over another seed.
     """
@@ -114,12 +118,28 @@ def accuracy_table(rows):
         if model == TRANSFORMER or not shared:
             table[dataset, model] = cells + ["-"]
             continue
-        difference = f"{statistics.mean(own[s] - reference[s] for s in shared):+.1f}"
+        difference = paired_difference([own[s] - reference[s] for s in shared])
         if set(shared) != own.keys() | reference.keys():
             seeds = ", ".join(str(s) for s in shared)
             difference += f" (seed{'s' if len(shared) > 1 else ''} {seeds})"
         table[dataset, model] = cells + [difference]
     return table
+
+
+def paired_difference(differences):
+    """`-0.7 [-2.4, +0.9]`: the mean of per-seed differences and its 95% t-interval.
+
+    The interval treats the seeds as independent draws of the difference (each seed draws
+    its own split, initialisation and data order for both models); with one seed it is
+    just the difference. Beyond 11 seeds the normal quantile 1.96 stands in for t's.
+    """
+    mean = statistics.mean(differences)
+    if len(differences) < 2:
+        return f"{mean:+.1f}"
+    degrees = len(differences) - 1
+    quantile = T_975[degrees - 1] if degrees <= len(T_975) else 1.96
+    half = quantile * statistics.stdev(differences) / len(differences) ** 0.5
+    return f"{mean:+.1f} [{mean - half:+.1f}, {mean + half:+.1f}]"
 
 
 def ordered(rows, key):

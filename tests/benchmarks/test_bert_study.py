@@ -152,7 +152,9 @@ def test_the_report_gives_accuracy_throughput_and_wall_time_per_model(tmp_path):
     # 1.00 and 2.00 examples per CPU-s (mean 1.50), 2.00 and 4.00 (mean 3.00); 600 s are
     # 10 minutes.
     assert "| transformer | 97.0 ± 1.4 [96.0, 98.0] | - | 2.00 | 1.50 | 10.0 |" in markdown
-    assert "| mean-k64 | 95.0 ± 0.0 [95.0, 95.0] | -2.0 | 2.00 | 3.00 | 10.0 |" in markdown
+    # Differences -1 and -3 by seed: mean -2, standard error 1, t(1) = 12.706.
+    assert ("| mean-k64 | 95.0 ± 0.0 [95.0, 95.0] | -2.0 [-14.7, +10.7] | 2.00 | 3.00 | 10.0 |"
+            in markdown)
     # One seed against the Transformer's two: compared with the same seed's run (96.0),
     # not with the mean over both (97.0), and the seed is named.
     assert "| mean-k128 | 97.0 | +1.0 (seed 0) | 2.00 | - | 10.0 |" in markdown

@@ -88,7 +88,9 @@ def test_the_report_gives_mean_and_spread_over_seeds_against_the_transformer(tmp
     markdown = open(paths[1]).read()
     assert "| transformer | 72.0 ± 2.0 [70.0, 72.0, 74.0] | - |" in markdown
     # Seeds 0 and 1 against the Transformer's seeds 0 and 1 (71.0), not its three (72.0).
-    assert "| linear-gaussian | 60.5 ± 0.7 [60.0, 61.0] | -10.5 (seeds 0, 1) |" in markdown
+    # Differences -10 and -11: mean -10.5, standard error 0.5, t(1) = 12.706.
+    assert ("| linear-gaussian | 60.5 ± 0.7 [60.0, 61.0] | -10.5 [-16.9, -4.1] (seeds 0, 1) |"
+            in markdown)
     assert "1 of 6 runs have not finished." in markdown
     with open(paths[0], newline="") as file:
         assert file.readline() == "# python -m benchmarks.projection_study\n"
