@@ -224,6 +224,13 @@ def _tuned_key(row):
     return row["model"], row["dataset"], row["start"]
 
 
+def _per_seed(tuned, key):
+    """{seed: test accuracy in %} of the finished fine-tunings of (model, dataset, start)."""
+    return {r["seed"]: 100.0 * r["test_accuracy"] for r in tuned
+            if _tuned_key(r) == key and r["status"] == "finished"
+            and r.get("test_accuracy") is not None}
+
+
 def finetuning_table(rows):
     tuned = [r for r in rows if r["stage"] == "finetune"]
     stats = _statistics(tuned, "test_accuracy", key=_tuned_key, scale=100.0)
@@ -241,11 +248,12 @@ def finetuning_table(rows):
             if not group:
                 cells.append("-")
                 continue
-            mean = stats.get((model, dataset, start), (None,))[0]
-            reference = stats.get(("transformer", dataset, start), (None,))[0]
             cell = _cell(stats, (model, dataset, start))
-            if mean is not None and model != "transformer" and reference is not None:
-                cell += f" ({mean - reference:+.1f})"
+            if model != "transformer":
+                difference = seeded_study.seed_paired_difference(
+                    *(_per_seed(tuned, (name, dataset, start)) for name in (model, "transformer")))
+                if difference:
+                    cell += f" ({difference})"
             cells.append(cell + _unfinished(group))
         lines.append(f"| {label(row)} | " + " | ".join(cells) + " |")
     notes = []
@@ -350,7 +358,9 @@ def markdown(rows, command, machine, images):
         "## Fine-tuning: test accuracy (%)",
         "",
         "With several seeds: mean ± standard deviation [each seed]. In parentheses: the "
-        "difference of the mean to the Transformer's with the same start, in points.",
+        "difference to the Transformer with the same start, in points, paired seed by seed "
+        "(the mean of the per-seed differences over the seeds both finished, named when they "
+        "differ), with its 95% t-interval in brackets from two seeds on.",
         "",
         table,
         "",

@@ -112,18 +112,25 @@ def accuracy_table(rows):
             table[dataset, model] = ["not finished", "-"]
             continue
         cells = [spread_text(*summary[dataset, model])]
-        own = per_seed[dataset, model]
-        reference = per_seed.get((dataset, TRANSFORMER), {})
-        shared = sorted(own.keys() & reference.keys())
-        if model == TRANSFORMER or not shared:
-            table[dataset, model] = cells + ["-"]
-            continue
-        difference = paired_difference([own[s] - reference[s] for s in shared])
-        if set(shared) != own.keys() | reference.keys():
-            seeds = ", ".join(str(s) for s in shared)
-            difference += f" (seed{'s' if len(shared) > 1 else ''} {seeds})"
-        table[dataset, model] = cells + [difference]
+        difference = None
+        if model != TRANSFORMER:
+            difference = seed_paired_difference(
+                per_seed[dataset, model], per_seed.get((dataset, TRANSFORMER), {}))
+        table[dataset, model] = cells + [difference or "-"]
     return table
+
+
+def seed_paired_difference(own, reference):
+    """`paired_difference` of {seed: value} against {seed: value} over the seeds both have,
+    naming them when the two differ (`-0.9 (seed 0)`); None without a shared seed."""
+    shared = sorted(own.keys() & reference.keys())
+    if not shared:
+        return None
+    difference = paired_difference([own[s] - reference[s] for s in shared])
+    if set(shared) != own.keys() | reference.keys():
+        seeds = ", ".join(str(s) for s in shared)
+        difference += f" (seed{'s' if len(shared) > 1 else ''} {seeds})"
+    return difference
 
 
 def paired_difference(differences):

@@ -55,7 +55,8 @@ def test_several_seeds_are_reported_as_mean_and_spread_and_judged_on_the_mean():
     assert table.endswith("|")  # every row ends where its table does
     tuned, _ = quality_report.finetuning_table(rows)
     assert "| Transformer | 85.0 ± 7.1 [90.0, 80.0] |" in tuned
-    assert "| 84.0 ± 2.8 [86.0, 82.0] (-1.0) |" in tuned
+    # Paired by seed: -4 and +2, mean -1, standard error 3, t(1) = 12.706.
+    assert "| 84.0 ± 2.8 [86.0, 82.0] (-1.0 [-39.1, +37.1]) |" in tuned
     verdicts = quality_report.target_verdicts(rows)
     # Judged on the finished seeds, and said so while one of the four runs compared is missing.
     assert verdicts[0].endswith(
