@@ -84,6 +84,25 @@ def test_padding_mask_and_keras_mask_agree(rng):
     np.testing.assert_allclose(propagated, keras.ops.convert_to_numpy(explicit), atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:Layer 'position_embedding'")
+def test_the_mask_of_keras_hubs_token_and_position_embedding_reaches_the_stack(rng):
+    # The README's quickstart: keras-hub warns that its inner position embedding drops the
+    # mask, but the outer layer's output carries the token mask, and a functional model
+    # hands it to the stack.
+    import keras_hub
+
+    tokens = np.array([[4, 5, 6, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6, 7, 8]])
+    inputs = keras.Input((8,), dtype="int32")
+    embed = keras_hub.layers.TokenAndPositionEmbedding(10, 8, embedding_dim=12, mask_zero=True)
+    stack = make_stack()
+    model = keras.Model(inputs, stack(embed(inputs)))
+    explicit = stack(embed(tokens), padding_mask=tokens != 0)
+    unmasked = stack(embed(tokens), padding_mask=np.ones_like(tokens, dtype=bool))
+    output = keras.ops.convert_to_numpy(model(tokens))
+    np.testing.assert_allclose(output, keras.ops.convert_to_numpy(explicit), atol=1e-6)
+    assert not np.allclose(output[0], keras.ops.convert_to_numpy(unmasked)[0], atol=1e-3)
+
+
 def test_config_round_trip(rng):
     stack = make_stack(projected_dim=[4, 2], sharing="headwise", projection="conv")
     harness.assert_config_round_trip(stack, (rng.normal(size=(2, 8, 12)).astype("float32"),))
