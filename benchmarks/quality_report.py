@@ -352,7 +352,8 @@ def markdown(rows, command, machine, images):
         pretraining_table(rows),
         "",
     ]
-    parts += [f"![validation perplexity]({os.path.basename(path)})" for path in images]
+    if "perplexity" in images:
+        parts += [f"![validation perplexity]({os.path.basename(images['perplexity'])})"]
     parts += [
         "",
         "## Fine-tuning: test accuracy (%)",
@@ -366,6 +367,8 @@ def markdown(rows, command, machine, images):
         "",
     ]
     parts += [f"- {note}" for note in notes]
+    if "accuracy" in images:
+        parts += ["", f"![fine-tuned test accuracy]({os.path.basename(images['accuracy'])})"]
     parts += ["", "## Targets", ""] + (target_verdicts(rows) or ["- no finished pair to compare"])
     parts += ["", "## Commands of every run", ""]
     for row in rows:
@@ -377,7 +380,8 @@ def markdown(rows, command, machine, images):
 
 
 def write_results(runs, args, results_dir, name, command):
-    """Writes NAME.csv, NAME-curves.csv, NAME-perplexity.png and NAME.md; returns their paths."""
+    """Writes NAME.csv, NAME-curves.csv, NAME-perplexity.png, NAME-accuracy.png and NAME.md;
+    returns their paths (a plot only when it has something to show)."""
     rows = collect(runs)
     if not any(row["status"] == "finished" for row in rows):
         raise ValueError(
@@ -390,11 +394,25 @@ def write_results(runs, args, results_dir, name, command):
     paths = [stem + ".csv", stem + "-curves.csv"]
     write_csv(rows, paths[0], command)
     write_curves_csv(rows, paths[1], command)
-    images = []
+    images = {}
     if any(r.get("curve") for r in rows):
-        images.append(stem + "-perplexity.png")
-        plot_curves(rows, images[0], f"Masked-LM validation perplexity, n = "
-                                     f"{args.sequence_length}, news articles")
+        images["perplexity"] = stem + "-perplexity.png"
+        plot_curves(rows, images["perplexity"], f"Masked-LM validation perplexity, n = "
+                                                f"{args.sequence_length}, news articles")
+    if any(r["stage"] == "finetune" and r["status"] == "finished" for r in rows):
+        images["accuracy"] = stem + "-accuracy.png"
+        plot_accuracy(rows, images["accuracy"])
     with open(stem + ".md", "w", encoding="utf-8") as file:
         file.write(markdown(rows, command, outputs.machine_description(), images))
-    return paths + images + [stem + ".md"]
+    return paths + list(images.values()) + [stem + ".md"]
+
+
+def plot_accuracy(rows, path):
+    """Every seed's fine-tuned test accuracy and the mean ± sd per model, one panel per
+    dataset and start (the seeded studies' plot)."""
+    panels = [
+        dict(row, dataset=f"{row['dataset'].replace('_', ' ')}, {row['start']}",
+             model=label(row))
+        for row in rows if row["stage"] == "finetune"
+    ]
+    seeded_study.plot(panels, path, title=lambda panel: f"fine-tuned: {panel}")

@@ -140,9 +140,11 @@ def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study)
 
 def test_the_report_and_the_plot_are_written(study):
     _, results_dir, _, _, _ = study
-    with open(results_dir / "toy-perplexity.png", "rb") as file:
-        assert file.read(8) == b"\x89PNG\r\n\x1a\n"
+    for plot in ("toy-perplexity.png", "toy-accuracy.png"):
+        with open(results_dir / plot, "rb") as file:
+            assert file.read(8) == b"\x89PNG\r\n\x1a\n"
     report = (results_dir / "toy.md").read_text()
+    assert "![fine-tuned test accuracy](toy-accuracy.png)" in report
     assert "| Transformer |" in report and "| Linformer k=8, layerwise |" in report
     assert "have not finished" not in report
     assert "python -m training.finetune" in report  # every run's command
