@@ -4,7 +4,7 @@ Runs `python -m training.main` (pretraining on the news articles, then
 fine-tuning on Rotten Tomatoes, export and verification) once per model and
 seed, every flag at the main job's default except `--projection` (or
 `--attention transformer`), `--seed` and, with `--short-sequence-rates`,
-`--pretrain-short-sequence-rate`, each into its own directory under
+`--pretrain-short-sequence-rate` (or `--no-pretraining`), each into its own directory under
 `--output-dir`; rerunning the same command skips finished runs. Writes,
 under `--results-dir`, a CSV of every run (test accuracy, and the
 pretraining's test perplexity beside the unigram baseline) and a markdown
@@ -40,9 +40,16 @@ def parse_args(argv=None):
                         default=[0.0], metavar="RATE",
                         help="Run every model at each `--pretrain-short-sequence-rate`; a "
                              "model at a rate above 0 is named <model>-short<RATE>.")
+    parser.add_argument("--no-pretraining", action="store_true",
+                        help="Fine-tune every model from random weights (the main job's "
+                             "`--no-pretraining`); a model is then named <model>-scratch.")
     seeded_study.add_run_flags(parser, "artifacts/main_job_study", "<model>-seed<S>",
                                "main-job-study")
-    return parser, parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.no_pretraining and any(args.short_sequence_rates):
+        parser.error("argument --short-sequence-rates: a pretraining option, not allowed with "
+                     f"--no-pretraining; received {' '.join(map(str, args.short_sequence_rates))}")
+    return parser, args
 
 
 def plan(args):
@@ -56,6 +63,9 @@ def plan(args):
             if rate:
                 flags += ["--pretrain-short-sequence-rate", str(rate)]
                 model = f"{model}-short{rate:g}"
+            if args.no_pretraining:
+                flags += ["--no-pretraining"]
+                model = f"{model}-scratch"
             name = f"{model}-seed{seed}"
             directory = os.path.join(args.output_dir, name)
             argv = flags + ["--seed", str(seed), "--output-dir", directory,
@@ -65,7 +75,8 @@ def plan(args):
                 if value:
                     argv += [flag, str(value)]
             runs.append(dict(stage="finetune", dataset=DATASET, model=model, seed=seed,
-                             start="main job: pretrained on the news articles",
+                             start=("main job: from random weights" if args.no_pretraining
+                                    else "main job: pretrained on the news articles"),
                              directory=directory,
                              summary_dir=os.path.join(directory, "finetune"),
                              module=MAIN, argv=argv))

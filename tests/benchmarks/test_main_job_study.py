@@ -9,6 +9,8 @@ import csv
 import json
 import os
 
+import pytest
+
 from benchmarks import main_job_study as study
 from benchmarks import quality
 from training import main as main_job
@@ -44,6 +46,25 @@ def test_short_sequence_rates_run_each_model_at_each_rate_keeping_the_default_na
     parsed = [main_job.parse_args(r["argv"])[1] for r in runs]
     assert [p.pretrain_short_sequence_rate for p in parsed] == [0.0, 0.5]
     assert parsed[1].projection == "linear"
+
+
+def test_no_pretraining_runs_each_model_from_random_weights_under_its_own_name(tmp_path):
+    runs = study.plan(parse("--models", "transformer", "mean", "--seeds", "2",
+                            "--no-pretraining", "--output-dir", str(tmp_path)))
+    assert [r["model"] for r in runs] == ["transformer-scratch", "mean-scratch"]
+    assert runs[1]["directory"] == str(tmp_path / "mean-scratch-seed2")
+    assert runs[1]["start"] == "main job: from random weights"
+    parsed = [main_job.parse_args(r["argv"])[1] for r in runs]
+    assert all(p.no_pretraining and p.seed == 2 for p in parsed)
+    assert (parsed[0].attention, parsed[1].projection) == ("transformer", "mean")
+
+
+def test_no_pretraining_refuses_a_pretraining_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse("--no-pretraining", "--short-sequence-rates", "0", "0.5")
+    assert exit_info.value.code == 2
+    assert ("argument --short-sequence-rates: a pretraining option, not allowed with "
+            "--no-pretraining; received 0.0 0.5") in capsys.readouterr().err
 
 
 def test_every_study_plans_runs_with_what_the_runner_reads(tmp_path):
