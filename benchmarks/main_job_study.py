@@ -26,7 +26,7 @@ MODELS = ("transformer",) + cli.PROJECTIONS
 FIELDS = (
     "dataset", "model", "seed", "status", "test_accuracy", "test_loss", "test_examples",
     "majority_accuracy", "pretrain_test_perplexity", "unigram_test_perplexity",
-    "pretrain_seconds", "seconds", "directory",
+    "pretrain_masked_token_accuracy", "pretrain_seconds", "seconds", "directory",
 )
 
 
@@ -92,6 +92,7 @@ def collect(runs):
         pretraining = read_summary(os.path.join(run["directory"], "pretrain")) or {}
         row["pretrain_test_perplexity"] = pretraining.get("test_perplexity")
         row["unigram_test_perplexity"] = pretraining.get("unigram_test_perplexity")
+        row["pretrain_masked_token_accuracy"] = pretraining.get("test_accuracy")
         row["pretrain_seconds"] = pretraining.get("seconds")
     return rows
 

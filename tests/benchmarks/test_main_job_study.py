@@ -87,7 +87,8 @@ def test_every_study_plans_runs_with_what_the_runner_reads(tmp_path):
 
 def finish(run, accuracy, perplexity):
     for stage, summary in (("pretrain", {"test_perplexity": perplexity,
-                                         "unigram_test_perplexity": 600.0, "seconds": 9.0}),
+                                         "unigram_test_perplexity": 600.0, "seconds": 9.0,
+                                         "test_accuracy": 0.12}),
                            ("finetune", {"test_accuracy": accuracy, "majority_accuracy": 0.5,
                                          "test_examples": 100, "seconds": 1.0})):
         os.makedirs(os.path.join(run["directory"], stage))
@@ -117,3 +118,5 @@ def test_the_report_reads_both_stages_of_each_run(tmp_path):
         rows = list(csv.DictReader(file))
     assert [r["status"] for r in rows] == ["finished", "finished", "finished", "unfinished"]
     assert rows[1]["pretrain_test_perplexity"] == "410.0" and rows[1]["pretrain_seconds"] == "9.0"
+    # The pretraining's masked-token accuracy, beside the fine-tuning's test accuracy.
+    assert (rows[1]["pretrain_masked_token_accuracy"], rows[1]["test_accuracy"]) == ("0.12", "0.66")
