@@ -113,10 +113,13 @@ def markdown(rows, command):
     ]
     for model in seeded_study.ordered(rows, "model"):
         cells = []
+        finished = (DATASET, model) in accuracy
         for stats in (accuracy, perplexity, unigram):
             mean, spread, values = stats.get((DATASET, model), (None, None, []))
-            cells.append("not finished" if mean is None
-                         else seeded_study.spread_text(mean, spread, values))
+            if mean is None:  # A finished run without a pretraining has no perplexity.
+                cells.append("-" if finished else "not finished")
+            else:
+                cells.append(seeded_study.spread_text(mean, spread, values))
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     return "\n".join(lines + seeded_study.footer(rows)) + "\n"
 

@@ -59,6 +59,18 @@ def test_no_pretraining_runs_each_model_from_random_weights_under_its_own_name(t
     assert (parsed[0].attention, parsed[1].projection) == ("transformer", "mean")
 
 
+def test_a_run_without_pretraining_reports_no_perplexity(tmp_path):
+    args = parse("--models", "mean", "--seeds", "0", "1", "--no-pretraining", "--output-dir",
+                 str(tmp_path / "runs"), "--results-dir", str(tmp_path / "r"))
+    runs = study.plan(args)
+    directory = os.path.join(runs[0]["directory"], "finetune")
+    os.makedirs(directory)
+    with open(os.path.join(directory, "summary.json"), "w") as file:
+        json.dump({"test_accuracy": 0.7, "majority_accuracy": 0.5, "test_examples": 100}, file)
+    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.main_job_study")
+    assert "| mean-scratch | 70.0 | - | - |" in open(paths[1]).read()
+
+
 def test_no_pretraining_refuses_a_pretraining_option(capsys):
     with pytest.raises(SystemExit) as exit_info:
         parse("--no-pretraining", "--short-sequence-rates", "0", "0.5")
