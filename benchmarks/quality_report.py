@@ -192,23 +192,18 @@ def pretraining_table(rows):
     pretrained = [r for r in rows if r["stage"] == "pretrain"]
     stats = _statistics(pretrained, "test_perplexity", key=lambda r: r["model"])
     curves = mean_curves(pretrained)
-    reference = stats.get("transformer", (None,))[0]
     steps = sorted({s for curve in curves.values() for s, _ in curve})
     shown = [s for s in steps if s in (steps[:1] + steps[-1:]) or s % (2 * (steps[0] or 1)) == 0]
     lines = [
-        "| model | test perplexity | vs Transformer | "
+        "| model | test perplexity | vs Transformer (%) | "
         + " | ".join(f"val. ppl, step {s}" for s in shown)
         + " | unigram test perplexity | wall time per run | tokens/s |",
         "|---|---|---|" + "---|" * len(shown) + "---|---|---|",
     ]
     for row in per_model(pretrained):
         group = [r for r in pretrained if r["model"] == row["model"]]
-        mean = stats.get(row["model"], (None,))[0]
-        ratio = "-"
-        if row["model"] == "transformer":
-            ratio = "(reference)"
-        elif mean is not None and reference:
-            ratio = f"{100 * (mean / reference - 1):+.1f}%"
+        ratio = "(reference)" if row["model"] == "transformer" else (
+            _perplexity_change(pretrained, row["model"])[0] or "-")
         curve = dict(curves.get(row["model"], []))
         lines.append(
             f"| {label(row)} | {_cell(stats, row['model'])}{_unfinished(group)} | {ratio} | "
@@ -218,6 +213,25 @@ def pretraining_table(rows):
             f"{_fmt(_mean(group, 'tokens_per_second'), 0)} |"
         )
     return "\n".join(lines)
+
+
+def _perplexity_change(pretrained, model):
+    """(`+2.9 [-1.0, +6.8]`, {seed: change in %}): the test perplexity's change against the
+    Transformer's of the same seed, in percent, paired over the seeds both finished (named
+    when they differ; `seeded_study.seed_paired_difference`); (None, {}) without a shared
+    seed."""
+    def per_seed(name):
+        return {r["seed"]: r["test_perplexity"] for r in pretrained
+                if r["model"] == name and r["status"] == "finished"
+                and r.get("test_perplexity") is not None}
+
+    own, reference = per_seed(model), per_seed("transformer")
+    changes = {s: 100.0 * (own[s] / reference[s] - 1) for s in own.keys() & reference.keys()}
+    if not changes:
+        return None, {}
+    text = seeded_study.seed_paired_difference(
+        {s: changes.get(s, 0.0) for s in own}, {s: 0.0 for s in reference})
+    return text, changes
 
 
 def _tuned_key(row):
@@ -284,23 +298,20 @@ def target_verdicts(rows):
     """The issue's targets, checked on the means over the seeds: a list of markdown bullets."""
     verdicts = []
     pretrained = [r for r in rows if r["stage"] == "pretrain"]
-    perplexity = _statistics(pretrained, "test_perplexity", key=lambda r: r["model"])
-    reference = perplexity.get("transformer", (None,))[0]
     for row in per_model(pretrained):
-        mean = perplexity.get(row["model"], (None,))[0]
         if row["attention"] != "linformer" or row["projected_dim"] != TARGET_K:
             continue
-        if mean is None or reference is None:
+        text, changes = _perplexity_change(pretrained, row["model"])
+        if not changes:
             continue
-        gap = mean / reference - 1
+        gap = statistics.mean(changes.values())
         compared = [r for r in pretrained if r["model"] in (row["model"], "transformer")]
         verdicts.append(
-            f"- {label(row)}: test perplexity {mean:.1f} vs {reference:.1f}, {100 * gap:+.1f}% "
-            f"(target: at most +{100 * PERPLEXITY_TARGET:.0f}%): "
-            + _verdict(gap <= PERPLEXITY_TARGET, compared)
+            f"- {label(row)}: test perplexity against the Transformer's, in % seed by seed: "
+            f"{text} (target: at most +{100 * PERPLEXITY_TARGET:.0f}%): "
+            + _verdict(gap <= 100 * PERPLEXITY_TARGET, compared)
         )
     tuned = [r for r in rows if r["stage"] == "finetune"]
-    accuracy = _statistics(tuned, "test_accuracy", key=_tuned_key, scale=100.0)
     seen = set()
     for row in tuned:
         key = _tuned_key(row)
@@ -308,16 +319,18 @@ def target_verdicts(rows):
             continue
         seen.add(key)
         model, dataset, start = key
-        mean = accuracy.get(key, (None,))[0]
-        reference = accuracy.get(("transformer", dataset, start), (None,))[0]
-        if mean is None or reference is None:
+        own, reference = (_per_seed(tuned, (name, dataset, start))
+                          for name in (model, "transformer"))
+        shared = own.keys() & reference.keys()
+        if not shared:
             continue
-        gap = mean - reference
+        gap = statistics.mean(own[s] - reference[s] for s in shared)
         compared = [r for r in tuned
                     if _tuned_key(r) in (key, ("transformer", dataset, start))]
         verdicts.append(
-            f"- {label(row)}, {dataset.replace('_', ' ')} ({start}): accuracy "
-            f"{mean:.1f} vs {reference:.1f}, {gap:+.1f} points (target: at least "
+            f"- {label(row)}, {dataset.replace('_', ' ')} ({start}): accuracy against the "
+            f"Transformer's, in points seed by seed: "
+            f"{seeded_study.seed_paired_difference(own, reference)} (target: at least "
             f"-{ACCURACY_TARGET:.0f}): " + _verdict(gap >= -ACCURACY_TARGET, compared)
         )
     return verdicts

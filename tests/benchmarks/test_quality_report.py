@@ -23,8 +23,8 @@ def test_targets_are_checked_against_the_transformer():
     ]
     verdicts = quality_report.target_verdicts(rows)
     assert len(verdicts) == 2
-    assert "+4.0%" in verdicts[0] and "**met**" in verdicts[0]
-    assert "-1.5 points" in verdicts[1] and "**missed**" in verdicts[1]
+    assert verdicts[0].endswith("in % seed by seed: +4.0 (target: at most +5%): **met**")
+    assert verdicts[1].endswith("in points seed by seed: -1.5 (target: at least -1): **missed**")
 
 
 def test_several_seeds_are_reported_as_mean_and_spread_and_judged_on_the_mean():
@@ -50,8 +50,9 @@ def test_several_seeds_are_reported_as_mean_and_spread_and_judged_on_the_mean():
     assert "| Transformer | 101.0 ± 1.4 [100.0, 102.0] | (reference) | 305.0 | 205.0 | - | 20 s |" \
         in table
     # One finished seed of two: its value, the ratio to the Transformer's mean, the note.
-    assert ("| Linformer k=128, layerwise | 104.0 (1 of 2 seeds not finished) | +3.0% | 320.0 "
-            "| 220.0 | 600.0 |" in table)
+    # Against the Transformer's seed 0 (100.0), not its mean over two seeds.
+    assert ("| Linformer k=128, layerwise | 104.0 (1 of 2 seeds not finished) | +4.0 (seed 0) "
+            "| 320.0 | 220.0 | 600.0 |" in table)
     assert table.endswith("|")  # every row ends where its table does
     tuned, _ = quality_report.finetuning_table(rows)
     assert "| Transformer | 85.0 ± 7.1 [90.0, 80.0] |" in tuned
@@ -60,8 +61,22 @@ def test_several_seeds_are_reported_as_mean_and_spread_and_judged_on_the_mean():
     verdicts = quality_report.target_verdicts(rows)
     # Judged on the finished seeds, and said so while one of the four runs compared is missing.
     assert verdicts[0].endswith(
-        "104.0 vs 101.0, +3.0% (target: at most +5%): **met so far** (1 of 4 runs not finished)")
-    assert "84.0 vs 85.0, -1.0 points" in verdicts[1] and verdicts[1].endswith("**met**")
+        "in % seed by seed: +4.0 (seed 0) (target: at most +5%): **met so far** (1 of 4 runs "
+        "not finished)")
+    assert verdicts[1].endswith("seed by seed: -1.0 [-39.1, +37.1] (target: at least -1): **met**")
     assert len(verdicts) == 2
     curves = quality_report.mean_curves([r for r in rows if r["stage"] == "pretrain"])
     assert curves["transformer"] == [(50, 305.0), (100, 205.0)]
+
+
+def test_perplexity_is_compared_seed_by_seed_with_its_interval():
+    # The seeds' perplexities differ by 2x; the Linformer's changes are +2, +3 and +1%.
+    rows = [_row("pretrain", "transformer", seed=s, test_perplexity=p)
+            for s, p in enumerate([100.0, 200.0, 100.0])]
+    rows += [_row("pretrain", "linformer", 128, seed=s, test_perplexity=p)
+             for s, p in enumerate([102.0, 206.0, 101.0])]
+    table = quality_report.pretraining_table(rows)
+    # Mean +2.0, standard error 1/sqrt(3), t(2) = 4.303: +-2.5.
+    assert "| +2.0 [-0.5, +4.5] |" in table
+    (verdict,) = quality_report.target_verdicts(rows)
+    assert verdict.endswith("+2.0 [-0.5, +4.5] (target: at most +5%): **met**")
