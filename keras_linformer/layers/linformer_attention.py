@@ -19,8 +19,11 @@ from keras_linformer.utils import validation
 class LinformerAttention(keras.layers.Layer):
     """Multi-head attention with keys and values projected along the sequence.
 
-    A drop-in for `keras.layers.MultiHeadAttention` (self- or cross-attention)
-    that implements the linear attention of Linformer (Wang et al., 2020, eq. 7):
+    Self- or cross-attention called like `keras.layers.MultiHeadAttention`
+    (`layer(query, value, key=None)`), which needs two more arguments
+    (`sequence_length`, `projected_dim`) and takes key/value padding masks but
+    no `(B, T, S)` `attention_mask`, causal mask or `attention_axes`. It
+    implements the linear attention of Linformer (Wang et al., 2020, eq. 7):
 
     `head_i = softmax(Q_i (E_i K_i)^T / sqrt(key_dim)) (F_i V_i)`
 
@@ -47,7 +50,8 @@ class LinformerAttention(keras.layers.Layer):
     of n * d^2 for those kernels and gives the same result.
 
     Precision: the attention logits and the softmax are computed in float32
-    under any mixed-precision policy; the output is in the compute dtype.
+    under any mixed-precision policy (the fused kernels of `flash_attention`
+    accumulate in float32 too); the output is in the compute dtype.
 
     Initialisation: `projection_initializer` names how a linear E starts
     (`"window_average"`, the default; `"gaussian"`: N(0, 1/k), the
@@ -95,6 +99,15 @@ class LinformerAttention(keras.layers.Layer):
             full-length unpadded inputs and for pooling and conv projections.
             Defaults to True (layers saved before this option load with
             False, and compute what they computed).
+        flash_attention: bool or None. Whether the (T, k) attention runs in
+            `keras.ops.dot_product_attention`, which is a fused kernel on
+            JAX (cuDNN flash attention on GPUs) and PyTorch
+            (`scaled_dot_product_attention`) and never materialises the
+            logits. None (the default) uses it whenever it applies: on JAX
+            and PyTorch, without active attention dropout and without
+            `return_attention_scores`; TensorFlow has no fused kernel and
+            keeps the explicit computation. True requires it (as in
+            `keras.layers.MultiHeadAttention`); False never uses it.
         null_slots: int. Slots appended after the k projected ones whose key
             and value are zero: attention can put weight there (logit 0) and
             pass nothing on, a no-op that pretrained heads otherwise find on
@@ -160,10 +173,28 @@ class LinformerAttention(keras.layers.Layer):
         seed=None,
         padding_compensation=True,
         null_slots=0,
+        flash_attention=None,
         **kwargs,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         validation.check_positive_int("null_slots", null_slots, minimum=0)
+        if not (flash_attention is None or isinstance(flash_attention, bool)):
+            raise ValueError(
+                "`flash_attention` must be None (use a fused kernel where the "
+                "backend has one), True or False. Received: "
+                f"flash_attention={flash_attention!r}"
+            )
+        if flash_attention and dropout > 0:
+            raise ValueError(
+                "flash_attention=True cannot apply attention `dropout`; use "
+                f"dropout=0 or flash_attention=None. Received: dropout={dropout!r}"
+            )
+        if flash_attention and keras.backend.backend() == "tensorflow":
+            raise ValueError(
+                "flash_attention=True needs a backend with a fused attention "
+                "kernel (JAX, PyTorch); the TensorFlow backend has none. Use "
+                "flash_attention=None or False."
+            )
         validation.check_positive_int("num_heads", num_heads)
         validation.check_positive_int("key_dim", key_dim)
         if value_dim is not None:
@@ -217,6 +248,7 @@ class LinformerAttention(keras.layers.Layer):
         self.seed = seed
         self.padding_compensation = bool(padding_compensation)
         self.null_slots = null_slots
+        self.flash_attention = flash_attention
         self.supports_masking = True
         self._projects_input = sp.projects_before_kernel(projection, sharing)
 
@@ -376,8 +408,27 @@ class LinformerAttention(keras.layers.Layer):
             value = value * self._padding_scale(mask, value.dtype)
         if self.null_slots:
             key, value, slot_mask = self._append_null_slots(key, value, slot_mask)
-        # Logits and softmax in float32, whatever the compute dtype.
         scale = 1.0 / math.sqrt(self.key_dim)
+        if self._fused(training, return_attention_scores):
+            # Keras's fused attention (cuDNN or PyTorch flash kernels): the
+            # (T, k) logits are never materialised, and the kernels keep them
+            # and the softmax in float32 too.
+            # A linear E fills every slot; a pooling window can hold only padding.
+            slots_may_be_empty = self.projection != "linear" and (
+                value_mask is not None
+                or (not key_is_value and key_mask is not None)
+                or mask.shape[1] != self.sequence_length
+            )
+            context = ops.dot_product_attention(
+                query,
+                key,
+                value,
+                mask=slot_mask[:, None, None, :] if slots_may_be_empty else None,
+                scale=scale,
+                flash_attention=self.flash_attention,
+            )
+            return self._output_dense(context)
+        # Logits and softmax in float32, whatever the compute dtype.
         logits = ops.einsum(
             "btnh,bknh->bntk",
             ops.cast(query, "float32") * scale,
@@ -394,6 +445,23 @@ class LinformerAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, ops.cast(probabilities, self.compute_dtype)
         return output
+
+    def _fused(self, training, return_attention_scores):
+        """Whether `call` uses `ops.dot_product_attention`: see `flash_attention`."""
+        if self.flash_attention is False:
+            return False
+        if return_attention_scores:
+            if self.flash_attention:
+                raise ValueError(
+                    "`return_attention_scores=True` needs the unfused path: "
+                    "build the layer with flash_attention=None or False."
+                )
+            return False
+        if self.dropout > 0 and training:
+            return False
+        # TensorFlow's `dot_product_attention` is the unfused computation with
+        # logits rounded to the compute dtype; the explicit path is better there.
+        return keras.backend.backend() != "tensorflow"
 
     def _append_null_slots(self, key, value, slot_mask):
         """Appends `null_slots` zero keys and values, always attended: see `null_slots`."""
@@ -494,6 +562,7 @@ class LinformerAttention(keras.layers.Layer):
                 "seed": self.seed,
                 "padding_compensation": self.padding_compensation,
                 "null_slots": self.null_slots,
+                "flash_attention": self.flash_attention,
             }
         )
         return config

@@ -1,0 +1,69 @@
+"""benchmarks.peers: the Linformer against the exact attentions of a backend."""
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import peers
+
+
+@pytest.mark.slow
+def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
+    output = tmp_path / "peers.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
+         "--models", "linformer", "mha-fused", "--tasks", "train",
+         "--projected-dim", "16", "--repeats", "1", "--min-seconds", "0",
+         "--output", str(output)],
+        capture_output=True, text=True, timeout=600, cwd=peers.REPOSITORY,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(output, newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [(r["task"], r["model"]) for r in rows] == [
+        ("train", "linformer"), ("train", "mha-fused")]
+    for row in rows:
+        assert row["status"] == "ok", row
+        assert (row["backend"], row["device"], row["batch_size"]) == ("jax", "cpu", "2")
+        assert float(row["median_s"]) > 0 and int(row["peak_bytes"]) >= 0
+    assert "TFLOP/s" in done.stdout and "cpu: " in done.stdout
+    assert "| 64 | mha-fused |" in done.stdout
+    # A rerun finds every cell done and only reports.
+    again = subprocess.run(
+        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
+         "--models", "linformer", "mha-fused", "--tasks", "train",
+         "--projected-dim", "16", "--output", str(output)],
+        capture_output=True, text=True, timeout=300, cwd=peers.REPOSITORY,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
+    assert again.returncode == 0 and "[1/" not in again.stdout, again.stdout
+
+
+def test_analytic_flops_favour_the_linformer_from_where_n_exceeds_k():
+    exact = peers.analytic_flops("mha-fused", 4096, 1, 768, 256, "forward")
+    linformer = peers.analytic_flops("linformer", 4096, 1, 768, 256, "forward")
+    assert exact / linformer > 3
+    assert peers.analytic_flops("linformer", 4096, 1, 768, 256, "train") == 3 * linformer
+
+
+def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path):
+    other = tmp_path / "other.csv"
+    other.write_text("model,time\nx,1\n")
+    with pytest.raises(SystemExit, match="other.csv is a CSV with other columns"):
+        peers.main(["--report-only", "--output", str(other)])
+    with pytest.raises(SystemExit, match="holds no results"):
+        peers.main(["--report-only", "--output", str(tmp_path / "missing.csv")])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--lengths", "0"], "--lengths must be positive"),
+    (["--repeats", "0"], "--repeats must be at least 1"),
+])
+def test_bad_numbers_are_refused(flags, message, capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        peers.main(flags + ["--output", str(tmp_path / "x.csv")])
+    assert message in capsys.readouterr().err
