@@ -28,6 +28,9 @@ def parse_args(argv=None):
     group.add_argument("--text-column", default="text", help="With --table: the text column.")
     group.add_argument("--label-column", default="label",
                        help="With --table: the label column (strings or integers).")
+    group.add_argument("--no-label-check", dest="label_check", action="store_false",
+                       help="With --table: accept a label column with more classes than "
+                            "half the rows, or a class with under 2 training examples.")
     group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
                        help="With --table: the file's text encoding.")
     group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
@@ -74,7 +77,8 @@ def load_corpus(args):
                             label_column="--label-column", encoding="--encoding"):
             corpus = data.load_table(
                 args.table, text_column=args.text_column, label_column=args.label_column,
-                encoding=args.encoding, seed=args.seed,
+                encoding=args.encoding, seed=args.seed, check_labels=args.label_check,
+                exclude=args.output_dir,
             )
     elif args.dataset == "bbc_news":
         corpus = data.load_bbc_news(seed=args.seed)

@@ -113,13 +113,13 @@ def load_corpus(args):
         with cli.flag_names(paths="--text-files", documents="--documents", encoding="--encoding"):
             corpus = data.load_text_files(
                 args.text_files, documents=args.documents, encoding=args.encoding,
-                seed=args.seed,
+                seed=args.seed, exclude=args.output_dir,
             )
     elif args.table:
         with cli.flag_names(path="--table", text_column="--text-column", encoding="--encoding"):
             corpus = data.load_table(
                 args.table, text_column=args.text_column, label_column=None,
-                encoding=args.encoding, seed=args.seed,
+                encoding=args.encoding, seed=args.seed, exclude=args.output_dir,
             )
     else:
         corpus = data.concatenate_corpora([

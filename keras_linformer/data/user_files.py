@@ -1,8 +1,10 @@
 """The user's own corpora: text files for pretraining, CSV/TSV/JSONL for classification.
 
-Every problem with the input (a missing, empty or undecodable file, a
-missing column, a single label class) raises an error that names the
-argument and the offending path, row or value.
+Every file is read as the user meant it or refused before training: a
+missing, empty, undecodable or binary file, a row that does not fit the
+header, a missing column, a label that is not one: each raises an error that
+names the argument, the file and the line. What is skipped on purpose (blank
+lines, non-.txt files in a folder) is counted and named in a printed line.
 """
 
 import csv
@@ -12,6 +14,7 @@ import os
 import sys
 
 from keras_linformer.data.splits import split_corpus
+from keras_linformer.utils.validation import shorten
 
 csv.field_size_limit(sys.maxsize)
 
@@ -40,31 +43,73 @@ def read_text(path, encoding, argument):
         ) from None
     if not text.strip():
         raise ValueError(f"{argument}: {path!r} is empty.")
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ValueError(
+            f"{argument}: {path!r} line {line} holds a NUL byte: it is not a text "
+            "file (or not in the encoding given)."
+        )
     return text
 
 
-def expand_paths(paths):
-    """A path, or a list of paths, with each directory replaced by its *.txt files."""
+def _inside(path, directory):
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def check_outside(path, exclude, argument):
+    """Refuses an input `path` inside `exclude`, the run's own output directory."""
+    if exclude is not None and _inside(path, exclude):
+        raise ValueError(
+            f"{argument}: {os.fspath(path)!r} is inside the run's output directory "
+            f"{os.fspath(exclude)!r}; a run never reads its own outputs. Move the input "
+            "elsewhere."
+        )
+
+
+def expand_paths(paths, exclude=None):
+    """A path, or a list of paths, with each directory replaced by its *.txt files.
+
+    A walk reads `*.txt` files only; every other file it passes is counted and
+    named in one printed line, so nothing is left out unseen. Files under
+    `exclude` (a run's own output directory) are never read: a walk skips them
+    (and says so), and naming one directly is an error.
+    """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     expanded = []
     for path in map(os.fspath, paths):
-        if os.path.isdir(path):
-            found = sorted(
-                os.path.join(root, name)
-                for root, _, names in os.walk(path)
-                for name in names
-                if name.endswith(".txt")
-            )
-            if not found:
-                raise ValueError(f"paths: directory {path!r} has no .txt files.")
-            expanded.extend(found)
-        else:
+        check_outside(path, exclude, "paths")
+        if not os.path.isdir(path):
             expanded.append(path)
+            continue
+        found, skipped, own = [], [], []
+        for root, directories, names in os.walk(path):
+            directories.sort()
+            for name in sorted(names):
+                file = os.path.join(root, name)
+                if exclude is not None and _inside(file, exclude):
+                    own.append(file)
+                elif name.endswith(".txt"):
+                    found.append(file)
+                else:
+                    skipped.append(os.path.relpath(file, path))
+        if skipped:
+            print(f"paths: {path!r}: read {len(found)} .txt file(s); skipped {len(skipped)} "
+                  f"other file(s): {shorten(skipped)}.", flush=True)
+        if own:
+            print(f"paths: {path!r}: skipped {len(own)} file(s) inside the run's output "
+                  f"directory {exclude!r}.", flush=True)
+        if not found:
+            raise ValueError(
+                f"paths: directory {path!r} has no .txt files"
+                + (f" (it holds {shorten(skipped)})." if skipped else ".")
+            )
+        expanded.extend(found)
     return expanded
 
 
-def load_text_files(paths, documents="file", encoding="utf-8", seed=0):
+def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=None):
     """Loads plain text files as an unlabelled pretraining corpus.
 
     What counts as one document is chosen with `documents`:
@@ -81,6 +126,8 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0):
         documents: str, `"file"` or `"paragraph"`. Defaults to `"file"`.
         encoding: str, the files' encoding. Defaults to `"utf-8"`.
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
+        exclude: str or None. A directory never read (the run's own output
+            directory); see `expand_paths`.
 
     Returns:
         A `Corpus` with `labels=None`; ids are `"<path>"` or
@@ -107,7 +154,7 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0):
             f"Received: documents={documents!r}"
         )
     texts, ids = [], []
-    for path in expand_paths(paths):
+    for path in expand_paths(paths, exclude=exclude):
         text = read_text(path, encoding, "paths")
         if documents == "file":
             texts.append(text)
@@ -125,8 +172,29 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0):
     return split_corpus("text_files", texts, ids, seed=seed)
 
 
+def _check_text(value, path, where, column):
+    """The text of one field; refuses what is not text."""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"text_column: {path!r} {where}: {column!r} holds a JSON "
+            f"{type(value).__name__} ({value!r:.60}), not a string of text."
+        )
+    if "\x00" in value:
+        raise ValueError(
+            f"text_column: {path!r} {where}: {column!r} holds a NUL byte; this is "
+            "not text (a binary file, or the wrong encoding?)."
+        )
+    return value
+
+
 def read_table_rows(path, encoding):
-    """Yields `(row_number, dict)` from a CSV/TSV (with header) or JSONL file."""
+    """Yields `(where, dict)` from a CSV/TSV (with header) or JSONL file.
+
+    `where` is `"line <N>"`, the line the row starts on. A CSV/TSV row with
+    more or fewer fields than the header (an unquoted comma in a text, say),
+    a malformed quote, or a header with empty or repeated names is an error
+    naming the line; blank lines are skipped and counted in a printed line.
+    """
     extension = os.path.splitext(os.fspath(path))[1].lower()
     if extension not in TABLE_FORMATS:
         raise ValueError(
@@ -134,9 +202,11 @@ def read_table_rows(path, encoding):
             f"{sorted(TABLE_FORMATS)}."
         )
     text = read_text(path, encoding, "path")
+    blank = 0
     if TABLE_FORMATS[extension] == "jsonl":
         for line_number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
+                blank += 1
                 continue
             try:
                 row = json.loads(line)
@@ -150,11 +220,61 @@ def read_table_rows(path, encoding):
                     f"got {type(row).__name__}."
                 )
             yield f"line {line_number}", row
+    else:
+        yield from _delimited_rows(path, text, "\t" if extension == ".tsv" else ",")
         return
-    delimiter = "\t" if TABLE_FORMATS[extension] == "tsv" else ","
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    for row_number, row in enumerate(reader, start=2):
-        yield f"line {row_number}", row
+    if blank:
+        print(f"path: {path!r}: skipped {blank} blank line(s).", flush=True)
+
+
+def _delimited_rows(path, text, delimiter):
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    name = "tab" if delimiter == "\t" else "comma"
+    blank, line = 0, 1
+    try:
+        header = next(reader)
+        empty = [i + 1 for i, column in enumerate(header) if not column.strip()]
+        repeated = sorted({c for c in header if header.count(c) > 1})
+        if empty or repeated:
+            raise ValueError(
+                f"path: {path!r} line 1 is the header and needs one distinct name per "
+                f"column. Empty names at columns {empty}; repeated names {repeated}."
+            )
+        line = reader.line_num + 1
+        for fields in reader:
+            where, line = f"line {line}", reader.line_num + 1
+            if not any(field.strip() for field in fields):
+                blank += 1
+                continue
+            if len(fields) != len(header):
+                raise ValueError(
+                    f"path: {path!r} {where} has {len(fields)} fields, the header has "
+                    f"{len(header)} ({shorten(header)}). A field holding a {name} must be "
+                    f'quoted, e.g. "great film, really good". Fields read: {shorten(fields, 4)}'
+                )
+            yield where, dict(zip(header, fields))
+    except csv.Error as error:
+        raise ValueError(f"path: {path!r} line {reader.line_num}: {error}.") from None
+    if blank:
+        print(f"path: {path!r}: skipped {blank} blank line(s).", flush=True)
+
+
+def label_of(value, path, where):
+    """The class a label value names: the one rule for what counts as the same class.
+
+    A label is a string or an integer; its class is its text with surrounding
+    whitespace removed, compared exactly (so the JSON `1` and `"1"` are one
+    class, `"pos"` and `"Pos"` are two, and `encode_labels` refuses classes
+    that differ only in case or spacing as a likely typo). Anything else
+    (true/false, 1.5, objects, lists, null) is an error.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(
+            f"label_column: {path!r} {where}: the label {value!r:.60} is a JSON "
+            f"{type(value).__name__}; labels must be "
+            "strings or integers."
+        )
+    return str(value).strip()
 
 
 def encode_labels(values, path):
@@ -171,20 +291,57 @@ def encode_labels(values, path):
             f"label_column: {path!r} has a single label class {names!r}; "
             "classification needs at least two."
         )
+    folded = {}
+    for name in names:
+        folded.setdefault(" ".join(name.lower().split()), []).append(name)
+    alike = [group for group in folded.values() if len(group) > 1]
+    if alike:
+        raise ValueError(
+            f"label_column: {path!r} has classes that differ only in case or spacing: "
+            f"{shorten(alike, 4)}. Labels are compared exactly, so these would be "
+            "different classes; make each class one spelling."
+        )
     index = {name: i for i, name in enumerate(names)}
     return [index[value] for value in values], tuple(names)
 
 
+def check_label_counts(corpus, path):
+    """Refuses a label column that cannot be one (see `load_table`'s `check_labels`)."""
+    rows = len(corpus.train) + len(corpus.validation) + len(corpus.test)
+    names = corpus.label_names
+    override = "If this is really the label, pass check_labels=False (--no-label-check)."
+    if len(names) > rows / 2:
+        raise ValueError(
+            f"label_column: {path!r} has {len(names)} classes in {rows} rows, more than "
+            f"half the rows: {shorten(names)}. This looks like an id or text column, not "
+            f"a label. {override}"
+        )
+    counts = [0] * len(names)
+    for label in corpus.train.labels:
+        counts[label] += 1
+    rare = [name for name, count in zip(names, counts) if count < 2]
+    if rare:
+        raise ValueError(
+            f"label_column: {path!r}: {len(rare)} of {len(names)} classes have fewer than "
+            f"2 examples in the training split: {shorten(rare)}. A classifier cannot learn "
+            f"them; merge or drop them. {override}"
+        )
+
+
 def load_table(
-    path, text_column="text", label_column="label", encoding="utf-8", seed=0
+    path, text_column="text", label_column="label", encoding="utf-8", seed=0,
+    check_labels=True, exclude=None,
 ):
     """Loads a labelled (or unlabelled) text corpus from a CSV, TSV or JSONL file.
 
     CSV and TSV files need a header row naming the columns; JSONL files hold
-    one JSON object per line (blank lines are skipped). Labels may be
-    strings or integers; they become indices into `label_names`, which are
-    sorted (numerically if every label is an integer, else alphabetically).
-    Rows are split 80/10/10 by a hash of their text (see `split_corpus`).
+    one JSON object per line. Blank lines are skipped and counted; a row
+    whose fields do not fit the header is an error naming its line. Texts
+    must be text (JSON strings, no NUL bytes). Labels are strings or
+    integers, compared as `label_of` says; they become indices into
+    `label_names`, which are sorted (numerically if every label is an
+    integer, else alphabetically). Rows are split 80/10/10 by a hash of their
+    text (see `split_corpus`).
 
     Args:
         path: str or path-like, a `.csv`, `.tsv`, `.jsonl` or `.ndjson` file.
@@ -194,6 +351,11 @@ def load_table(
             for an unlabelled corpus. Defaults to `"label"`.
         encoding: str, the file's encoding. Defaults to `"utf-8"`.
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
+        check_labels: bool. Refuse a label column that cannot be one: more
+            classes than half the rows (an id column, say), or a class with
+            fewer than 2 examples in the training split. Defaults to True.
+        exclude: str or None. The run's output directory: a `path` inside it
+            is refused.
 
     Returns:
         A `Corpus`; ids are `"line <N>"`, the row's line in the file.
@@ -202,7 +364,10 @@ def load_table(
         FileNotFoundError: `path` does not exist.
         ValueError: an unknown extension; a file that is empty, not valid
             `encoding`, or has no data rows; a missing column or empty
-            text/label in a row; a single label class; too few rows for
+            text/label in a row; a row that does not fit the header; a text
+            that is not text; a label that is not a string or integer; a
+            single label class, classes differing only in case, or (with
+            `check_labels`) too many or too rare classes; too few rows for
             three non-empty splits.
 
     Example:
@@ -215,6 +380,7 @@ def load_table(
     ```
     """
     path = os.fspath(path)
+    check_outside(path, exclude, "path")
     columns = [("text_column", text_column)]
     if label_column is not None:
         columns.append(("label_column", label_column))
@@ -230,13 +396,16 @@ def load_table(
                 raise ValueError(
                     f"{argument}: {path!r} {where} has an empty {column!r}."
                 )
-        texts.append(str(row[text_column]))
+        texts.append(_check_text(row[text_column], path, where, text_column))
         ids.append(where)
         if label_column is not None:
-            raw_labels.append(str(row[label_column]).strip())
+            raw_labels.append(label_of(row[label_column], path, where))
     if not texts:
         raise ValueError(f"path: {path!r} has no data rows.")
     labels, label_names = None, None
     if label_column is not None:
         labels, label_names = encode_labels(raw_labels, path)
-    return split_corpus(path, texts, ids, labels, label_names, seed=seed)
+    corpus = split_corpus(path, texts, ids, labels, label_names, seed=seed)
+    if label_column is not None and check_labels:
+        check_label_counts(corpus, path)
+    return corpus

@@ -112,8 +112,8 @@ def load_vocabulary(path):
 
     Raises:
         FileNotFoundError: `path` does not exist.
-        ValueError: the file is not UTF-8, or lacks the special tokens with
-            `[PAD]` first.
+        ValueError: the file is not UTF-8, lacks the special tokens with
+            `[PAD]` first, repeats a token, or has a blank line.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -129,7 +129,21 @@ def load_vocabulary(path):
         ) from None
     if vocabulary and vocabulary[-1] == "":
         vocabulary.pop()
-    check_vocabulary(vocabulary, f"path ({os.fspath(path)!r})")
+    where = f"path ({os.fspath(path)!r})"
+    check_vocabulary(vocabulary, where)
+    first = {}
+    for line, token in enumerate(vocabulary, start=1):
+        if token.strip() != token or not token:
+            raise ValueError(
+                f"{where}: line {line} holds {token!r}; a vocabulary has one token per "
+                "line, without blank lines or surrounding spaces."
+            )
+        if token in first:
+            raise ValueError(
+                f"{where}: the token {token!r} is on lines {first[token]} and {line}; "
+                "every token must appear once (its line is its id)."
+            )
+        first[token] = line
     return vocabulary
 
 

@@ -17,6 +17,7 @@ from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.config import FinetuningConfig
 from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
+from keras_linformer.utils.validation import shorten
 
 
 def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=False):
@@ -211,7 +212,7 @@ class ClassificationTask(runs.Task):
         corpus, config = self.corpus, self.config
         return (
             f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
-            f" / {len(corpus.test)} test texts, labels {list(corpus.label_names)}. "
+            f" / {len(corpus.test)} test texts, labels {shorten(corpus.label_names)}. "
             f"{self.attention} classifier {self.source()}: "
             f"{model.backbone.count_params():,} backbone parameters, "
             f"n={self.sequence_length}; {plan.total_steps} steps of {config.batch_size} on "

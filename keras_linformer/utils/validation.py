@@ -61,3 +61,16 @@ def describe_range(low=None, high=None, include_low=True, include_high=True):
     if low is None:
         return f"a number {'<=' if include_high else '<'} {high}"
     return f"a number in {'[' if include_low else '('}{low}, {high}{']' if include_high else ')'}"
+
+
+def shorten(values, limit=8):
+    """A list for a message, cut after `limit` items with the count of the rest.
+
+    >>> shorten(range(20), limit=3)
+    '[0, 1, 2, ... and 17 more]'
+    """
+    values = list(values)
+    if len(values) <= limit:
+        return repr(values)
+    shown = ", ".join(repr(value) for value in values[:limit])
+    return f"[{shown}, ... and {len(values) - limit} more]"

@@ -166,3 +166,75 @@ def test_other_bad_table_inputs(tmp_path):
         match=r"`documents` must be one of \['file', 'paragraph'\]\. Received: documents='line'",
     ):
         data.load_text_files([tmp_path / "r.xlsx"], documents="line")
+
+
+def test_blank_lines_are_skipped_and_counted(tmp_path, capsys):
+    lines = ["text,label"] + [f"{t},{l}" for t, l in ROWS]
+    lines[5:5] = ["", ",", "  "]
+    corpus = data.load_table(write(tmp_path / "r.csv", "\n".join(lines)))
+    assert len(all_of(corpus, "texts")) == len(ROWS)
+    assert "skipped 3 blank line(s)" in capsys.readouterr().out
+
+
+def test_one_rule_for_the_same_class(tmp_path):
+    lines = [json.dumps({"text": t, "label": 1 if l == "pos" else " 0 "}) for t, l in ROWS]
+    lines[0] = json.dumps({"text": ROWS[0][0], "label": "1"})
+    corpus = data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)))
+    assert corpus.label_names == ("0", "1")
+    lines[1] = json.dumps({"text": ROWS[1][0], "label": "Pos"})
+    lines[2] = json.dumps({"text": ROWS[2][0], "label": "pos"})
+    with pytest.raises(ValueError, match=r"differ only in case or spacing: \[\['Pos', 'pos'\]\]"):
+        data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)), check_labels=False)
+
+
+def test_text_that_is_not_text_is_refused(tmp_path):
+    lines = [json.dumps({"text": t, "label": l}) for t, l in ROWS]
+    lines[4] = json.dumps({"text": 12345, "label": "pos"})
+    with pytest.raises(ValueError, match="line 5: 'text' holds a JSON int"):
+        data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)))
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"header\nPK\x03\x04\x00\x00")
+    with pytest.raises(ValueError, match="line 2 holds a NUL byte"):
+        data.load_text_files([binary])
+
+
+def test_a_class_with_one_training_example_is_refused_unless_allowed(tmp_path):
+    rows = ROWS + [("the only neutral review there is", "neutral")]
+    lines = ["text,label"] + [f"{t},{l}" for t, l in rows]
+    path = write(tmp_path / "r.csv", "\n".join(lines))
+    with pytest.raises(ValueError, match=r"fewer than 2 examples in the training split: "
+                                         r"\['neutral'\]"):
+        data.load_table(path)
+    assert "neutral" in data.load_table(path, check_labels=False).label_names
+
+
+def test_a_walk_names_the_files_it_skips(tmp_path, capsys):
+    for i in range(30):
+        write(tmp_path / f"doc{i:02d}.txt", f"Document {i}.")
+    write(tmp_path / "notes.md", "not read")
+    write(tmp_path / "data.csv", "not read either")
+    data.load_text_files(tmp_path)
+    assert "read 30 .txt file(s); skipped 2 other file(s): ['data.csv', 'notes.md']" in (
+        capsys.readouterr().out)
+
+
+def test_a_walk_skips_the_runs_own_output_directory(tmp_path, capsys):
+    for i in range(30):
+        write(tmp_path / f"doc{i:02d}.txt", f"Document {i}.")
+    (tmp_path / "run").mkdir()
+    write(tmp_path / "run" / "vocab.txt", "[PAD]\n[UNK]\n")
+    corpus = data.load_text_files(tmp_path, exclude=tmp_path / "run")
+    assert len(all_of(corpus, "texts")) == 30
+    assert "skipped 1 file(s) inside the run's output directory" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tokens, message", [
+    (["the", "cat", "the"], "the token 'the' is on lines 6 and 8"),
+    (["the", "", "cat"], "line 7 holds ''"),
+    (["the\r", "cat"], r"line 6 holds 'the\\r'"),
+])
+def test_a_vocabulary_with_a_repeated_or_blank_token_is_refused(tokens, message, tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(list(data.SPECIAL_TOKENS) + tokens) + "\n", newline="")
+    with pytest.raises(ValueError, match=message):
+        data.load_vocabulary(path)
