@@ -433,7 +433,62 @@ def summary(rows):
                 "linformer", n, batch, 768, k, "forward")
             row.append(f"{flop_ratio:.2f}")
             lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + backend_table(ok) + overall_table(ok))
+
+
+def overall_table(ok):
+    """Markdown: the best Linformer against the best exact attention of any backend."""
+    if len({(r["backend"], r["compile"]) for r in ok}) < 2:
+        return []
+    lines = ["\nThe fastest Linformer against the fastest exact attention on any backend "
+             "(memory: each one's peak)\n",
+             "| task | dtype | n | fastest exact | fastest Linformer | time ratio | memory ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for task, dtype, n in sorted({(r["task"], r["dtype"], int(r["sequence_length"]))
+                                  for r in ok}):
+        def best(models):
+            cells = [r for r in ok if r["model"] in models and r["task"] == task
+                     and r["dtype"] == dtype and int(r["sequence_length"]) == n]
+            return min(cells, key=lambda r: float(r["median_s"]), default=None)
+
+        exact = best(("mha-fused", "mha-explicit"))
+        linformer = best(("linformer", "linformer-unfused"))
+        if exact is None or linformer is None:
+            continue
+
+        def name(r):
+            return f"{r['model']} ({r['backend']} {r['compile']})"
+
+        memory = (int(linformer["peak_bytes"]) / int(exact["peak_bytes"])
+                  if int(exact["peak_bytes"]) else float("nan"))
+        lines.append(
+            f"| {task} | {dtype} | {n} | {name(exact)} | {name(linformer)} | "
+            f"{float(linformer['median_s']) / float(exact['median_s']):.3f} | {memory:.3f} |")
+    return lines
+
+
+def backend_table(ok):
+    """Markdown: the Linformer's time on each backend and mode over the fastest one."""
+    ways = sorted({(r["backend"], r["compile"]) for r in ok if r["model"] == "linformer"})
+    if len(ways) < 2:
+        return []
+    lines = ["\nThe Linformer's time on each backend over the fastest one, per task and n\n",
+             "| task | n | " + " | ".join(f"{b} {c}" for b, c in ways) + " |",
+             "|---|---|" + "---|" * len(ways)]
+    for task in TASKS:
+        for n in sorted({int(r["sequence_length"]) for r in ok if r["task"] == task}):
+            times = {}
+            for way in ways:
+                values = [float(r["median_s"]) for r in ok if r["model"] == "linformer"
+                          and r["task"] == task and int(r["sequence_length"]) == n
+                          and (r["backend"], r["compile"]) == way]
+                if values:
+                    times[way] = statistics.median(values)
+            if times:
+                fastest = min(times.values())
+                cells = [f"{times[w] / fastest:.2f}" if w in times else "-" for w in ways]
+                lines.append(f"| {task} | {n} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def parse_args(argv):
