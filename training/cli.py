@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -81,12 +82,76 @@ def program_parser(program, doc, epilog=None):
 
     Its description is the module docstring `doc` up to the first example command (a line
     starting with four spaces and `python`), its help shows defaults (`HelpFormatter`).
+
+    Every program starts here, so a training or export program (`training.*`) first
+    refuses a Keras backend other than TensorFlow (`check_tensorflow_backend`), before it
+    parses a flag, imports TensorFlow or writes a file.
     """
-    return argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(
         prog=f"python -m {program}",
         description=doc.split("\n    python")[0],
         epilog=epilog,
         formatter_class=HelpFormatter,
+    )
+    if program.split(".")[0] == "training":
+        problem = check_tensorflow_backend()
+        if problem:
+            parser.exit(2, f"{parser.prog}: error: {problem}\n")
+    return parser
+
+
+def keras_backend(environ=None):
+    """`(backend, where it was set)`: the Keras backend a program gets, read without Keras.
+
+    As Keras decides it on import: a non-empty KERAS_BACKEND, else the "backend" of
+    keras.json in KERAS_HOME (default ~/.keras, or /tmp/.keras where the home directory is
+    not writable), else "tensorflow". Once Keras is imported its backend is fixed, and it
+    is the one returned.
+    """
+    keras = sys.modules.get("keras")
+    if keras is not None and hasattr(keras, "backend") and hasattr(keras.backend, "backend"):
+        return keras.backend.backend(), "Keras, already imported,"
+    environ = os.environ if environ is None else environ
+    if environ.get("KERAS_BACKEND"):
+        return environ["KERAS_BACKEND"], f"KERAS_BACKEND={environ['KERAS_BACKEND']}"
+    if "KERAS_HOME" in environ:
+        home = environ["KERAS_HOME"]
+    else:
+        base = os.path.expanduser("~")
+        home = os.path.join(base if os.access(base, os.W_OK) else "/tmp", ".keras")
+    path = os.path.expanduser(os.path.join(home, "keras.json"))
+    try:
+        with open(path, encoding="utf-8") as file:
+            backend = json.load(file).get("backend")
+    except (OSError, ValueError, AttributeError):  # Keras ignores an unreadable file too.
+        backend = None
+    if backend:
+        return backend, f'{path} ("backend": "{backend}")'
+    return "tensorflow", "the default"
+
+
+def check_tensorflow_backend(environ=None):
+    """A one-line refusal when Keras would run on another backend than TensorFlow, or None.
+
+    The training and export programs need TensorFlow: tf.distribute strategies, tf.data
+    pipelines, TensorFlow checkpoints and SavedModel exports for TF Serving. The layers and
+    models of keras_linformer run on every Keras backend.
+    """
+    backend, source = keras_backend(environ)
+    if backend == "tensorflow":
+        return None
+    if source.startswith("KERAS_BACKEND="):
+        where, fix = f"{source} was set", "unset KERAS_BACKEND or set it to tensorflow"
+    elif source.startswith("Keras"):
+        where, fix = f"{source} runs on {backend}", "run the program in a new process"
+    else:
+        where = f"Keras reads the backend {backend} from {source}"
+        fix = 'set KERAS_BACKEND=tensorflow, or "backend": "tensorflow" in that file'
+    return (
+        f"the training and export programs need the TensorFlow backend (tf.distribute, "
+        f"tf.data, TensorFlow checkpoints, SavedModel), but {where}: {fix}. "
+        "Nothing was run or written. (The layers and models themselves run on every "
+        "Keras backend.)"
     )
 
 
@@ -451,18 +516,29 @@ def run(parser, function, args):
     process killed by SIGTERM, Ctrl-C with 130, any other failure with 1.
     With `--debug`, errors are raised with their traceback instead.
 
+    A training run that stops before its first checkpoint leaves nothing behind
+    (`remove_unfinished_starts`): its output directory is as it was before.
+
     Imports nothing itself: a program that never starts TensorFlow (the
     launcher, a study's driver) starts in a fraction of a second.
     """
-    if getattr(args, "debug", False):
-        return function(args)
+    del STARTED_RUNS[:]
     try:
-        return function(args)
-    except KeyboardInterrupt:
-        parser.exit(130, f"{parser.prog}: interrupted.\n")
-    except Exception as error:  # noqa: BLE001 (one line for every failure; --debug shows it)
-        status, message = failure(error)
-        parser.exit(status, f"{parser.prog}: {message}\n")
+        if getattr(args, "debug", False):
+            return function(args)
+        try:
+            return function(args)
+        except KeyboardInterrupt:
+            parser.exit(130, f"{parser.prog}: interrupted.\n")
+        except Exception as error:  # noqa: BLE001 (one line for every failure; --debug shows it)
+            status, message = failure(error)
+            parser.exit(status, f"{parser.prog}: {message}\n")
+    except BaseException as error:
+        if not (isinstance(error, SystemExit) and not error.code):
+            remove_unfinished_starts()
+        raise
+    finally:
+        del STARTED_RUNS[:]
 
 
 def failure(error):
@@ -528,12 +604,19 @@ def flag_names(**flags):
 def is_chief_process(environ=None):
     """Whether TF_CONFIG (if any) makes this process the chief, the one that writes outputs.
 
-    Read without TensorFlow; a malformed TF_CONFIG counts as chief (it is
-    refused, with its own error, when the strategy is made).
+    Read without TensorFlow; a process without TF_CONFIG (the only one) is the
+    chief, and a malformed TF_CONFIG counts as chief (it is refused, with its own
+    error, when the strategy is made).
+
+    >>> is_chief_process({}), is_chief_process({"TF_CONFIG": '{"task": {"type": "worker", '
+    ...                                         '"index": 1}}'})
+    (True, False)
     """
     text = (os.environ if environ is None else environ).get("TF_CONFIG", "").strip()
+    if not text:
+        return True
     try:
-        config = json.loads(text) if text else {}
+        config = json.loads(text)
         task, cluster = config.get("task") or {}, config.get("cluster") or {}
         return task.get("type") == "chief" or (
             task.get("type") == "worker" and task.get("index") == 0 and "chief" not in cluster
@@ -555,14 +638,88 @@ def prepare_run(args, task, load_corpus, strategy=None):
 
     Checks `--output-dir` (see `check_output_dir`), reads and checks the
     data, and only then starts TensorFlow's devices (unless `strategy` is
-    given), so that a mistake costs no start-up.
+    given), so that a mistake costs no start-up. Notes what the output
+    directory holds first (`note_start`), so that a run refused later, before
+    its first checkpoint, leaves it as it was.
     """
     from keras_linformer.training import devices
 
     devices.read_tf_config()  # A wrong TF_CONFIG is named before the data are read.
     check_output_dir(args.output_dir, task)
+    note_start(args.output_dir)
     corpus = load_corpus(args)
     return corpus, strategy or set_up_hardware(args)
+
+
+# The output directories of the new runs this process started (`note_start`): for each,
+# (path, the names it held before, the topmost directory the run creates or None).
+STARTED_RUNS = []
+
+
+def note_start(path):
+    """Notes what `path` holds before a new run writes there (see `remove_unfinished_starts`).
+
+    Only a new run's directory is noted (one without run.json: a resumed run's files are
+    the earlier run's), and only by the chief, the process that writes there.
+    """
+    from keras_linformer.training import run_directory
+
+    path = os.path.abspath(path)
+    if not is_chief_process() or os.path.exists(os.path.join(path, run_directory.RUN_FILE)):
+        return
+    created = None
+    ancestor = path
+    while not os.path.exists(ancestor):
+        created, ancestor = ancestor, os.path.dirname(ancestor)
+    before = set(os.listdir(path)) if created is None and os.path.isdir(path) else set()
+    STARTED_RUNS.append((path, before, created))
+
+
+def remove_unfinished_starts():
+    """Removes what the runs noted by `note_start` wrote, where one stopped before its first
+    checkpoint.
+
+    Such a run (refused by the model's options, a checkpoint that does not fit, data that
+    yield no batch, a divergence in the first round, ...) has nothing to resume, but its
+    run.json would refuse the corrected command ("another configuration"). Files that were
+    there before it (a driver's command.txt, a shell's output.log) stay; a directory the
+    run created goes, parents included, once empty. A run with a checkpoint is kept: the
+    same command resumes it. Returns the paths removed.
+    """
+    if not STARTED_RUNS:
+        return []  # Imports nothing: `run` calls it after every failure.
+    from keras_linformer.training import run_directory
+
+    loop = sys.modules.get("keras_linformer.training.loop")
+    removed = []
+    for path, before, created in STARTED_RUNS:
+        if not os.path.isdir(path) or (loop is not None and loop.has_checkpoint(path)):
+            continue
+        if os.path.isfile(os.path.join(path, run_directory.SUMMARY_FILE)):
+            continue  # Finished (by another process sharing the directory): its results.
+        for name in sorted(set(os.listdir(path)) - before):
+            entry = os.path.join(path, name)
+            try:
+                if os.path.isdir(entry) and not os.path.islink(entry):
+                    shutil.rmtree(entry)
+                else:
+                    os.remove(entry)
+                removed.append(entry)
+            except OSError:
+                pass  # Best effort: the error that stopped the run is what to report.
+        if created is not None:
+            directory = path
+            while True:
+                try:
+                    os.rmdir(directory)  # Only if empty.
+                except OSError:
+                    break
+                removed.append(directory)
+                if directory == created:
+                    break
+                directory = os.path.dirname(directory)
+    del STARTED_RUNS[:]
+    return removed
 
 
 def physical_memory_bytes():

@@ -266,14 +266,48 @@ def _matmul_forward(spec):
     return forward, (a, b)
 
 
+# What a model cell of each task imports before it builds anything (the modules its
+# builder, `_backbone_forward` or `_masked_lm_train_step`, imports).
+CELL_IMPORTS = {
+    "forward": ("numpy", "tensorflow", "keras", "keras_linformer.models"),
+    "train": ("numpy", "tensorflow", "keras", "keras_linformer.data",
+              "keras_linformer.models", "keras_linformer.training.optimizers",
+              "keras_linformer.training.pretraining"),
+}
+
+
+def _empty_cell(spec):
+    """The memory of a cell process that imported what a model cell imports, and no more.
+
+    No cell of the task can run under a memory limit below `peak_rss_bytes`: the
+    kernel's high-water mark of this process's resident set after the imports
+    (`python -m benchmarks.harness.cell '{"model": "empty", "task": "forward"}'`).
+    """
+    import importlib
+
+    for module in CELL_IMPORTS[spec.get("task", "forward")]:
+        importlib.import_module(module)
+    gc.collect()
+    _release_free_heap()
+    return {
+        "status": "ok",
+        "rss_bytes": _status_kb("VmRSS") * 1024,
+        "peak_rss_bytes": _status_kb("VmHWM") * 1024,
+    }
+
+
 def run_cell(spec):
     """Measures one cell described by `spec` (a dict); returns a result dict.
 
-    `spec["model"]` is `"linformer"`, `"transformer"` or `"matmul"`;
-    `spec["task"]` is `"forward"` (the default) or `"train"`. Running out of
-    memory inside TensorFlow is reported as status `"OOM"`, any other failure
-    as `"error"`; a process killed from outside reports nothing.
+    `spec["model"]` is `"linformer"`, `"transformer"` or `"matmul"`, or
+    `"empty"`, which measures only what the imports of a cell take
+    (`_empty_cell`); `spec["task"]` is `"forward"` (the default) or
+    `"train"`. Running out of memory inside TensorFlow is reported as status
+    `"OOM"`, any other failure as `"error"`; a process killed from outside
+    reports nothing.
     """
+    if spec["model"] == "empty":
+        return _empty_cell(spec)
     import tensorflow as tf
 
     if spec["model"] == "matmul":

@@ -16,6 +16,7 @@ from benchmarks import outputs
 from benchmarks.harness import flops as flop_count
 from benchmarks.harness import report
 from benchmarks.harness.runner import busy_cores
+from benchmarks.harness.runner import empty_cell_memory
 from benchmarks.harness.runner import run_in_subprocess
 from training import cli
 
@@ -80,7 +81,8 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
     parser.add_argument(
         "--projected-dims", type=cli.positive_int, nargs="+", default=projected_dims,
         metavar="K",
-        help="Linformer projected dims k; only k < n is run",
+        help="Linformer projected dims k; only k < n is run, and a k that no n exceeds "
+        "is refused",
     )
     parser.add_argument(
         "--models", nargs="+", choices=("transformer", "linformer"),
@@ -130,7 +132,9 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
     parser.add_argument(
         "--memory-limit-gb", type=cli.positive_float, default=10.0, metavar="GIB",
         help="resident memory allowed per cell process (weights included); past it "
-        "the cell is killed and recorded as OOM (default: %(default)s)",
+        "the cell is killed and recorded as OOM. A limit below what a cell process takes "
+        "once TensorFlow is imported (measured before the first cell) is refused "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--total-time-budget", type=cli.positive_float, default=None, metavar="SECONDS",
@@ -234,6 +238,8 @@ def parse_arguments(parser, argv, task, default_name):
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     check_model_shape(parser, args)
+    if not args.report_only:  # Which runs nothing: its CSV is checked when it is read.
+        check_grid(parser, args)
     if args.compare is not None:
         field, value = args.compare
         needed = COMPARABLE[field][0]
@@ -261,6 +267,35 @@ def check_model_shape(parser, args):
             f"--hidden-dim ({shape['hidden_dim']}) must be divisible by "
             f"--num-heads ({shape['num_heads']})"
         )
+
+
+def check_grid(parser, args):
+    """Refuses a Linformer k that no n of the grid runs (the Linformer runs only k < n).
+
+    Such a k would be in the command a result records, with no cell behind it; where no k
+    runs at all, the grid has no Linformer cell (and with `--models linformer`, no model
+    cell): its outputs would report a comparison that never ran.
+    """
+    if "linformer" not in args.models:
+        return
+    lengths = sorted(set(args.sequence_lengths))
+    dims = sorted(set(args.projected_dims))
+    unused = [k for k in dims if k >= lengths[-1]]
+    if not unused:
+        return
+    if len(unused) == len(dims):
+        what = ("no cell at all" if args.models == ["linformer"]
+                else "no Linformer cell (only the Transformer's)")
+        reason = (f"every k ({' '.join(map(str, dims))}) is at least every n "
+                  f"({' '.join(map(str, lengths))}), so the grid has {what}")
+    else:
+        reason = (f"k={' '.join(map(str, unused))} is at least every n "
+                  f"({' '.join(map(str, lengths))}), so no cell would run it")
+    parser.error(
+        f"argument --projected-dims: {reason}; the Linformer runs only k < n. Give k below "
+        f"{lengths[-1]} (the longest of --sequence-lengths), a longer n, or leave linformer "
+        "out of --models"
+    )
 
 
 def model_shape(args):
@@ -668,10 +703,28 @@ def run_program(program, parse_args, write_outputs, argv=None):
     return cli.run(parser, work, args)
 
 
+def check_memory_limit(args):
+    """Refuses a `--memory-limit-gb` at or below what a cell process needs before it builds
+    anything (`runner.empty_cell_memory`, measured now): every cell would be an OOM."""
+    floor = empty_cell_memory(args.task)
+    if args.memory_limit_gb * 2**30 <= floor:
+        raise ValueError(
+            f"--memory-limit-gb: {args.memory_limit_gb:g} GiB is below what a cell process "
+            f"needs before it builds anything: {floor / 2**30:.2f} GiB of resident memory, "
+            "measured just now in a fresh process that imported what a cell imports "
+            "(Python, TensorFlow, Keras, keras_linformer), so every model cell would be "
+            f"recorded as OOM. Give more than {floor / 2**30:.2f} GiB, plus what the largest "
+            "cell's model and activations take"
+        )
+
+
 def benchmark(args, command, write_outputs):
     """The flow of a grid benchmark program, run under `cli.run`.
 
-    Prints `command` and the machine, runs the grid (or reads
+    Refuses a `--memory-limit-gb` no cell fits in (`check_memory_limit`), or
+    a `--report-only` CSV that is not a run of this benchmark
+    (`report.read_results`), before writing anything. Prints `command` and
+    the machine, runs the grid (or reads
     `--report-only`'s CSV, and its command), writes the outputs with
     `write_outputs(rows, command, args, machine)` (which returns the paths
     written) and prints a summary line. Exits with status 1 if any cell
@@ -680,8 +733,9 @@ def benchmark(args, command, write_outputs):
     """
     machine = outputs.machine_description()
     if args.report_only:
-        rows, command = outputs.read_csv(args.report_only)
+        rows, command = report.read_results(args.report_only, args.task)
     else:
+        check_memory_limit(args)
         cli.log(command)
         cli.log(f"machine: {machine}")
         rows = run(args, output_base(args)[1], command)

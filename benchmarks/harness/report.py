@@ -7,6 +7,7 @@ with `benchmarks.outputs.read_csv`). Rows of the inference benchmark have
 benchmark), those of the train-step benchmark `"train"`.
 """
 
+import csv
 import math
 import statistics
 
@@ -97,6 +98,73 @@ def paper_figure(table, sequence_length, projected_dim):
 def write_csv(rows, path, command):
     """Writes `rows` as the `FIELDS` columns under a first line `# <command>` that produced them."""
     outputs.write_csv(path, command, FIELDS, rows, value=_csv_value)
+
+
+# The columns the reports read from every row: a CSV without one of them is not a grid
+# benchmark's. (Later ones, e.g. task, round and variant, may be missing from an older CSV.)
+REQUIRED_FIELDS = (
+    "preset", "num_layers", "hidden_dim", "num_heads", "intermediate_dim", "model",
+    "sequence_length", "projected_dim", "batch_size", "dtype", "status", "median_s", "min_s",
+    "flops", "gflops_per_s",
+)
+MODELS = ("transformer", "linformer", "matmul")
+TASK_NAMES = {"forward": "forward passes", "train": "train steps"}
+
+
+def read_results(path, task, argument="--report-only"):
+    """`(rows, command)` of a grid benchmark's CSV (see `write_csv`), to rebuild its report.
+
+    Raises:
+        ValueError: naming `argument` and `path`, and why no report can be made of it:
+            it cannot be read, lacks `REQUIRED_FIELDS` columns, has no rows, or no
+            model cell, has a row of another model, or holds the other task's results
+            (`task`: "forward" or "train").
+    """
+    try:
+        with open(path, newline="", encoding="utf-8") as file:
+            first = file.readline()
+            if not (first.startswith("# ") and first[2:].strip()):
+                file.seek(0)
+            table = [cells for cells in csv.reader(file) if cells]
+    except OSError as error:
+        raise ValueError(f"{argument}: cannot read {path}: {error.strerror or error}") from None
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise ValueError(f"{argument}: {path} is not a CSV file ({error})") from None
+    if not table:
+        raise ValueError(f"{argument}: {path} has no rows (not even a header): no cell was "
+                         "recorded, so there is nothing to report")
+    header, body = table[0], table[1:]
+    missing = [field for field in REQUIRED_FIELDS if field not in header]
+    if missing:
+        raise ValueError(
+            f"{argument}: {path} is not a CSV of a grid benchmark: it lacks the columns "
+            f"{', '.join(missing)} (its columns: {', '.join(header[:12])}"
+            f"{' ...' if len(header) > 12 else ''})"
+        )
+    if not body:
+        raise ValueError(f"{argument}: {path} has no rows, only its header: no cell was "
+                         "recorded, so there is nothing to report")
+    for number, cells in enumerate(body, 1):
+        if len(cells) > len(header):
+            raise ValueError(f"{argument}: {path}: data row {number} has {len(cells)} cells, "
+                             f"more than the {len(header)} columns of its header")
+    rows, command = outputs.read_csv(path)
+    for number, row in enumerate(rows, 1):
+        if row["model"] not in MODELS:
+            raise ValueError(f"{argument}: {path}: data row {number} has model {row['model']!r}; "
+                             f"a grid benchmark's rows are {', '.join(MODELS)}")
+    models = [row for row in rows if row["model"] != "matmul"]
+    if not models:
+        raise ValueError(f"{argument}: {path} has no model cell, only the reference "
+                         "matmul: there is nothing to compare")
+    found = sorted({row.get("task") or "forward" for row in models})
+    if found != [task]:
+        wrote = f"written by `{command}`" if command else "no command recorded"
+        raise ValueError(
+            f"{argument}: {path} holds {' and '.join(TASK_NAMES.get(t, t) for t in found)} "
+            f"({wrote}), not {TASK_NAMES[task]}: rebuild it with the program that wrote it"
+        )
+    return rows, command
 
 
 def _csv_value(value):

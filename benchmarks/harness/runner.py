@@ -6,7 +6,9 @@ size and wall time and kills it past either limit, so a cell that does not
 fit is recorded as `"OOM"` or `"timeout"` instead of taking the machine down.
 """
 
+import functools
 import json
+import math
 import os
 import resource
 import signal
@@ -167,3 +169,28 @@ def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
     result["max_rss_bytes"] = max_rss
     result["busy_cores_during"] = others.cores
     return result
+
+
+# Seconds an empty cell may take to import TensorFlow (on a busy machine, too).
+EMPTY_CELL_SECONDS = 600
+
+
+@functools.lru_cache(maxsize=None)
+def empty_cell_memory(task="forward"):
+    """Peak resident bytes of a cell process of `task` that has built nothing yet.
+
+    Measured once per task and process, in a fresh process that imports what a
+    model cell imports (Python, TensorFlow, Keras, keras_linformer) and stops
+    there (`cell._empty_cell`): the least any cell needs, so a memory limit at or
+    below it would record every cell as OOM.
+
+    Raises:
+        RuntimeError: the empty cell did not run (then no cell would).
+    """
+    result = run_in_subprocess({"model": "empty", "task": task}, EMPTY_CELL_SECONDS, math.inf)
+    if result["status"] != "ok":
+        raise RuntimeError(
+            f"a benchmark cell process that only imports TensorFlow failed "
+            f"({result['status']}: {result.get('note', '')}); no cell could run"
+        )
+    return max(result["peak_rss_bytes"], result["max_rss_bytes"])
