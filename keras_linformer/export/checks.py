@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from keras_linformer.export import fingerprints
 from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
@@ -44,6 +45,76 @@ def check_layout(export_dir):
         True,
         f"version {os.path.basename(os.path.normpath(export_dir))} holds "
         + ", ".join(required),
+    )
+
+
+def exported_lines(file_name, record, info):
+    """The lines exported as `file_name`, when known for sure (their fingerprint matches).
+
+    `labels.txt`: the class names recorded in `export_info.json`.
+    `vocab.txt`: the vocabulary beside the source model (its training
+    output directory), if unchanged since the export.
+    """
+    candidates = []
+    if file_name == sources.LABELS_FILE and info.get("label_names") is not None:
+        candidates.append(info["label_names"])
+    elif file_name == sources.VOCABULARY_FILE and info.get("source_model"):
+        path = os.path.join(os.path.dirname(info["source_model"]), sources.VOCABULARY_FILE)
+        if os.path.isfile(path):
+            candidates.append(fingerprints.read_lines(path))
+    for lines in candidates:
+        if fingerprints.lines_sha256(lines) == record["sha256"]:
+            return lines
+    return None
+
+
+def check_fingerprints(export_dir, info):
+    """The files beside the SavedModel against the fingerprints `export_info.json` records."""
+    name = "fingerprints"
+    recorded = info.get("fingerprints")
+    if not recorded:
+        return Check(
+            name,
+            True,
+            f"{serving.INFO_FILE} records no fingerprints (written before exports recorded "
+            "them): vocab.txt and labels.txt not checked",
+        )
+    files = recorded.get("files") or {}
+    problems, described = [], []
+    for file_name, record in files.items():
+        where = f"{warmup.EXTRA_DIR}/{file_name}"
+        problem = fingerprints.check_file(
+            os.path.join(export_dir, warmup.EXTRA_DIR, file_name),
+            where,
+            record,
+            exported_lines(file_name, record, info),
+        )
+        if problem is None:
+            described.append(
+                f"{where} ({record['lines']} lines, sha256 {fingerprints.short(record['sha256'])})"
+            )
+        else:
+            problems.append(problem)
+    labels = files.get(sources.LABELS_FILE)
+    if labels is not None and (
+        fingerprints.lines_sha256(info.get("label_names") or []) != labels["sha256"]
+    ):
+        problems.append(
+            f"{warmup.EXTRA_DIR}/{serving.INFO_FILE}: label_names {info.get('label_names')!r:.200} "
+            f"do not match the fingerprint of the exported {sources.LABELS_FILE}"
+        )
+    if problems or not described:
+        return Check(
+            name,
+            False,
+            "; ".join(problems or [f"{serving.INFO_FILE} records fingerprints of no file"])
+            + ". The served model still holds what was exported, but clients and this check "
+            "read these files: restore them (from the training run) or export again",
+        )
+    return Check(
+        name,
+        True,
+        " and ".join(described) + f" match the fingerprints in {serving.INFO_FILE}",
     )
 
 
@@ -192,14 +263,24 @@ def check_warmup(export_dir, info, expected):
     )
 
 
-def run_load(export_dir, cases, requests, work):
+def over_the_cap(inputs, max_batch_size):
+    """`inputs` with their rows repeated to `max_batch_size + 1`: one row too many."""
+    rows = np.arange(max_batch_size + 1)
+    return {key: np.take(value, rows % len(value), axis=0) for key, value in inputs.items()}
+
+
+def run_load(export_dir, cases, requests, work, max_batch_size=None):
     """Runs every case and warmup request under `tf.saved_model.load` in a fresh process.
 
-    Returns `(outputs by case or None, error, {case: signature}, {case: rows})`.
+    With `max_batch_size`, each signature is also fed one row more than
+    that, which it must refuse.
+
+    Returns `(outputs by case or None, error, {case: signature}, {case: rows},
+    {case: refusal message or None})`.
     """
     case_dir = os.path.join(work, "load")
     os.makedirs(case_dir)
-    manifest, rows = {}, {}
+    manifest, rows, refusals = {}, {}, {}
     for signature, inputs in cases.items():
         manifest[f"verify_{signature}"] = signature
         np.savez(os.path.join(case_dir, f"verify_{signature}.npz"), **inputs)
@@ -209,30 +290,57 @@ def run_load(export_dir, cases, requests, work):
             manifest[case] = request.signature_name
             rows[case] = len(next(iter(request.inputs.values())))
             np.savez(os.path.join(case_dir, f"{case}.npz"), **request.inputs)
+    entries = dict(manifest)
+    if max_batch_size is not None:
+        for signature, inputs in cases.items():
+            case = f"refused_{signature}"
+            manifest[case] = signature
+            entries[case] = {"signature": signature, "refused": True}
+            np.savez(
+                os.path.join(case_dir, f"{case}.npz"), **over_the_cap(inputs, max_batch_size)
+            )
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
-        json.dump(manifest, file)
+        json.dump(entries, file)
     ok, _, error = run_loader(LOAD_LOADER, [export_dir, case_dir], "tf.saved_model.load")
     if not ok:
-        return None, error, manifest, rows
+        return None, error, manifest, rows, refusals
     outputs = {}
     for case in manifest:
         path = os.path.join(case_dir, case + ".out.npz")
         if os.path.isfile(path):
             with np.load(path, allow_pickle=True) as archive:
                 outputs[case] = {key: archive[key] for key in archive.files}
-    return outputs, None, manifest, rows
+        if case.startswith("refused_"):
+            path = os.path.join(case_dir, case + ".error.txt")
+            refusals[case] = None
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as file:
+                    refusals[case] = file.read()
+    return outputs, None, manifest, rows, refusals
 
 
-def check_load(result, cli_outputs, reference, atol):
+def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
     """Returns `(Check, {signature: outputs})` for the `run_load` result."""
     name = "tf.saved_model.load"
-    outputs_by_case, error, manifest, rows = result
+    outputs_by_case, error, manifest, rows, refusals = result
     if outputs_by_case is None:
         return Check(name, False, error), {}
     problems, verified = [], {}
     for case, signature in manifest.items():
         outputs = outputs_by_case.get(case)
-        if outputs is None:
+        if case.startswith("refused_"):
+            message = refusals.get(case)
+            if message is None:
+                problems.append(
+                    f"{signature}: a batch of {max_batch_size + 1} was not refused, but the "
+                    f"export records max_batch_size {max_batch_size}"
+                )
+            elif "max_batch_size" not in message:
+                problems.append(
+                    f"{signature}: a batch of {max_batch_size + 1} failed without naming the "
+                    f"cap: {message.strip().splitlines()[0][:200]}"
+                )
+        elif outputs is None:
             problems.append(f"{case}: no outputs")
         elif case.startswith("verify_"):
             verified[signature] = outputs
@@ -246,12 +354,18 @@ def check_load(result, cli_outputs, reference, atol):
             problems.append(f"{case}: outputs do not have the request's {rows[case]} rows")
     if problems:
         return Check(name, False, "; ".join(problems)), verified
+    capped = (
+        f"; a batch of {max_batch_size + 1} is refused by every signature (max_batch_size "
+        f"{max_batch_size})"
+        if refusals
+        else ""
+    )
     return (
         Check(
             name,
             True,
             f"fresh process; signatures {sorted(verified)} match Keras and saved_model_cli "
-            f"run; {len(rows)} warmup requests ran",
+            f"run; {len(rows)} warmup requests ran" + capped,
         ),
         verified,
     )

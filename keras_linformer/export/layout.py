@@ -71,8 +71,22 @@ def latest_version_dir(path):
     Raises:
         FileNotFoundError: `path` does not exist, or is neither a SavedModel
             nor a directory of versions.
+        NotADirectoryError: `path` is a file.
     """
     path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        parent = os.path.dirname(os.path.abspath(path))
+        hint = (
+            f" (the SavedModel is its directory, {parent!r})"
+            if os.path.basename(path) == "saved_model.pb"
+            else ""
+        )
+        raise NotADirectoryError(
+            f"export_dir: {path!r} is a file, not a directory{hint}. Expected an export "
+            "directory: a version (saved_models/NAME/3, holding saved_model.pb and "
+            "assets.extra/) or a model directory (saved_models/NAME, whose highest "
+            "version is used)."
+        )
     if not os.path.isdir(path):
         raise FileNotFoundError(f"export_dir: directory {path!r} does not exist.")
     if os.path.isfile(os.path.join(path, "saved_model.pb")):

@@ -4,7 +4,10 @@ Each export is a `keras.export.ExportArchive` (the model and its tokenizer
 tracked, one endpoint per signature) written as a new version in TF
 Serving's layout, with warmup requests and the vocabulary beside it in
 `assets.extra/`. Tokenization runs inside the graph with
-`keras_linformer.data.TextEncoder`, the encoding fine-tuning used.
+`keras_linformer.data.TextEncoder`, the encoding fine-tuning used. The
+graph refuses a request of more than `max_batch_size` texts, and
+`export_info.json` records the fingerprints of the model, the vocabulary
+and the class names (`keras_linformer.export.fingerprints`).
 """
 
 import datetime
@@ -18,12 +21,20 @@ import tensorflow as tf
 import keras_linformer
 from keras_linformer import data
 from keras_linformer.data.vocabulary import MASK
+from keras_linformer.export import fingerprints
 from keras_linformer.export import layout
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
 
 INFO_FILE = "export_info.json"
 SERVE_TAG = "serve"
+
+# Texts (or token-id rows) per request, checked in the graph: memory grows with
+# the batch, and TF Serving's own request batching (`--enable_batching`) merges
+# smaller requests. The floor leaves room for the warmup requests (6 texts at
+# most) and `verify`'s batches (11).
+DEFAULT_MAX_BATCH_SIZE = 1024
+MIN_MAX_BATCH_SIZE = 16
 
 # Shapes use -1 for a dimension of any size, as `saved_model_cli show` does.
 # `n` is the sequence length, `C` the number of classes, `P` the fill-mask
@@ -133,6 +144,8 @@ def export_classifier(
     model_name="linformer_classifier",
     version=None,
     sequence_length=None,
+    max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+    reuse_existing=False,
 ):
     """Exports a text classifier as a new version of a TF Serving model.
 
@@ -141,9 +154,14 @@ def export_classifier(
     vocabulary exactly as fine-tuning did (`keras_linformer.data.TextEncoder`:
     `[CLS] tokens [SEP]`, the head of a longer text, invalid UTF-8 bytes
     replaced by U+FFFD), plus `assets.extra/` with TF Serving's warmup
-    requests, `vocab.txt`, `labels.txt` and `export_info.json`. Versions are
-    integers; the next free one is taken, the directory is renamed into
-    place once complete, and an existing version is never replaced.
+    requests, `vocab.txt`, `labels.txt` and `export_info.json` (which
+    records the SHA-256 fingerprints of `vocab.txt`, `labels.txt`, the
+    model and the whole export; `verify` checks the files against them).
+    Versions are integers; the next free one is taken, the directory is
+    renamed into place once complete, and an existing version is never
+    replaced. With `reuse_existing=True`, an export whose latest version
+    already holds this same export (same fingerprint) writes nothing and
+    returns that version.
 
     Signatures, for a batch of B texts, C classes and sequence length n:
 
@@ -156,6 +174,11 @@ def export_classifier(
       vocabulary) -> the same outputs. Ids outside the vocabulary or a
       mask value other than 0/1 fail with an InvalidArgumentError that
       names the input.
+
+    A request holds at most `max_batch_size` texts (or token-id rows):
+    B is capped in the graph, and a larger batch fails with an
+    InvalidArgumentError (HTTP 400 from TF Serving) naming the cap, before
+    any text is tokenized. Split larger batches on the client.
 
     Args:
         model: a `LinformerTextClassifier`, its `.keras` file, or the output
@@ -173,9 +196,18 @@ def export_classifier(
         sequence_length: int or `None`, n; `None` means the fine-tuning
             run's (its `run.json`) or else the backbone's
             `max_sequence_length`. Defaults to `None`.
+        max_batch_size: int, the most texts (or token-id rows) one request
+            may hold, at least 16. Defaults to `1024`.
+        reuse_existing: bool. If `True` and the latest version of
+            `model_name` holds an export of the same model, vocabulary,
+            class names and options (its recorded fingerprint matches, and
+            its files still match theirs), return that version instead of
+            writing a new one. An older version is not reused: TF Serving
+            serves the latest. Cannot be combined with `version`.
+            Defaults to `False`.
 
     Returns:
-        str, the new version directory.
+        str, the new version directory (or the reused one).
 
     Example:
 
@@ -185,12 +217,15 @@ def export_classifier(
     keras_linformer.export.verify(path)
     ```
     """
-    check_destination(base_dir, model_name, version)
+    check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
     source = sources.load_source(
         "classifier", model, vocabulary, label_names, sequence_length
     )
     check_classifier_activation(source.model)
-    return write_export(source, base_dir, model_name, version, build_classifier_archive)
+    source.max_batch_size = max_batch_size
+    return write_export(
+        source, base_dir, model_name, version, build_classifier_archive, reuse_existing
+    )
 
 
 def export_masked_lm(
@@ -202,6 +237,8 @@ def export_masked_lm(
     sequence_length=None,
     top_k=5,
     max_masks=8,
+    max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+    reuse_existing=False,
 ):
     """Exports a masked LM as a fill-mask TF Serving model (a new version).
 
@@ -225,6 +262,8 @@ def export_masked_lm(
 
     A text without `[MASK]` (or whose masks were cut off) gets
     `num_masks` 0 and only unused slots: a defined answer, not an error.
+    A request holds at most `max_batch_size` texts; a larger one fails
+    with an InvalidArgumentError naming the cap.
 
     Args:
         model: a `LinformerMaskedLM`, its `.keras` file, or the output
@@ -239,9 +278,14 @@ def export_masked_lm(
         top_k: int, candidates per mask, fixed in the graph. Defaults to `5`.
         max_masks: int, P, mask slots per text, fixed in the graph (at most
             n - 2). Defaults to `8`.
+        max_batch_size: int, the most texts one request may hold, at
+            least 16. Defaults to `1024`.
+        reuse_existing: bool, as in `export_classifier`: return the
+            latest version instead of writing one when it holds this same
+            export. Defaults to `False`.
 
     Returns:
-        str, the new version directory.
+        str, the new version directory (or the reused one).
 
     Example:
 
@@ -250,7 +294,7 @@ def export_masked_lm(
     keras_linformer.export.verify(path)
     ```
     """
-    check_destination(base_dir, model_name, version)
+    check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
     source = sources.load_source("masked_lm", model, vocabulary, None, sequence_length)
     vocabulary_size = len(source.vocabulary)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocabulary_size:
@@ -265,29 +309,129 @@ def export_masked_lm(
             f"{most}. Received: max_masks={max_masks!r}"
         )
     source.top_k, source.max_masks = top_k, max_masks
-    return write_export(source, base_dir, model_name, version, build_masked_lm_archive)
+    source.max_batch_size = max_batch_size
+    return write_export(
+        source, base_dir, model_name, version, build_masked_lm_archive, reuse_existing
+    )
 
 
-def check_destination(base_dir, model_name, version):
+def check_destination(base_dir, model_name, version, max_batch_size, reuse_existing=False):
     """Checks the cheap arguments before any model is loaded."""
     if not isinstance(base_dir, (str, os.PathLike)):
         raise TypeError(f"base_dir: expected a directory path. Received: {base_dir!r}")
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise ValueError(f"base_dir: {os.fspath(base_dir)!r} exists and is not a directory.")
+    check_max_batch_size(max_batch_size)
+    if not isinstance(reuse_existing, bool):
+        raise ValueError(
+            f"`reuse_existing` must be True or False. Received: reuse_existing={reuse_existing!r}"
+        )
+    if reuse_existing and version is not None:
+        raise ValueError(
+            "`version` and `reuse_existing` cannot be combined: `reuse_existing` returns "
+            "the latest version when it holds the same export, else takes the next one. "
+            f"Received: version={version!r}, reuse_existing=True"
+        )
     layout.check_version_free(base_dir, model_name, version)
 
 
-def write_export(source, base_dir, model_name, version, build_archive):
+def check_max_batch_size(max_batch_size):
+    if (
+        isinstance(max_batch_size, bool)
+        or not isinstance(max_batch_size, int)
+        or not MIN_MAX_BATCH_SIZE <= max_batch_size < 2**31
+    ):
+        raise ValueError(
+            f"`max_batch_size` must be an integer from {MIN_MAX_BATCH_SIZE} (the warmup "
+            "requests and `verify` send batches of up to 11 texts) to 2**31 - 1: the most "
+            "texts one request may hold. Received: "
+            f"max_batch_size={max_batch_size!r}"
+        )
+
+
+def export_fingerprints(source, model_name):
+    """The fingerprints an export of `source` records (see `keras_linformer.export.fingerprints`).
+
+    Computed from the model and the lists in memory, before anything is
+    written: `reuse_existing` compares the `"export"` one with those of the
+    versions already there.
+    """
+    files = {sources.VOCABULARY_FILE: fingerprints.file_record(source.vocabulary)}
+    if source.task == "classifier":
+        files[sources.LABELS_FILE] = fingerprints.file_record(source.label_names)
+    model = fingerprints.model_sha256(source.model)
+    export = fingerprints.export_sha256(
+        {
+            "task": source.task,
+            "model_name": model_name,
+            "model": model,
+            "files": {name: record["sha256"] for name, record in files.items()},
+            "sequence_length": source.sequence_length,
+            "top_k": source.top_k,
+            "max_masks": source.max_masks,
+            "max_batch_size": source.max_batch_size,
+            "versions": library_versions(),
+        }
+    )
+    return {"files": files, "model": model, "export": export}
+
+
+def library_versions():
+    return {
+        "keras_linformer": keras_linformer.__version__,
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+    }
+
+
+def find_same_export(base_dir, model_name, export_fingerprint):
+    """The latest version of `model_name` if it holds the export `export_fingerprint`, else None.
+
+    Only the latest version counts (TF Serving serves it), and only if it
+    is complete and its `vocab.txt` / `labels.txt` still match their
+    fingerprints.
+    """
+    model_dir = os.path.join(os.fspath(base_dir), model_name)
+    versions = layout.list_versions(model_dir)
+    if not versions:
+        return None
+    path = os.path.join(model_dir, str(versions[-1]))
+    if not (
+        os.path.isfile(os.path.join(path, "saved_model.pb"))
+        and os.path.isdir(os.path.join(path, "variables"))
+        and os.path.isfile(warmup.warmup_path(path))
+    ):
+        return None
+    try:
+        recorded = read_export_info(path).get("fingerprints") or {}
+    except (OSError, ValueError):
+        return None
+    if recorded.get("export") != export_fingerprint:
+        return None
+    extra = os.path.join(path, warmup.EXTRA_DIR)
+    for name, record in (recorded.get("files") or {}).items():
+        if fingerprints.check_file(os.path.join(extra, name), name, record) is not None:
+            return None
+    return path
+
+
+def write_export(source, base_dir, model_name, version, build_archive, reuse_existing=False):
+    recorded = export_fingerprints(source, model_name)
+    if reuse_existing:
+        existing = find_same_export(base_dir, model_name, recorded["export"])
+        if existing is not None:
+            return existing
+
     def write(path):
         archive, requests = build_archive(source)
         archive.write_out(path, verbose=False)
         warmup.write_warmup_requests(path, model_name, requests)
-        write_extras(path, source, model_name)
+        write_extras(path, source, model_name, recorded)
 
     return layout.write_version(base_dir, model_name, write, version)
 
 
-def write_extras(path, source, model_name):
+def write_extras(path, source, model_name, recorded):
     extra = os.path.join(path, warmup.EXTRA_DIR)
     data.save_vocabulary(source.vocabulary, os.path.join(extra, sources.VOCABULARY_FILE))
     info = {
@@ -295,21 +439,26 @@ def write_extras(path, source, model_name):
         "model_name": model_name,
         "sequence_length": source.sequence_length,
         "vocabulary_size": len(source.vocabulary),
+        "max_batch_size": source.max_batch_size,
         "source_model": None if source.model_path is None else os.path.abspath(source.model_path),
         "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "versions": {
-            "keras_linformer": keras_linformer.__version__,
-            "tensorflow": tf.__version__,
-            "keras": keras.__version__,
-        },
+        "versions": library_versions(),
     }
     if source.task == "classifier":
         info["label_names"] = source.label_names
-        with open(os.path.join(extra, sources.LABELS_FILE), "w", encoding="utf-8") as file:
+        with open(
+            os.path.join(extra, sources.LABELS_FILE), "w", encoding="utf-8", newline="\n"
+        ) as file:
             file.writelines(f"{name}\n" for name in source.label_names)
     else:
         info["top_k"] = source.top_k
         info["max_masks"] = source.max_masks
+    for name, record in recorded["files"].items():
+        # The record is of the lists in memory; the files must be those bytes.
+        problem = fingerprints.check_file(os.path.join(extra, name), name, record)
+        if problem is not None:
+            raise RuntimeError(f"export: {problem} right after writing it.")
+    info["fingerprints"] = recorded
     info["signatures"] = {
         name: {
             "inputs": {k: [d, list(s)] for k, (d, s) in inputs.items()},
@@ -323,6 +472,29 @@ def write_extras(path, source, model_name):
 
 def text_spec():
     return tf.TensorSpec([None], tf.string, name="text")
+
+
+def batch_size_cap_message(max_batch_size, name="text", unit="texts"):
+    return (
+        f"{name}: a request may hold at most {max_batch_size} {unit} (max_batch_size of "
+        f"this export); split the batch into requests of at most {max_batch_size} {unit}"
+    )
+
+
+def capped(inputs, max_batch_size, name="text", unit="texts"):
+    """`inputs` (a list of tensors), which run only after their batch size is checked.
+
+    The check is an op of the graph, so TF Serving runs it too: a larger
+    batch fails with an InvalidArgumentError naming the cap before any
+    text is tokenized.
+    """
+    check = tf.debugging.assert_less_equal(
+        tf.shape(inputs[0], out_type=tf.int64)[0],
+        tf.constant(max_batch_size, tf.int64),
+        message=batch_size_cap_message(max_batch_size, name, unit),
+    )
+    with tf.control_dependencies([check]):
+        return [tf.identity(tensor) for tensor in inputs]
 
 
 def build_classifier_archive(source):
@@ -352,10 +524,14 @@ def build_classifier_archive(source):
         }
 
     def serve_text(text):
+        (text,) = capped([text], source.max_batch_size)
         x = encoder(text)
         return predict(x["token_ids"], x["padding_mask"])
 
     def serve_token_ids(token_ids, padding_mask):
+        token_ids, padding_mask = capped(
+            [token_ids, padding_mask], source.max_batch_size, "token_ids", "rows"
+        )
         # An id outside the vocabulary would fail deep in the embedding
         # lookup; say what is wrong instead.
         vocabulary_size = len(source.vocabulary)
@@ -429,6 +605,7 @@ def build_masked_lm_archive(source):
     tokens = tf.constant(source.vocabulary)
 
     def fill_mask(text):
+        (text,) = capped([text], source.max_batch_size)
         x = encoder(text)
         positions, valid, num_masks = mask_slots(
             x["token_ids"], x["padding_mask"], mask_token_id, max_masks

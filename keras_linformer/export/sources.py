@@ -41,6 +41,7 @@ class Source:
         model_path: str or `None`, the `.keras` file the model came from.
         top_k: int or `None`, fill-mask candidates per mask (masked LM).
         max_masks: int or `None`, fill-mask slots per text (masked LM).
+        max_batch_size: int or `None`, the most texts per request.
     """
 
     def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path):
@@ -50,7 +51,7 @@ class Source:
         self.label_names = label_names
         self.sequence_length = sequence_length
         self.model_path = model_path
-        self.top_k = self.max_masks = None
+        self.top_k = self.max_masks = self.max_batch_size = None
 
 
 def task_of_directory(directory):

@@ -18,6 +18,7 @@ from keras_linformer.export import layout
 from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
+from keras_linformer.export.checks import check_fingerprints
 from keras_linformer.export.checks import check_layout
 from keras_linformer.export.checks import check_load
 from keras_linformer.export.checks import check_run
@@ -41,18 +42,25 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
 
     1. layout: a SavedModel in an integer version directory, with the
        warmup file, `vocab.txt` and `export_info.json` in `assets.extra/`.
-    2. `saved_model_cli show --all` (fresh process): tag-set `serve`
+    2. fingerprints: `assets.extra/vocab.txt` and `labels.txt` (and the
+       class names in `export_info.json`) match the SHA-256 fingerprints
+       recorded at export; a file changed since (two lines swapped) fails,
+       naming the file and the lines that differ when the exported ones are
+       known. The checks below compare the served model with a Keras model
+       built from these files, so they are skipped when this one fails.
+    3. `saved_model_cli show --all` (fresh process): tag-set `serve`
        holds every expected signature with the expected input and output
        dtypes and shapes.
-    3. `saved_model_cli run --tag_set serve` for each signature (fresh
+    4. `saved_model_cli run --tag_set serve` for each signature (fresh
        process, session loader, inputs from `.npy` files) on texts that
        include an empty string, non-ASCII text, a text longer than n,
        whitespace only and invalid UTF-8 bytes: the outputs match the
        Keras model's predictions within `atol` (probabilities and
        fill-mask scores; ids and names exactly, up to ties within `atol`).
-    4. `tf.saved_model.load` (fresh process): every signature gives the
-       same outputs, and every warmup request runs.
-    5. warmup: `tf_serving_warmup_requests` parses as `PredictionLog`
+    5. `tf.saved_model.load` (fresh process): every signature gives the
+       same outputs, every warmup request runs, and a batch one larger
+       than the export's `max_batch_size` is refused.
+    6. warmup: `tf_serving_warmup_requests` parses as `PredictionLog`
        records whose signature, input names and dtypes and shapes match.
 
     Args:
@@ -61,7 +69,9 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
         model: the Keras model to compare with: a model object, its `.keras`
             file or its training output directory. `None` means the
             `.keras` file recorded at export time. Defaults to `None`.
-        texts: optional list of extra str or bytes texts to feed.
+        texts: optional list of extra str or bytes texts to feed (with
+            the 6 to 11 built-in ones, at most the export's
+            `max_batch_size`).
         atol: float, the largest difference allowed for probabilities and
             scores. Defaults to `1e-5`.
         log: callable that receives each report line as it is known, or
@@ -72,8 +82,10 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
 
     Raises:
         FileNotFoundError: `export_dir` does not exist or is not an export.
+        NotADirectoryError: `export_dir` is a file.
         ValueError: the export was not written by `keras_linformer.export`,
-            or `model` does not fit it.
+            `model` does not fit it, or `texts` would make a batch larger
+            than the export's `max_batch_size`.
 
     Example:
 
@@ -102,15 +114,16 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
                 f"({model!r}); pass the Keras model (or its .keras file) it "
                 "was exported from."
             )
-    extra = os.path.join(export_dir, warmup.EXTRA_DIR)
-    source = sources.load_source(
-        task,
-        model,
-        os.path.join(extra, sources.VOCABULARY_FILE),
-        info.get("label_names"),
-        info["sequence_length"],
-    )
-    expected = serving.expected_signatures(info)
+    built_in = verification_texts(info["sequence_length"], task)
+    extra_texts = [text.encode("utf-8") if isinstance(text, str) else text for text in texts or []]
+    batch = built_in + extra_texts
+    max_batch_size = info.get("max_batch_size")
+    if max_batch_size is not None and len(batch) > max_batch_size:
+        raise ValueError(
+            f"texts: {len(extra_texts)} texts and the {len(built_in)} built-in ones make a "
+            f"batch of {len(batch)}, over the export's max_batch_size {max_batch_size}; pass "
+            f"at most {max(max_batch_size - len(built_in), 0)} texts."
+        )
     what = (
         f"text classifier, {len(info['label_names'])} classes {info['label_names']}"
         if task == "classifier"
@@ -129,9 +142,25 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
         log(str(check))
 
     add(check_layout(export_dir))
-    batch = verification_texts(info["sequence_length"], task) + [
-        text.encode("utf-8") if isinstance(text, str) else text for text in texts or []
-    ]
+    fingerprints = check_fingerprints(export_dir, info)
+    if not fingerprints.passed:
+        fingerprints.detail += (
+            ". The other checks were skipped: they compare the served model with one built "
+            "from these files"
+        )
+    add(fingerprints)
+    if not fingerprints.passed:
+        log(report.summary())
+        return report
+    extra = os.path.join(export_dir, warmup.EXTRA_DIR)
+    source = sources.load_source(
+        task,
+        model,
+        os.path.join(extra, sources.VOCABULARY_FILE),
+        info.get("label_names"),
+        info["sequence_length"],
+    )
+    expected = serving.expected_signatures(info)
     reference = KerasReference(source, info)
     report.inputs = cases = reference.cases(batch)
     requests, warmup_check = check_warmup(export_dir, info, expected)
@@ -144,7 +173,7 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
                 signature: pool.submit(run_cli, export_dir, signature, inputs, work)
                 for signature, inputs in cases.items()
             }
-            load = pool.submit(run_load, export_dir, cases, requests, work)
+            load = pool.submit(run_load, export_dir, cases, requests, work, max_batch_size)
             check, report.signatures = show.result()
             add(check)
             for signature, future in runs.items():
@@ -153,7 +182,7 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
                     report.cli_outputs[signature] = outputs
                 add(check)
             check, report.load_outputs = check_load(
-                load.result(), report.cli_outputs, reference, atol
+                load.result(), report.cli_outputs, reference, atol, max_batch_size
             )
             add(check)
     add(warmup_check)

@@ -17,6 +17,8 @@ VOCABULARY = list(data.SPECIAL_TOKENS) + (
 ).split()
 SEQUENCE_LENGTH = 16
 LABEL_NAMES = ["negative", "neutral", "positive"]
+# The masked LM export's cap on texts per request (the smallest allowed).
+MAX_BATCH_SIZE = 16
 
 
 def tiny_backbone(seed):
@@ -72,8 +74,15 @@ def classifier_export(tmp_path_factory, finetune_dir):
 
 @pytest.fixture(scope="session")
 def masked_lm_export(tmp_path_factory, masked_lm):
-    """A fill-mask model exported from the model object (3 candidates, 2 slots)."""
+    """A fill-mask model exported from the model object (3 candidates, 2 slots, at most
+    `MAX_BATCH_SIZE` texts per request)."""
     base_dir = tmp_path_factory.mktemp("saved_models")
     return export.export_masked_lm(
-        masked_lm, VOCABULARY, base_dir=base_dir, model_name="fill", top_k=3, max_masks=2
+        masked_lm,
+        VOCABULARY,
+        base_dir=base_dir,
+        model_name="fill",
+        top_k=3,
+        max_masks=2,
+        max_batch_size=MAX_BATCH_SIZE,
     )

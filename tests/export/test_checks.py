@@ -70,3 +70,19 @@ def test_same_outputs_allows_atol_on_floats_only():
     assert not checks.same_outputs(first, {**first, "scores": first["scores"] + 1e-4}, 1e-5)
     assert not checks.same_outputs(first, {**first, "ids": np.array([1, 3], "int32")}, 1e-5)
     assert not checks.same_outputs(first, {"scores": first["scores"]}, 1e-5)
+
+
+def test_check_load_fails_when_a_batch_over_the_cap_is_not_refused():
+    manifest = {"refused_serving_default": "serving_default", "refused_fill_mask": "fill_mask"}
+    refusals = {
+        "refused_serving_default": None,
+        "refused_fill_mask": "Out of memory while tokenizing",
+    }
+    outputs = {"refused_serving_default": {"labels": np.array([b"x"] * 17, dtype=object)}}
+    check, _ = checks.check_load((outputs, None, manifest, {}, refusals), {}, None, 1e-5, 16)
+    assert not check.passed
+    assert (
+        "serving_default: a batch of 17 was not refused, but the export records "
+        "max_batch_size 16" in check.detail
+    )
+    assert "fill_mask: a batch of 17 failed without naming the cap: Out of memory" in check.detail

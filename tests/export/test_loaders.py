@@ -50,6 +50,21 @@ def test_load_and_run_writes_the_outputs_of_each_case(classifier_export, tmp_pat
         assert outputs["probabilities"].shape == (3, 3)
 
 
+def test_load_and_run_records_the_refusal_of_a_case_expected_to_fail(
+    classifier_export, tmp_path, capsys
+):
+    np.savez(tmp_path / "over.npz", text=np.array([b"x"] * 1025, dtype=object))
+    np.savez(tmp_path / "fits.npz", text=np.array([b"x"] * 2, dtype=object))
+    refused = {"signature": "serving_default", "refused": True}
+    (tmp_path / "cases.json").write_text(json.dumps({"over": refused, "fits": refused}))
+    load_and_run.main([classifier_export, str(tmp_path)])
+    capsys.readouterr()
+    assert "at most 1024 texts" in (tmp_path / "over.error.txt").read_text()
+    assert not (tmp_path / "over.out.npz").exists()
+    # A case that was expected to fail but ran has outputs, and no error.
+    assert (tmp_path / "fits.out.npz").is_file() and not (tmp_path / "fits.error.txt").exists()
+
+
 def test_run_lists_the_signatures_with_saved_model_cli(classifier_export):
     ok, stdout, _ = loaders.run(
         "saved_model_cli_with_text_ops",

@@ -2,6 +2,7 @@
 exit codes."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -18,7 +19,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
     [
         (
             "training.export",
-            ["--base-dir", "--model-name", "--version", "--top-k", "--max-masks", "--verify"],
+            [
+                "--base-dir", "--model-name", "--version", "--top-k", "--max-masks", "--verify",
+                "--max-batch-size", "--reuse-existing",
+            ],
         ),
         ("training.verify", ["EXPORT_DIR", "--model", "--text", "--atol"]),
     ],
@@ -119,3 +123,36 @@ def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, mon
     assert code == 1
     assert "  FAIL  warmup requests: no record" in output
     assert "FAILED: 1 of 2 checks failed" in output
+
+
+def test_verify_of_a_file_exits_2_saying_it_is_a_file(tmp_path, capsys):
+    table = tmp_path / "reviews.csv"
+    table.write_text("text,label\ngood,1\n")
+    code, output = run_main(verify_program.main, [str(table)], capsys)
+    assert code == 2
+    assert f"export_dir: {str(table)!r} is a file, not a directory. Expected an export" in output
+    assert "does not exist" not in output
+
+
+def test_export_max_batch_size_below_16_exits_2_naming_the_flag(finetune_dir, tmp_path, capsys):
+    code, output = run_main(
+        export_program.main,
+        [str(finetune_dir), "--base-dir", str(tmp_path), "--max-batch-size", "8"],
+        capsys,
+    )
+    assert code == 2
+    assert "`--max-batch-size` must be an integer from 16" in output
+    assert "Received: --max-batch-size 8" in output
+
+
+def test_export_reuse_existing_says_so_and_writes_no_version(
+    finetune_dir, classifier_export, tmp_path, capsys
+):
+    shutil.copytree(classifier_export, tmp_path / "sentiment" / "1")
+    export_program.main(
+        [str(finetune_dir), "--base-dir", str(tmp_path), "--model-name", "sentiment",
+         "--reuse-existing"]
+    )
+    output = capsys.readouterr().out
+    assert f"Reused {tmp_path / 'sentiment' / '1'}: it already holds this export" in output
+    assert sorted(os.listdir(tmp_path / "sentiment")) == ["1"]

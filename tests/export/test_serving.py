@@ -2,6 +2,7 @@
 argument."""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import tensorflow as tf
 
 from keras_linformer import export
 from tests.export.conftest import LABEL_NAMES
+from tests.export.conftest import MAX_BATCH_SIZE
 from tests.export.conftest import SEQUENCE_LENGTH
 from tests.export.conftest import VOCABULARY
 
@@ -64,3 +66,95 @@ def test_token_ids_outside_the_vocabulary_fail_with_a_clear_error(classifier_exp
         serve(token_ids=token_ids, padding_mask=np.ones_like(token_ids))
     with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask: values must be 0 or 1"):
         serve(token_ids=np.zeros_like(token_ids), padding_mask=np.full_like(token_ids, 2))
+
+
+def test_the_default_cap_refuses_1025_texts_or_rows_and_serves_1024(classifier_export):
+    assert export.DEFAULT_MAX_BATCH_SIZE == 1024
+    assert export.read_export_info(classifier_export)["max_batch_size"] == 1024
+    loaded = tf.saved_model.load(classifier_export)
+    serve = loaded.signatures["serving_default"]
+    assert serve(text=tf.constant(["the cat sat"] * 1024))["labels"].shape == (1024,)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"text: a request may hold at most 1024 texts \(max_batch_size of this export\)",
+    ):
+        serve(text=tf.constant(["the cat sat"] * 1025))
+    token_ids = np.zeros((1025, SEQUENCE_LENGTH), "int32")
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"token_ids: a request may hold at most 1024 rows"
+    ):
+        loaded.signatures["predict_token_ids"](token_ids=token_ids, padding_mask=token_ids)
+
+
+@pytest.mark.parametrize("signature", ["fill_mask", "serving_default"])
+def test_a_batch_over_a_set_cap_is_refused_and_one_at_the_cap_served(masked_lm_export, signature):
+    assert export.read_export_info(masked_lm_export)["max_batch_size"] == MAX_BATCH_SIZE
+    serve = tf.saved_model.load(masked_lm_export).signatures[signature]
+    texts = ["the [MASK] sat"] * MAX_BATCH_SIZE
+    assert serve(text=tf.constant(texts))["num_masks"].numpy().tolist() == [1] * MAX_BATCH_SIZE
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"text: a request may hold at most {MAX_BATCH_SIZE} texts \(max_batch_size",
+    ):
+        serve(text=tf.constant(texts + ["one more"]))
+
+
+@pytest.mark.parametrize("max_batch_size", [15, 0, 2**31, 16.0, True, "64"])
+def test_max_batch_size_must_be_an_integer_of_at_least_16(classifier, tmp_path, max_batch_size):
+    with pytest.raises(
+        ValueError,
+        match=rf"`max_batch_size` must be an integer from 16 .*"
+        rf"Received: max_batch_size={max_batch_size!r}",
+    ):
+        export.export_classifier(
+            classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path, max_batch_size=max_batch_size
+        )
+    assert os.listdir(tmp_path) == []
+
+
+def test_reuse_existing_returns_the_latest_version_of_the_same_export(
+    finetune_dir, classifier_export, tmp_path
+):
+    shutil.copytree(classifier_export, tmp_path / "sentiment" / "1")
+    again = export.export_classifier(
+        finetune_dir, base_dir=tmp_path, model_name="sentiment", reuse_existing=True
+    )
+    assert again == str(tmp_path / "sentiment" / "1")
+    assert export.list_versions(tmp_path / "sentiment") == [1]
+
+
+def test_reuse_existing_writes_a_new_version_for_other_options_or_changed_files(
+    finetune_dir, classifier_export, tmp_path
+):
+    model_dir = tmp_path / "sentiment"
+    shutil.copytree(classifier_export, model_dir / "1")
+    # Another cap is another export.
+    second = export.export_classifier(
+        finetune_dir, base_dir=tmp_path, model_name="sentiment", max_batch_size=512,
+        reuse_existing=True,
+    )
+    assert second == str(model_dir / "2")
+    # The latest version's vocab.txt no longer matches its fingerprint: not reused.
+    vocabulary = model_dir / "2" / "assets.extra" / "vocab.txt"
+    vocabulary.write_text(vocabulary.read_text() + "extra\n")
+    third = export.export_classifier(
+        finetune_dir, base_dir=tmp_path, model_name="sentiment", max_batch_size=512,
+        reuse_existing=True,
+    )
+    assert third == str(model_dir / "3")
+    assert (
+        export.read_export_info(second)["fingerprints"]
+        == export.read_export_info(third)["fingerprints"]
+    )
+
+
+def test_reuse_existing_and_version_cannot_be_combined(classifier, tmp_path):
+    with pytest.raises(
+        ValueError,
+        match=r"`version` and `reuse_existing` cannot be combined.*"
+        r"Received: version=3, reuse_existing=True",
+    ):
+        export.export_classifier(
+            classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path, version=3,
+            reuse_existing=True,
+        )

@@ -46,13 +46,14 @@ def test_verify_passes_every_check(report):
     assert report.passed, str(report)
     assert [check.name for check in report.checks] == [
         "layout",
+        "fingerprints",
         "saved_model_cli show --all",
         "saved_model_cli run serving_default",
         "saved_model_cli run predict_token_ids",
         "tf.saved_model.load",
         "warmup requests",
     ]
-    assert str(report).splitlines()[-1].startswith("PASSED: all 6 checks")
+    assert str(report).splitlines()[-1].startswith("PASSED: all 7 checks")
 
 
 def test_saved_model_cli_show_lists_signatures_with_dtypes_and_shapes(report):

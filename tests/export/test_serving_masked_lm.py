@@ -9,6 +9,8 @@ import pytest
 
 from keras_linformer import data
 from keras_linformer import export
+from keras_linformer.export import loaders
+from tests.export.conftest import MAX_BATCH_SIZE
 from tests.export.conftest import SEQUENCE_LENGTH
 from tests.export.conftest import VOCABULARY
 
@@ -38,6 +40,7 @@ def test_verify_passes_every_check(report):
     assert report.passed, str(report)
     assert [check.name for check in report.checks] == [
         "layout",
+        "fingerprints",
         "saved_model_cli show --all",
         "saved_model_cli run fill_mask",
         "saved_model_cli run serving_default",
@@ -132,3 +135,35 @@ def test_more_masks_than_slots_fills_the_first_ones(report, fed):
 def test_serving_default_is_fill_mask(report):
     for key, value in report.cli_outputs["fill_mask"].items():
         np.testing.assert_array_equal(report.cli_outputs["serving_default"][key], value)
+
+
+def test_verify_checks_that_a_batch_over_the_cap_is_refused(report):
+    check = report.checks[-2]
+    assert check.name == "tf.saved_model.load" and check.passed
+    assert check.detail.endswith(
+        f"a batch of {MAX_BATCH_SIZE + 1} is refused by every signature "
+        f"(max_batch_size {MAX_BATCH_SIZE})"
+    )
+
+
+def test_the_session_loader_refuses_a_batch_over_the_cap(masked_lm_export, tmp_path):
+    """As TF Serving loads it: `saved_model_cli run`, in a fresh process with the text ops.
+    (A batch at the cap is served: test_serving.py, under `tf.saved_model.load`.)"""
+    path = tmp_path / "texts.npy"
+    texts = np.array([b"the [MASK] sat"] * (MAX_BATCH_SIZE + 1), dtype=object)
+    np.save(path, texts, allow_pickle=True)
+    ok, _, error = loaders.run(
+        "saved_model_cli_with_text_ops",
+        [
+            "run", "--dir", masked_lm_export, "--tag_set", "serve",
+            "--signature_def", "fill_mask", "--inputs", f"text={path}",
+            "--outdir", str(tmp_path / "outputs"),
+        ],
+        "saved_model_cli run",
+    )
+    assert not ok
+    assert (
+        f"text: a request may hold at most {MAX_BATCH_SIZE} texts (max_batch_size of this "
+        "export)"
+    ) in error
+    assert not (tmp_path / "outputs").exists()

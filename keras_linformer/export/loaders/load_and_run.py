@@ -4,6 +4,10 @@
 
 `CASES_DIR/cases.json` maps each case to a signature name; `CASE.npz`
 holds the case's inputs, and the outputs are written to `CASE.out.npz`.
+A case may instead map to `{"signature": NAME, "refused": true}`: it is
+expected to fail with an InvalidArgumentError (a batch over the export's
+cap), whose message is written to `CASE.error.txt`; if it runs, its
+outputs are written as usual.
 Run by `keras_linformer.export.loaders.run`, in a process that imports
 neither keras nor keras_linformer.
 """
@@ -23,9 +27,19 @@ def run_cases(export_dir, cases_dir):
     loaded = tf.saved_model.load(export_dir, tags=["serve"])
     with open(os.path.join(cases_dir, "cases.json"), encoding="utf-8") as file:
         cases = json.load(file)
-    for case, signature in cases.items():
+    for case, entry in cases.items():
+        signature = entry["signature"] if isinstance(entry, dict) else entry
+        refused = isinstance(entry, dict) and entry.get("refused", False)
         inputs = np.load(os.path.join(cases_dir, case + ".npz"), allow_pickle=True)
-        outputs = loaded.signatures[signature](**{k: tf.constant(inputs[k]) for k in inputs.files})
+        feed = {k: tf.constant(inputs[k]) for k in inputs.files}
+        try:
+            outputs = loaded.signatures[signature](**feed)
+        except tf.errors.InvalidArgumentError as error:
+            if not refused:
+                raise
+            with open(os.path.join(cases_dir, case + ".error.txt"), "w", encoding="utf-8") as file:
+                file.write(error.message)
+            continue
         np.savez(
             os.path.join(cases_dir, case + ".out.npz"), **{k: v.numpy() for k, v in outputs.items()}
         )

@@ -1,0 +1,137 @@
+"""Fingerprints (SHA-256) of what an export holds, and the check of its files against them.
+
+An export records in `assets.extra/export_info.json`, under
+`"fingerprints"`:
+
+- `"files"`: for `vocab.txt` (and `labels.txt` of a classifier) in
+  `assets.extra/`, the SHA-256 of its bytes and its number of lines. The
+  graph holds its own copy of the vocabulary and class names; these files
+  are what clients of `predict_token_ids` tokenize with and what
+  `verify` compares the served model with, so a changed file (two lines
+  swapped) would go unnoticed without them.
+- `"model"`: the SHA-256 of the Keras model's config and weights.
+- `"export"`: the SHA-256 of everything that makes the SavedModel (task,
+  model, vocabulary, class names, sequence length, serving options, model
+  name, library versions): two exports with the same one serve the same
+  thing, so a rerun can reuse the version that holds it.
+"""
+
+import hashlib
+import json
+import os
+
+import keras
+import numpy as np
+
+# Raised when what the fingerprint covers changes, so that no older record matches by mistake.
+FORMAT = 1
+
+
+def lines_sha256(lines):
+    """The SHA-256 (hex) of `lines` written one per line in UTF-8, as the export writes them."""
+    return hashlib.sha256("".join(f"{line}\n" for line in lines).encode("utf-8")).hexdigest()
+
+
+def file_record(lines):
+    """`{"sha256": ..., "lines": ...}` for a file that holds `lines`, one per line."""
+    return {"sha256": lines_sha256(lines), "lines": len(lines)}
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_lines(path):
+    """The lines of a UTF-8 text file (invalid bytes replaced), without their line ends."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as file:
+        text = file.read()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def model_sha256(model):
+    """The SHA-256 of a Keras model's config and weights (in order, with shapes and dtypes).
+
+    A model loaded from the same `.keras` file has the same one in any
+    process; the optimizer and the dropout seeds do not count.
+    """
+    digest = hashlib.sha256()
+    config = json.dumps(model.get_config(), sort_keys=True, default=repr)
+    digest.update(f"{type(model).__name__}\n{config}\n".encode("utf-8"))
+    # By position, not by path: a path may hold a name numbered by how many
+    # layers the process had made before.
+    for variable in model.weights:
+        value = np.ascontiguousarray(keras.ops.convert_to_numpy(variable))
+        digest.update(f"{value.dtype.str} {value.shape}\n".encode("utf-8"))
+        digest.update(value.tobytes())
+    return digest.hexdigest()
+
+
+def export_sha256(fields):
+    """The SHA-256 of a JSON-serialisable dict of what makes an export."""
+    text = json.dumps({"format": FORMAT, **fields}, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def short(sha256):
+    return sha256[:12]
+
+
+def describe_line(line):
+    return repr(line if len(line) <= 40 else line[:40] + "...")
+
+
+def line_differences(found, recorded, limit=3):
+    """`"line 12 is 'cat' (exported: 'the'); ..."` for the first lines that differ."""
+    differing = [
+        index
+        for index in range(max(len(found), len(recorded)))
+        if index >= len(found) or index >= len(recorded) or found[index] != recorded[index]
+    ]
+    parts = []
+    for index in differing[:limit]:
+        now = describe_line(found[index]) if index < len(found) else "missing"
+        then = describe_line(recorded[index]) if index < len(recorded) else "no such line"
+        parts.append(f"line {index + 1} is {now} (exported: {then})")
+    if len(differing) > limit:
+        parts.append(f"and {len(differing) - limit} more lines differ")
+    return "; ".join(parts)
+
+
+def check_file(path, name, record, exported_lines=None):
+    """A problem (str) if the file at `path` does not match its `record`, else `None`.
+
+    Args:
+        path: str, the file.
+        name: str, how the message names it (`"assets.extra/vocab.txt"`).
+        record: dict with `sha256` and `lines`, from `export_info.json`.
+        exported_lines: list of str known to be what was exported (their
+            fingerprint matches `record`), to name the lines that differ;
+            or `None`.
+    """
+    if not os.path.isfile(path):
+        return f"{name} is missing (export_info.json records sha256 {short(record['sha256'])})"
+    found = file_sha256(path)
+    if found == record["sha256"]:
+        return None
+    lines = read_lines(path)
+    problem = (
+        f"{name} does not match the fingerprint recorded at export: sha256 "
+        f"{short(found)}... now, {short(record['sha256'])}... recorded; "
+        f"{len(lines)} lines now, {record['lines']} at export"
+    )
+    if exported_lines is not None:
+        differences = line_differences(lines, exported_lines)
+        if differences:
+            problem += f"; {differences}"
+        else:
+            problem += "; the same lines, different bytes (line ends or encoding)"
+    elif len(lines) == record["lines"]:
+        problem += " (same number of lines: lines were edited or reordered)"
+    return problem
