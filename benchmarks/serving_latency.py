@@ -1,0 +1,230 @@
+"""Serving latency of the Linformer and the Transformer classifier exports, side by side.
+
+For each sequence length n, both models (`LinformerBackbone` with
+`attention="linformer"`, linear E shared layerwise, k = --projected-dim, and
+`attention="transformer"`, the same shape otherwise; random weights, which
+do not change the time) are exported with
+`keras_linformer.export.export_classifier`, then loaded in one fresh process
+the way TF Serving loads a SavedModel: TensorFlow's session-based loader
+(`tf.compat.v1.saved_model.loader.load`, tag `serve`) after
+`import tensorflow_text`. One client sends requests one after another,
+alternating between the two models, to the raw-text signature
+(`serving_default`: long BBC News articles, each longer than n tokens) and
+the token-id one (`predict_token_ids`), at each batch size; a cell stops
+after --requests requests or --seconds seconds, whichever comes first.
+Reported per cell: requests, p50 and p99 latency (p99 only from 50 requests
+on: fewer cannot place it), and texts per second (batch / mean latency).
+
+    python -m benchmarks.serving_latency --lengths 512 4096 --batch-sizes 1 32 \\
+        --output benchmarks/results/serving-latency.csv
+"""
+
+import argparse
+import collections
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+MODELS = ("linformer", "transformer")
+SIGNATURES = {"text": "serving_default", "token_ids": "predict_token_ids"}
+FIELDS = ("sequence_length", "batch_size", "signature", "model", "requests", "p50_ms",
+          "p99_ms", "max_ms", "texts_per_s", "status", "note")
+RESULT_MARKER = "SERVING_RESULT "
+SHAPE = dict(num_layers=2, hidden_dim=256, num_heads=4, intermediate_dim=1024)
+
+
+def vocabulary_and_texts(n):
+    """A word-level vocabulary of the BBC News articles and texts longer than n tokens."""
+    from keras_linformer import data
+    from keras_linformer.data.vocabulary import SPECIAL_TOKENS
+
+    articles = data.load_bbc_news().train.texts
+    counts = collections.Counter(w for text in articles for w in text.lower().split())
+    words = [w for w, _ in counts.most_common(8192 - len(SPECIAL_TOKENS))
+             if w not in SPECIAL_TOKENS]
+    texts, current = [], []
+    for article in articles:
+        current.append(article)
+        if sum(len(a.split()) for a in current) > 1.2 * n:
+            texts.append("\n\n".join(current))
+            current = []
+        if len(texts) == 64:
+            break
+    return list(SPECIAL_TOKENS) + words, texts
+
+
+def export_models(n, projected_dim, base_dir):
+    """Exports both classifiers for sequence length n; returns {model: version dir}."""
+    import keras
+
+    from keras_linformer.export import export_classifier
+    from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models import LinformerTextClassifier
+
+    vocabulary, _ = vocabulary_and_texts(n)
+    paths = {}
+    for model in MODELS:
+        keras.utils.set_random_seed(0)
+        backbone = LinformerBackbone(
+            vocabulary_size=len(vocabulary), max_sequence_length=n, attention=model,
+            projected_dim=projected_dim, projection="linear", sharing="layerwise",
+            dropout=0.1, **SHAPE)
+        classifier = LinformerTextClassifier(backbone, num_classes=5, activation="softmax")
+        paths[model] = export_classifier(
+            classifier, vocabulary=vocabulary, label_names=[f"class{i}" for i in range(5)],
+            base_dir=base_dir, model_name=f"{model}_n{n}", sequence_length=n)
+    return paths
+
+
+def serve_cells(spec):
+    """In a fresh process: loads both exports TF Serving's way and times the requests."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the text ops, as TF Serving links them)
+
+    n = spec["sequence_length"]
+    _, texts = vocabulary_and_texts(n)
+    rng = np.random.default_rng(0)
+    sessions = {}
+    for model, path in spec["paths"].items():
+        graph = tf.Graph()
+        session = tf.compat.v1.Session(graph=graph)
+        with graph.as_default():
+            meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        sessions[model] = (session, meta.signature_def)
+    rows = []
+    for batch in spec["batch_sizes"]:
+        for signature in spec["signatures"]:
+            feeds = {}
+            for model, (session, signatures) in sessions.items():
+                definition = signatures[SIGNATURES[signature]]
+                if signature == "text":
+                    values = {"text": np.array([texts[i % len(texts)] for i in range(batch)],
+                                               dtype=object)}
+                else:
+                    values = {"token_ids": rng.integers(5, 8000, (batch, n)).astype("int32"),
+                              "padding_mask": np.ones((batch, n), "int32")}
+                feed = {definition.inputs[k].name: v for k, v in values.items()}
+                fetch = {k: v.name for k, v in definition.outputs.items()}
+                feeds[model] = (session, fetch, feed)
+            latencies = {model: [] for model in sessions}
+            for session, fetch, feed in feeds.values():  # Warm-up, untimed.
+                session.run(fetch, feed)
+            start = time.perf_counter()
+            while (min(len(v) for v in latencies.values()) < spec["requests"]
+                   and time.perf_counter() - start < spec["seconds"]):
+                for model, (session, fetch, feed) in feeds.items():  # Alternating.
+                    began = time.perf_counter()
+                    outputs = session.run(fetch, feed)
+                    latencies[model].append(time.perf_counter() - began)
+                    assert np.all(np.isfinite(outputs["probabilities"]))
+            for model, values in latencies.items():
+                values = np.array(values) * 1e3
+                rows.append(dict(
+                    sequence_length=n, batch_size=batch, signature=signature, model=model,
+                    requests=len(values), p50_ms=round(float(np.percentile(values, 50)), 3),
+                    p99_ms=(round(float(np.percentile(values, 99)), 3)
+                            if len(values) >= 50 else ""),
+                    max_ms=round(float(values.max()), 3),
+                    texts_per_s=round(batch / (values.mean() / 1e3), 3), status="ok"))
+                print(f"n={n} batch={batch} {signature} {model}: {len(values)} requests, "
+                      f"p50 {rows[-1]['p50_ms']:.1f} ms", file=sys.stderr, flush=True)
+    return rows
+
+
+def summary(rows):
+    lines = ["| n | batch | signature | Transformer p50 (ms) | Linformer p50 (ms) | "
+             "p50 ratio | Transformer p99 | Linformer p99 | texts/s ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    cells = collections.defaultdict(dict)
+    for row in rows:
+        if row["status"] == "ok":
+            cells[(int(row["sequence_length"]), int(row["batch_size"]), row["signature"])][
+                row["model"]] = row
+    for (n, batch, signature), pair in sorted(cells.items()):
+        if len(pair) < 2:
+            continue
+        t, lf = pair["transformer"], pair["linformer"]
+        lines.append(
+            f"| {n} | {batch} | {signature} | {float(t['p50_ms']):.1f} | "
+            f"{float(lf['p50_ms']):.1f} | {float(lf['p50_ms']) / float(t['p50_ms']):.3f} | "
+            f"{t['p99_ms'] or '-'} | {lf['p99_ms'] or '-'} | "
+            f"{float(lf['texts_per_s']) / float(t['texts_per_s']):.2f} |")
+    return "\n".join(lines)
+
+
+def positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.serving_latency", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lengths", nargs="+", type=positive, default=[512, 4096])
+    parser.add_argument("--batch-sizes", nargs="+", type=positive, default=[1, 32])
+    parser.add_argument("--signatures", nargs="+", choices=sorted(SIGNATURES),
+                        default=sorted(SIGNATURES))
+    parser.add_argument("--projected-dim", type=positive, default=128)
+    parser.add_argument("--requests", type=positive, default=100,
+                        help="requests per model and cell (default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=60.0,
+                        help="most seconds per cell (default: %(default)s)")
+    parser.add_argument("--output", required=True, help="the CSV to write")
+    args = parser.parse_args(argv)
+    too_short = [n for n in args.lengths if n < args.projected_dim]
+    if too_short:
+        parser.error(f"--lengths {too_short} are below --projected-dim {args.projected_dim}; "
+                     "the Linformer projects n positions to k <= n slots.")
+    if os.path.exists(args.output):
+        parser.error(f"--output {args.output!r} exists; name a new file.")
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--cell"]:
+        rows = serve_cells(json.loads(argv[1]))
+        sys.stdout.write(RESULT_MARKER + json.dumps(rows) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+    args = parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as base_dir:
+        for n in args.lengths:
+            print(f"n={n}: exporting both models", flush=True)
+            paths = export_models(n, args.projected_dim, base_dir)
+            spec = dict(sequence_length=n, paths=paths, batch_sizes=args.batch_sizes,
+                        signatures=args.signatures, requests=args.requests,
+                        seconds=args.seconds)
+            done = subprocess.run(
+                [sys.executable, "-m", "benchmarks.serving_latency", "--cell", json.dumps(spec)],
+                stdout=subprocess.PIPE, text=True)
+            found = [line for line in done.stdout.splitlines()
+                     if line.startswith(RESULT_MARKER)]
+            if found:
+                rows.extend(json.loads(found[-1][len(RESULT_MARKER):]))
+            else:
+                rows.extend(dict(sequence_length=n, model=m, status="error",
+                                 note=f"exit {done.returncode}") for m in MODELS)
+    with open(args.output, "w", newline="") as file:
+        writer = csv.DictWriter(file, FIELDS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({f: row.get(f, "") for f in FIELDS})
+    print(f"command: python -m benchmarks.serving_latency {' '.join(argv)}")
+    print(summary([{k: str(v) for k, v in r.items()} for r in rows]))
+    if not any(r["status"] == "ok" for r in rows):
+        raise SystemExit("no cell finished; see the errors above.")
+
+
+if __name__ == "__main__":
+    main()

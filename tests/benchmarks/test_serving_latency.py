@@ -1,0 +1,40 @@
+"""benchmarks.serving_latency: both exports loaded the TF Serving way, timed side by side."""
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import serving_latency
+from benchmarks.peers import REPOSITORY
+
+
+@pytest.mark.slow
+def test_both_models_answer_every_signature_and_batch(tmp_path):
+    output = tmp_path / "serving.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.serving_latency", "--lengths", "64",
+         "--projected-dim", "16", "--batch-sizes", "1", "3", "--requests", "2",
+         "--output", str(output)],
+        capture_output=True, text=True, timeout=600, cwd=REPOSITORY)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(output, newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert sorted((r["batch_size"], r["signature"], r["model"]) for r in rows) == sorted(
+        (b, s, m) for b in ("1", "3") for s in ("text", "token_ids")
+        for m in ("linformer", "transformer"))
+    for row in rows:
+        assert row["status"] == "ok" and int(row["requests"]) >= 2
+        assert float(row["p50_ms"]) > 0 and row["p99_ms"] == ""  # Too few requests for p99.
+    assert "| 64 | 3 | text |" in done.stdout
+
+
+def test_a_length_below_k_and_an_existing_output_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        serving_latency.parse_args(["--lengths", "64", "--output", str(tmp_path / "x.csv")])
+    assert "--lengths [64] are below --projected-dim 128" in capsys.readouterr().err
+    (tmp_path / "x.csv").write_text("")
+    with pytest.raises(SystemExit):
+        serving_latency.parse_args(["--output", str(tmp_path / "x.csv")])
+    assert "exists; name a new file" in capsys.readouterr().err
