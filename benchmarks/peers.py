@@ -10,6 +10,8 @@ CPU or GPU. Models:
   backend has one;
 - `linformer-unfused`: the same layer with `flash_attention=False`
   (materialised (n, k) logits in float32);
+- `linformer-dropout`: the same layer with keras-hub BERT's attention dropout
+  0.1 (active in `train`, which then takes the explicit path);
 - `mha-fused`: `keras.layers.MultiHeadAttention` with dropout 0, which calls
   the fused `ops.dot_product_attention` (cuDNN flash attention on JAX GPUs,
   `scaled_dot_product_attention` on PyTorch, also on CPU); the strongest
@@ -45,7 +47,7 @@ import subprocess
 import sys
 import time
 
-MODELS = ("linformer", "linformer-unfused", "mha-fused", "mha-explicit")
+MODELS = ("linformer", "linformer-unfused", "linformer-dropout", "mha-fused", "mha-explicit")
 TASKS = ("forward", "train")
 RESULT_MARKER = "PEERS_RESULT "
 FIELDS = (
@@ -93,6 +95,7 @@ def build_layer(spec):
             projected_dim=min(spec["projected_dim"], n),
             sharing="headwise",
             flash_attention=False if model == "linformer-unfused" else None,
+            dropout=0.1 if model == "linformer-dropout" else 0.0,
         )
     if model == "mha-fused":
         # True on GPUs makes a silent fallback to the unfused path impossible.
@@ -410,18 +413,19 @@ def summary(rows):
         lines += [f"\n{' / '.join(group)}: time and peak memory of each Linformer over the "
                   "best exact attention (< 1: Linformer better)\n",
                   "| n | best exact | its time (s) | linformer time | linformer memory "
-                  "| unfused time | unfused memory | FLOP ratio exact/linformer |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| unfused time | unfused memory | dropout 0.1 time | dropout 0.1 memory "
+                  "| FLOP ratio exact/linformer |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for n in lengths:
             exact = [(median_of(m, n, "median_s"), m) for m in ("mha-fused", "mha-explicit")]
             exact = [e for e in exact if e[0] is not None]
             if not exact:
-                lines.append(f"| {n} | none finished | | | | | | |")
+                lines.append(f"| {n} | none finished |" + " |" * 8)
                 continue
             best_time, best = min(exact)
             best_memory = median_of(best, n, "peak_bytes")
             row = [str(n), best, f"{best_time:.4g}"]
-            for model in ("linformer", "linformer-unfused"):
+            for model in ("linformer", "linformer-unfused", "linformer-dropout"):
                 time_s, memory = median_of(model, n, "median_s"), median_of(
                     model, n, "peak_bytes")
                 row.append("-" if time_s is None else f"{time_s / best_time:.3f}")
