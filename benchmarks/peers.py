@@ -42,9 +42,11 @@ import json
 import math
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 MODELS = ("linformer", "linformer-unfused", "linformer-dropout", "mha-fused", "mha-explicit")
@@ -54,7 +56,7 @@ FIELDS = (
     "backend", "device", "compile", "dtype", "task", "model", "sequence_length",
     "batch_size", "projected_dim", "status", "median_s", "min_s", "tokens_per_s",
     "peak_bytes", "memory_measure", "compiled_temp_bytes", "fused_kernel",
-    "analytic_flops", "round", "note",
+    "analytic_flops", "round", "busy_cores_during", "note",
 )
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -356,21 +358,40 @@ def machine_description(device):
     return lines
 
 
-def run_child(spec, timeout):
+def run_child(spec, timeout, memory_limit_bytes):
+    """Runs one cell in a fresh process, killed past `timeout` s or the RSS limit."""
+    from benchmarks.harness.runner import OtherProcessesCpu
+    from benchmarks.harness.runner import _rss_bytes
+
     command = [sys.executable, "-m", "benchmarks.peers", "--cell", json.dumps(spec)]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, cwd=REPOSITORY
-        )
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "note": f"over {timeout} s"}
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT_MARKER):
-            return json.loads(line[len(RESULT_MARKER):])
-    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    killed = done.returncode < 0 or done.returncode == 137
-    return {"status": "OOM" if killed else "error",
-            "note": f"exit {done.returncode}: " + " | ".join(tail)[:300]}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            OtherProcessesCpu() as others:
+        child = subprocess.Popen(command, stdout=out, stderr=err, text=True, cwd=REPOSITORY)
+        start, killed = time.monotonic(), None
+        while child.poll() is None:
+            if _rss_bytes(child.pid) > memory_limit_bytes:
+                killed = {"status": "OOM", "note": "RSS passed "
+                          f"--memory-limit-gb {memory_limit_bytes / 2**30:g}"}
+            elif time.monotonic() - start > timeout:
+                killed = {"status": "timeout", "note": f"over {timeout:g} s"}
+            if killed:
+                child.kill()
+                child.wait()
+                break
+            time.sleep(0.05)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    result = killed
+    for line in stdout.splitlines():
+        if line.startswith(RESULT_MARKER) and result is None:
+            result = json.loads(line[len(RESULT_MARKER):])
+    if result is None:
+        tail = stderr.strip().splitlines()[-3:]
+        result = {"status": "OOM" if child.returncode in (-9, 137) else "error",
+                  "note": f"exit {child.returncode}: " + " | ".join(tail)[:300]}
+    result["busy_cores_during"] = None if others.cores is None else round(others.cores, 2)
+    return result
 
 
 def _key(row):
@@ -515,6 +536,9 @@ def parse_args(argv):
     parser.add_argument("--min-seconds", type=float, default=0.2,
                         help="least time of one repeat; fast cells loop (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per cell")
+    parser.add_argument("--memory-limit-gb", type=float, default=16.0,
+                        help="a cell whose RSS passes this is killed and recorded as OOM "
+                             "(host memory; default: %(default)s)")
     parser.add_argument("--output", required=True, help="CSV, appended to and resumed")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
@@ -522,6 +546,8 @@ def parse_args(argv):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1. "
                          f"Received: {getattr(args, name)}")
+    if not args.memory_limit_gb > 0:
+        parser.error(f"--memory-limit-gb must be positive. Received: {args.memory_limit_gb}")
     bad = [n for n in args.lengths if n < 1]
     if bad:
         parser.error(f"--lengths must be positive. Received: {bad}")
@@ -538,6 +564,13 @@ def main(argv=None):
         raise SystemExit(f"--report-only: {args.output} holds no results.")
     if not args.report_only:
         backend, device, matmul = _device(args.dtype)
+        # The probe imported the backend and ran one product: no cell needs less.
+        floor = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        if args.memory_limit_gb * 2**30 < floor:
+            raise SystemExit(
+                f"--memory-limit-gb {args.memory_limit_gb:g} is below what a process of this "
+                f"backend needs before any cell ({floor / 2**30:.2f} GiB, measured): every "
+                "cell would be recorded as OOM. Give a larger limit.")
         print("\n".join(machine_description(device) + [matmul]), flush=True)
         done = {_key(r) for r in rows}
         grid = [(r, c, task, n, model) for r in range(args.rounds) for c in args.compile
@@ -560,7 +593,7 @@ def main(argv=None):
                                                          args.projected_dim, task))
                 if _key(row) in done:
                     continue
-                row.update(run_child(spec, args.timeout))
+                row.update(run_child(spec, args.timeout, args.memory_limit_gb * 2**30))
                 writer.writerow({f: row.get(f) for f in FIELDS})
                 file.flush()
                 rows.append({f: str(row.get(f)) for f in FIELDS})

@@ -67,3 +67,16 @@ def test_bad_numbers_are_refused(flags, message, capsys, tmp_path):
     with pytest.raises(SystemExit):
         peers.main(flags + ["--output", str(tmp_path / "x.csv")])
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_memory_limit_below_a_bare_process_is_refused_before_any_cell(tmp_path):
+    output = tmp_path / "peers.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--memory-limit-gb",
+         "0.05", "--output", str(output)],
+        capture_output=True, text=True, timeout=300, cwd=peers.REPOSITORY,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
+    assert done.returncode == 1 and "--memory-limit-gb 0.05 is below" in done.stderr
+    assert not output.exists()
