@@ -42,6 +42,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -279,8 +280,10 @@ def cell_main(spec_json):
         result = run_cell(spec)
     except Exception as error:  # Recorded in the results, never dropped.
         text = f"{type(error).__name__}: {error}"
-        oom = any(s in text for s in ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemory"))
-        result = {"status": "OOM" if oom else "error", "note": text[:300]}
+        oom = any(s in text for s in ("RESOURCE_EXHAUSTED", "ResourceExhausted",
+                                      "OOM when allocating", "out of memory", "OutOfMemory"))
+        note = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", text).split())
+        result = {"status": "OOM" if oom else "error", "note": note[:300]}
     sys.stdout.write(RESULT_MARKER + json.dumps(result) + "\n")
     sys.stdout.flush()
     os._exit(0)
