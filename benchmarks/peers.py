@@ -28,7 +28,9 @@ cell holds about the same number of tokens. `--compile jit` is `jax.jit`,
 Time is the median over repeats of the mean over calls; memory is the peak of
 the device allocator above the weights and inputs on GPUs and the peak RSS
 above the same baseline on CPUs (JAX also reports the compiled program's
-temporary bytes). Rows go to a CSV as they finish (a rerun skips the cells it
+temporary bytes). A cell that passes --memory-limit-gb or --timeout is
+recorded as OOM / timeout, and the same model is not run at longer n (its
+rows say so). Rows go to a CSV as they finish (a rerun skips the cells it
 has), then a summary table is printed: each Linformer's time and memory
 against the best exact model, and the crossover n.
 
@@ -576,6 +578,13 @@ def main(argv=None):
                 "cell would be recorded as OOM. Give a larger limit.")
         print("\n".join(machine_description(device) + [matmul]), flush=True)
         done = {_key(r) for r in rows}
+        failed = {}  # (round, compile, task, model) -> (n, status) of its first OOM/timeout
+        for r in rows:
+            if r["status"] in ("OOM", "timeout"):
+                key = (int(r["round"]), r["compile"], r["task"], r["model"])
+                n = int(r["sequence_length"])
+                if key not in failed or n < failed[key][0]:
+                    failed[key] = (n, r["status"])
         grid = [(r, c, task, n, model) for r in range(args.rounds) for c in args.compile
                 for task in args.tasks for n in args.lengths for model in args.models]
         write_header = not os.path.exists(args.output)
@@ -596,7 +605,14 @@ def main(argv=None):
                                                          args.projected_dim, task))
                 if _key(row) in done:
                     continue
-                row.update(run_child(spec, args.timeout, args.memory_limit_gb * 2**30))
+                failed_at = failed.get((rnd, compile_mode, task, model))
+                if failed_at is not None and failed_at[0] < n:
+                    row.update(status=failed_at[1], note=f"not run: {failed_at[1]} at "
+                               f"n={failed_at[0]}, and longer inputs need more")
+                else:
+                    row.update(run_child(spec, args.timeout, args.memory_limit_gb * 2**30))
+                if row["status"] in ("OOM", "timeout"):
+                    failed.setdefault((rnd, compile_mode, task, model), (n, row["status"]))
                 writer.writerow({f: row.get(f) for f in FIELDS})
                 file.flush()
                 rows.append({f: str(row.get(f)) for f in FIELDS})
