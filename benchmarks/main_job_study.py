@@ -17,7 +17,7 @@ import os
 
 from benchmarks import outputs
 from benchmarks import seeded_study
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.main_job_study"
 MAIN = "training.main"

@@ -18,7 +18,7 @@ import os
 from benchmarks import outputs
 from benchmarks import quality
 from benchmarks import seeded_study
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.projection_study"
 

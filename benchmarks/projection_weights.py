@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.projection_weights"
 MODEL_FILES = ("classifier.keras", "masked_lm.keras")

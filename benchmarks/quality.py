@@ -23,7 +23,7 @@ import sys
 import time
 
 from benchmarks import outputs
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.quality"
 
@@ -303,11 +303,15 @@ def execute(run, position, total):
 
 
 def check_commands(runs):
-    """Parses every run's flags with its program's own parser, before anything runs."""
+    """Parses every run's flags with its program's own parser, before anything runs.
+
+    A run's module (`training.pretrain`, run from the repository root) is the entry point
+    of a program of keras_linformer.programs, whose parser it is."""
     import importlib
 
     for run in runs:
-        importlib.import_module(run["module"]).parse_args(run["argv"])
+        program = run["module"].rpartition(".")[2]
+        importlib.import_module(f"keras_linformer.programs.{program}").parse_args(run["argv"])
 
 
 def run_all(runs, output_dir):

@@ -13,7 +13,7 @@ import statistics
 
 from benchmarks import outputs
 from benchmarks import quality
-from training import cli
+from keras_linformer.programs import cli
 
 TRANSFORMER = "transformer"
 

@@ -26,7 +26,7 @@ from benchmarks.analysis import spectrum_report
 from benchmarks.analysis.spectrum import MEASURES
 from benchmarks.analysis.spectrum import TARGETS
 from benchmarks.analysis.spectrum import smallest_index_reaching
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.spectrum"
 

@@ -18,7 +18,7 @@ import os
 
 from benchmarks.harness import grid
 from benchmarks.harness import report
-from training import cli
+from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.train_step"
 

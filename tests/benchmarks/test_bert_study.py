@@ -14,8 +14,8 @@ import pytest
 
 from benchmarks import bert_study as study
 from benchmarks import quality
-from training import finetune
-from training import pretrain
+from keras_linformer.programs import finetune
+from keras_linformer.programs import pretrain
 
 
 def parse(*flags):

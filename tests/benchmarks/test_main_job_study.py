@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import main_job_study as study
 from benchmarks import quality
-from training import main as main_job
+from keras_linformer.programs import main as main_job
 
 
 def parse(*flags):

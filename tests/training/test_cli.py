@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from training import cli
+from keras_linformer.programs import cli
+from tests.training.harness import REPOSITORY
 
 
 def test_the_names_the_flags_offer_are_the_librarys():
@@ -29,7 +30,7 @@ def test_the_default_architecture_is_the_librarys():
 
 
 def test_padding_compensation_is_on_off_or_left_to_the_default():
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     def compensation(*flags):
         _, args = finetune.parse_args(["--projection", "linear", *flags])
@@ -41,7 +42,7 @@ def test_padding_compensation_is_on_off_or_left_to_the_default():
 
 
 def test_null_slots_are_a_count_or_left_to_the_default(capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     _, args = finetune.parse_args(["--null-slots", "4"])
     assert cli.architecture_from(args)["null_slots"] == 4
@@ -54,10 +55,10 @@ def test_null_slots_are_a_count_or_left_to_the_default(capsys):
 
 
 def heavy_modules_after(code):
-    """Runs `code` in a fresh Python; returns (which of TensorFlow, Keras and keras_linformer
-    it imported, its output)."""
-    probe = ("\nimport sys\nprint(sorted(name for name in ('tensorflow', 'keras', "
-             "'keras_linformer') if name in sys.modules))\n")
+    """Runs `code` in a fresh Python; returns (which of TensorFlow, Keras, keras-hub and
+    keras_linformer's layers it imported, its output)."""
+    probe = ("\nimport sys\nprint(sorted(name for name in ('tensorflow', 'keras', 'keras_hub', "
+             "'keras_linformer.layers') if name in sys.modules))\n")
     result = subprocess.run(
         [sys.executable, "-c", code + probe], capture_output=True, text=True, check=True
     )
@@ -66,18 +67,18 @@ def heavy_modules_after(code):
 
 def test_parsing_flags_imports_no_tensorflow():
     loaded, output = heavy_modules_after(
-        "from training import cli, finetune, main, pretrain\n"
+        "from keras_linformer.programs import cli, finetune, main, pretrain\n"
         "pretrain.parse_args([]); finetune.parse_args([]); main.parse_args([])"
     )
     assert loaded == "[]", output
 
 
 def test_the_launcher_and_its_error_handling_import_no_tensorflow(tmp_path):
-    """`training.launch` starts its workers at once: neither it nor `cli.run`, through which
+    """The launcher starts its workers at once: neither it nor `cli.run`, through which
     every program reports its errors, starts TensorFlow."""
     loaded, output = heavy_modules_after(
         "import sys\n"
-        "from training import launch\n"
+        "from keras_linformer.programs import launch\n"
         "try:\n"
         f"    launch.main(['--workers', '2', '--log-dir', {str(tmp_path)!r}, '--',\n"
         "                 sys.executable, '-c', 'print(1)'])\n"
@@ -114,3 +115,30 @@ def test_a_programs_help_is_its_docstring_up_to_the_first_example_command():
     assert text.startswith("usage: python -m some.program ")
     assert "Longer text." in text and "--flag" not in text
     assert text.rstrip().endswith("After the flags.")
+
+
+def help_of(module, cwd):
+    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=cwd,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_programs_name_each_other_as_this_process_was_started(tmp_path, capsys):
+    """`python -m keras_linformer.programs.X` (from any directory) names its siblings that
+    way, `python -m training.X` (in a checkout) that way, and anything else (a console
+    script, a library call) names the console scripts."""
+    from keras_linformer.programs import finetune
+
+    anywhere = help_of("keras_linformer.programs.pretrain", tmp_path)
+    assert anywhere.startswith("usage: python -m keras_linformer.programs.pretrain ")
+    assert "`python -m keras_linformer.programs.finetune --pretrained DIR`" in anywhere
+    checkout = help_of("training.finetune", REPOSITORY)
+    assert checkout.startswith("usage: python -m training.finetune ")
+    assert "`python -m training.pretrain`" in checkout
+    assert "keras-linformer-" not in anywhere + checkout
+    with pytest.raises(SystemExit):
+        finetune.parse_args(["--help"])
+    here = capsys.readouterr().out
+    assert here.startswith("usage: keras-linformer-finetune ")
+    assert "`keras-linformer-pretrain`" in here

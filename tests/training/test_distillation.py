@@ -158,7 +158,7 @@ def test_the_program_distils_and_fine_tuning_starts_from_the_result(
     (["--objective", "distil"], "argument --objective: invalid choice: 'distil'"),
 ])
 def test_bad_distillation_flags_exit_2_naming_the_flag(flags, message, tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     with pytest.raises(SystemExit) as exit_info:
         pretrain.parse_args([*flags, "--output-dir", str(tmp_path / "run")])
@@ -171,7 +171,7 @@ def test_a_distillation_does_not_overwrite_a_masked_lm_run(tmp_path):
     from keras_linformer.training import run_directory
 
     run_directory.write_run(tmp_path, {"task": "masked_lm"})
-    with pytest.raises(ValueError, match="python -m training.pretrain"):
+    with pytest.raises(ValueError, match="`keras-linformer-pretrain`"):
         run_directory.check_output_dir(str(tmp_path), "distillation")
 
 

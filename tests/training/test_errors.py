@@ -18,7 +18,7 @@ def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path):
 
 
 def test_empty_table_is_refused(tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     empty = tmp_path / "empty.csv"
     empty.write_text("")
@@ -27,7 +27,7 @@ def test_empty_table_is_refused(tmp_path, capsys):
 
 
 def test_missing_text_file_is_refused(tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     status, stderr = run_in_process(pretrain, ["--text-files", tmp_path / "none.txt"], capsys)
     assert status == 2 and "none.txt' does not exist or is not a file." in stderr
@@ -37,7 +37,7 @@ def test_missing_text_file_is_refused(tmp_path, capsys):
 def test_sequence_length_below_3_is_refused(program_name, capsys):
     import importlib
 
-    program = importlib.import_module(f"training.{program_name}")
+    program = importlib.import_module(f"keras_linformer.programs.{program_name}")
     status, stderr = run_in_process(program, ["--sequence-length", 1], capsys)
     assert status == 2
     assert "--sequence-length: must be at least 3 ([CLS], one token and [SEP]), got 1" in stderr
@@ -46,7 +46,7 @@ def test_sequence_length_below_3_is_refused(program_name, capsys):
 def test_checkpoint_of_another_configuration_is_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     status, stderr = run_in_process(finetune, [
         "--table", reviews_file, "--pretrained", pretrained_dir, "--hidden-dim", 32,
@@ -62,7 +62,7 @@ def test_checkpoint_of_another_configuration_is_refused(
 def test_checkpoint_with_another_vocabulary_is_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     with open(pretrained_dir / "vocab.txt", "a", encoding="utf-8") as file:
         file.write("extra\n")
@@ -76,7 +76,7 @@ def test_checkpoint_with_another_vocabulary_is_refused(
 def test_weights_that_do_not_fit_the_config_are_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     config_file = pretrained_dir / "config.json"
     saved = json.loads(config_file.read_text())
@@ -91,7 +91,7 @@ def test_weights_that_do_not_fit_the_config_are_refused(
 def test_unfinished_pretraining_directory_is_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     (pretrained_dir / "model.weights.h5").unlink()
     status, stderr = run_in_process(finetune, [
@@ -103,7 +103,7 @@ def test_unfinished_pretraining_directory_is_refused(
 def test_inputs_longer_than_the_pretrained_model_are_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     status, stderr = run_in_process(finetune, [
         "--table", reviews_file, "--pretrained", pretrained_dir, "--sequence-length", 32,
@@ -114,7 +114,7 @@ def test_inputs_longer_than_the_pretrained_model_are_refused(
 
 
 def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     checkpoints = tmp_path / "checkpoints"
     checkpoints.mkdir()  # The index of an unfinished run's checkpoints.
@@ -131,7 +131,7 @@ def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
 def test_a_short_sequence_rate_is_recorded_and_another_one_is_not_resumed(
     reviews_file, tmp_path, capsys
 ):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     arguments = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16,
                  "--vocabulary-size", 100, "--batch-size", 8, "--max-steps", 2,

@@ -33,7 +33,7 @@ def refused(program, arguments, capsys, tmp_path):
     ([f"{t},{l}" for t, l in REVIEWS[:5]] + ['"never closed,pos'], "line 7: unexpected end"),
 ])
 def test_rows_that_do_not_fit_the_header_are_named(rows, message, tmp_path, capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     table = csv_file(tmp_path / "reviews.csv", rows)
     stderr = refused(finetune, ["--table", table], capsys, tmp_path)
@@ -45,7 +45,7 @@ def test_rows_that_do_not_fit_the_header_are_named(rows, message, tmp_path, caps
 ])
 def test_json_labels_that_are_not_strings_or_integers_are_refused(label, kind, tmp_path,
                                                                    capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     table = tmp_path / "reviews.jsonl"
     lines = [json.dumps({"text": t, "label": l}) for t, l in REVIEWS]
@@ -56,7 +56,7 @@ def test_json_labels_that_are_not_strings_or_integers_are_refused(label, kind, t
 
 
 def test_an_id_column_is_not_a_label_unless_the_user_says_so(tmp_path, capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     table = csv_file(tmp_path / "ids.csv",
                      [f"{t},id{i:04d}" for i, (t, _) in enumerate(REVIEWS * 10)],

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from keras_linformer import training
+from keras_linformer.programs import cli
 from keras_linformer.training import checkpoints
-from training import cli
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_profile_batches_must_be_an_ordered_pair_from_1(text):
 
 @pytest.mark.parametrize("name", ["pretrain", "finetune", "main"])
 def test_help_explains_every_flag(name, capsys):
-    program = importlib.import_module(f"training.{name}")
+    program = importlib.import_module(f"keras_linformer.programs.{name}")
     with pytest.raises(SystemExit) as exit_info:
         program.parse_args(["--help"])
     assert exit_info.value.code == 0
@@ -155,7 +155,7 @@ def test_xla_is_the_default_on_one_gpu_but_not_on_cpu(monkeypatch):
 @pytest.mark.parametrize("flags, passed", [([], []), (["--jit-compile"], ["--jit-compile"]),
                                            (["--no-jit-compile"], ["--no-jit-compile"])])
 def test_the_main_job_passes_its_xla_choice_to_both_stages(flags, passed):
-    from training import main
+    from keras_linformer.programs import main
 
     _, args = main.parse_args(flags)
     for stage in main.stage_arguments(args):
@@ -163,8 +163,8 @@ def test_the_main_job_passes_its_xla_choice_to_both_stages(flags, passed):
 
 
 def test_the_main_job_passes_its_short_sequence_rate_to_pretraining_only():
-    from training import main
-    from training import pretrain
+    from keras_linformer.programs import main
+    from keras_linformer.programs import pretrain
 
     _, args = main.parse_args([])
     assert not any("--short-sequence-rate" in stage for stage in main.stage_arguments(args))

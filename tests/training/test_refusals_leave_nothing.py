@@ -94,12 +94,12 @@ def test_a_backend_from_keras_json_is_refused_naming_the_file(tmp_path):
 def test_the_backend_is_refused_before_tensorflow_is_imported(tmp_path):
     code = (
         "import sys\n"
-        "from training import main\n"
+        "from keras_linformer.programs import main\n"
         "try:\n"
         f"    main.main(['--output-dir', {str(tmp_path / 'out')!r}])\n"
         "except SystemExit as stop:\n"
         "    print(stop.code, sorted(name for name in ('tensorflow', 'keras', "
-        "'keras_linformer') if name in sys.modules))\n"
+        "'keras_linformer.layers') if name in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPOSITORY, capture_output=True,
                             text=True, timeout=120,
@@ -109,7 +109,7 @@ def test_the_backend_is_refused_before_tensorflow_is_imported(tmp_path):
 
 
 def test_a_run_its_options_cannot_build_leaves_no_directory(reviews_file, tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     output_dir = tmp_path / "runs" / "first"
     status, stderr = run_in_process(pretrain, [
@@ -123,7 +123,7 @@ def test_a_run_its_options_cannot_build_leaves_no_directory(reviews_file, tmp_pa
 
 def test_a_refused_run_keeps_what_was_there_and_the_corrected_command_runs(
         reviews_file, tmp_path, capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     (tmp_path / "output.log").write_text("the shell's redirection\n")
     flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", "16", "--max-steps",
@@ -140,7 +140,7 @@ def test_a_refused_run_keeps_what_was_there_and_the_corrected_command_runs(
 
 def test_the_main_job_checks_both_stages_output_directories_before_pretraining(
         tmp_path, capsys):
-    from training import main
+    from keras_linformer.programs import main
 
     (tmp_path / "finetune").mkdir()
     (tmp_path / "finetune" / "notes.txt").write_text("the user's own file\n")
@@ -156,8 +156,8 @@ def test_the_main_job_checks_both_stages_output_directories_before_pretraining(
 
 
 def test_a_run_with_a_checkpoint_or_an_earlier_record_is_kept(tmp_path):
+    from keras_linformer.programs import cli
     from keras_linformer.training import loop  # noqa: F401 (what a training run imports)
-    from training import cli
 
     started = tmp_path / "checkpointed"
     cli.note_start(started)
@@ -176,7 +176,7 @@ def test_a_run_with_a_checkpoint_or_an_earlier_record_is_kept(tmp_path):
 
 
 def test_a_single_process_is_the_chief_that_checks_and_cleans_its_output_dir():
-    from training import cli
+    from keras_linformer.programs import cli
 
     worker = {"TF_CONFIG": json.dumps({"cluster": {"worker": ["a:1", "b:1"]},
                                        "task": {"type": "worker", "index": 1}})}

@@ -20,7 +20,7 @@ def contents(directory):
 
 
 def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_path, capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     for name in ("labels.txt", "vocab.txt", "summary.json"):
         (tmp_path / name).write_text(f"the user's own {name}\n")
@@ -39,7 +39,7 @@ def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_pat
 
 
 def test_a_run_of_the_other_program_is_refused(reviews_file, tmp_path, capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     (tmp_path / "run.json").write_text(json.dumps({"task": "masked_lm"}))
     (tmp_path / "masked_lm.keras").write_text("weights")
@@ -47,12 +47,12 @@ def test_a_run_of_the_other_program_is_refused(reviews_file, tmp_path, capsys):
         finetune, ["--table", reviews_file, "--output-dir", tmp_path], capsys
     )
     assert status == 2
-    assert "holds a run of `python -m training.pretrain` (run.json)" in stderr
+    assert "holds a run of `keras-linformer-pretrain` (run.json)" in stderr
     assert "masked_lm.keras, run.json" in stderr
 
 
 def test_checkpoints_without_their_run_record_are_refused(reviews_file, tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\n')
@@ -64,7 +64,7 @@ def test_checkpoints_without_their_run_record_are_refused(reviews_file, tmp_path
 
 
 def test_an_output_dir_that_is_a_file_is_refused(reviews_file, tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     path = tmp_path / "notes.txt"
     path.write_text("notes")
@@ -76,7 +76,7 @@ def test_an_output_dir_that_is_a_file_is_refused(reviews_file, tmp_path, capsys)
 
 
 def test_a_truncated_run_record_is_named(reviews_file, tmp_path, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     (tmp_path / "run.json").write_text('{"task": "masked_l')
     status, stderr = run_in_process(
@@ -118,7 +118,7 @@ def test_a_report_of_no_finished_run_is_refused_and_keeps_the_results(tmp_path, 
     ),
 ])
 def test_flags_out_of_range_are_refused_by_name(arguments, message, capsys):
-    from training import pretrain
+    from keras_linformer.programs import pretrain
 
     with pytest.raises(SystemExit) as exit_info:
         pretrain.parse_args(arguments)
@@ -130,7 +130,7 @@ def test_flags_out_of_range_are_refused_by_name(arguments, message, capsys):
     (["23456", "23456"], "argument --ports: each worker needs its own port; [23456] given twice"),
 ])
 def test_the_launcher_refuses_bad_ports(ports, message, capsys):
-    from training import launch
+    from keras_linformer.programs import launch
 
     with pytest.raises(SystemExit) as exit_info:
         launch.parse_args(["--ports", *ports, "--", "python", "-m", "training.pretrain"])
@@ -156,7 +156,7 @@ def test_a_second_launch_appends_to_the_worker_logs(tmp_path):
 
 
 def test_a_model_name_that_cannot_be_served_is_refused_before_training(tmp_path, capsys):
-    from training import main
+    from keras_linformer.programs import main
 
     status, stderr = run_in_process(
         main, ["--model-name", "my model", "--output-dir", tmp_path], capsys
@@ -166,7 +166,7 @@ def test_a_model_name_that_cannot_be_served_is_refused_before_training(tmp_path,
 
 
 def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     latin = tmp_path / "latin.csv"
     latin.write_bytes("text,label\ncaf\xe9,a\n".encode("latin-1"))
@@ -184,7 +184,7 @@ def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
 def test_a_truncated_pretrained_weights_file_is_named(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from training import finetune
+    from keras_linformer.programs import finetune
 
     weights = pretrained_dir / "model.weights.h5"
     weights.write_bytes(weights.read_bytes()[:2000])
@@ -198,7 +198,7 @@ def test_a_truncated_pretrained_weights_file_is_named(
 def test_an_unexpected_failure_is_one_line_unless_debug_asks(capsys):
     import argparse
 
-    from training import cli
+    from keras_linformer.programs import cli
 
     def fail(args):
         raise OverflowError("cannot convert float infinity to integer")

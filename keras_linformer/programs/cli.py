@@ -1,4 +1,5 @@
-"""Flags and error handling shared by the programs (training/ and benchmarks/).
+"""Flags and error handling shared by the programs (this package's, and a checkout's
+benchmarks/).
 
 Nothing here imports TensorFlow: flags are parsed, and bad values refused,
 before TensorFlow starts (and before `--cpu-replicas` must take effect).
@@ -14,11 +15,13 @@ import re
 import shutil
 import sys
 
+from keras_linformer import programs
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # The library's names and default architecture, as the flags offer them.
-# Importing keras_linformer starts TensorFlow, so they are spelled here, once
-# for every program; tests/training/test_cli.py keeps each equal to its source.
+# Importing the layers starts TensorFlow, so they are spelled here, once for
+# every program; tests/training/test_cli.py keeps each equal to its source.
 # keras_linformer.models.linformer_backbone.ATTENTIONS
 ATTENTIONS = ("linformer", "transformer")
 # keras_linformer.layers.sequence_projection.PROJECTIONS and SHARINGS
@@ -54,7 +57,7 @@ Hardware options that combine (TensorFlow 2.21):
                                (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
   --no-jit-compile             no XLA, also on one GPU
   TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts;
-                               `python -m training.launch` starts local workers;
+                               `keras-linformer-launch` starts local workers;
                                --mixed-precision works, --cpu-replicas does not
 
 One trainer runs every case. Outputs under --output-dir: run.json (written first: the
@@ -68,36 +71,58 @@ Watch with `tensorboard --logdir OUTPUT_DIR/logs`; the --profile-batches trace n
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows defaults, except the unhelpful `None` and `False`."""
+    """Shows defaults, except the unhelpful `None` and `False`, and names the programs as
+    this process runs them (`name_commands`)."""
 
     def _get_help_string(self, action):
-        text = action.help or ""
+        text = name_commands(action.help or "")
         if "%(default)" not in text and action.default not in (None, False, argparse.SUPPRESS):
             text += " (default: %(default)s)"
         return text
 
 
 def program_parser(program, doc, epilog=None):
-    """The argument parser of `python -m PROGRAM`.
+    """The argument parser of a program.
 
-    Its description is the module docstring `doc` up to the first example command (a line
-    starting with four spaces and `python`), its help shows defaults (`HelpFormatter`).
+    `program` is a name of `keras_linformer.programs.PROGRAMS` (`"pretrain"`), whose
+    usage line names it as this process does (`programs.command`), or a module run with
+    `python -m` (`"benchmarks.quality"`). The description is the module docstring `doc`
+    up to the first example command (a line starting with four spaces and `python` or a
+    console script's name), its help shows defaults (`HelpFormatter`); in both, and in
+    `epilog`, every console script's name (`keras-linformer-finetune`) becomes the
+    command that runs that program here.
 
-    Every program starts here, so a training or export program (`training.*`) first
+    Every program of this package starts here, so a training or export program first
     refuses a Keras backend other than TensorFlow (`check_tensorflow_backend`), before it
     parses a flag, imports TensorFlow or writes a file.
     """
+    is_program = program in programs.PROGRAMS
     parser = argparse.ArgumentParser(
-        prog=f"python -m {program}",
-        description=doc.split("\n    python")[0],
-        epilog=epilog,
+        prog=programs.command(program) if is_program else f"python -m {program}",
+        description=name_commands(EXAMPLE_COMMAND.split(doc)[0]),
+        epilog=None if epilog is None else name_commands(epilog),
         formatter_class=HelpFormatter,
     )
-    if program.split(".")[0] == "training":
+    if is_program:
         problem = check_tensorflow_backend()
         if problem:
             parser.exit(2, f"{parser.prog}: error: {problem}\n")
     return parser
+
+
+# Where a program's docstring stops being its description: its first example command.
+EXAMPLE_COMMAND = re.compile(r"\n    (?:python |" + re.escape(programs.SCRIPT_PREFIX) + ")")
+SCRIPT_NAME = re.compile(
+    r"(?<![\w-])" + re.escape(programs.SCRIPT_PREFIX) + "(" + "|".join(programs.PROGRAMS)
+    + r")(?![\w-])"
+)
+
+
+def name_commands(text):
+    """`text` with every program's console script named as this process runs programs
+    (`programs.command`): `python -m training.pretrain` in a process started as
+    `python -m training.main`, for instance."""
+    return SCRIPT_NAME.sub(lambda match: programs.command(match[1]), text)
 
 
 def keras_backend(environ=None):

