@@ -11,7 +11,7 @@ CONSTRAINTS ?= constraints.txt
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install install-dev main test clean
+.PHONY: install install-dev main test docs clean
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -34,5 +34,9 @@ test: install-dev
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
+# The documentation site (docs/, mkdocs.yml) into site/; fails on any warning.
+docs: install-dev
+	$(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist site *.egg-info

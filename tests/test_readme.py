@@ -1,4 +1,7 @@
-"""The README's quickstart runs as printed."""
+"""The README's quickstart and BERT conversion run as printed.
+
+`readme_example` is also what tests/test_install.py runs in a fresh environment.
+"""
 
 import pathlib
 import re
@@ -8,12 +11,26 @@ import numpy as np
 README = pathlib.Path(__file__).parents[1] / "README.md"
 
 
-def test_quickstart_trains_saves_and_reloads(tmp_path, monkeypatch):
+def readme_example(name):
+    """The README's python block: `"quickstart"` (the first) or `"from_bert"` (the one
+    that calls it)."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks, "the README has no python block"
+    if name == "quickstart":
+        return blocks[0]
+    (block,) = [b for b in blocks if name in b]
+    return block
+
+
+def test_the_examples_are_short():
+    assert len(readme_example("quickstart").splitlines()) <= 20
+    assert len(readme_example("from_bert").splitlines()) <= 10
+
+
+def test_quickstart_trains_saves_and_reloads(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = {}
-    exec(compile(blocks[0], "README.md quickstart", "exec"), namespace)
+    exec(compile(readme_example("quickstart"), "README.md quickstart", "exec"), namespace)
     model, restored, tokens = namespace["model"], namespace["restored"], namespace["tokens"]
     assert (tmp_path / "linformer.keras").exists()
     np.testing.assert_allclose(
@@ -24,11 +41,8 @@ def test_quickstart_trains_saves_and_reloads(tmp_path, monkeypatch):
 
 
 def test_the_bert_conversion_example_converts_the_bundled_minilm():
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-              if "from_bert" in b]
-    assert len(blocks) == 1, "the README shows one from_bert example"
     namespace = {}
-    exec(compile(blocks[0], "README.md from_bert example", "exec"), namespace)
+    exec(compile(readme_example("from_bert"), "README.md from_bert example", "exec"), namespace)
     bert, linformer = namespace["bert"], namespace["linformer"]
     assert linformer.count_params() < bert.count_params()  # 384 fewer positions, one E of 128 x 64
     assert linformer.max_sequence_length == 128 and linformer.projected_dim == 64
