@@ -4,9 +4,11 @@ Builds the wheel from a copy of the files it is made of, installs it without its
 dependencies into a new virtual environment that borrows them from this one (a `.pth`
 file naming this environment's site-packages, so nothing is downloaded), and from a
 directory outside the repository runs every program's `--help` through its console
-script and through `python -m`, and imports the layers.
+script and through `python -m`, imports the layers, and runs the README's quickstart and
+BERT conversion.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +20,7 @@ import zipfile
 import pytest
 
 from keras_linformer import programs
+from tests.test_readme import readme_example
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What the wheel is built from (setup.cfg names README.md and LICENSE).
@@ -66,9 +69,13 @@ def isolated_environment(tmp_path, wheel):
     return bin_dir
 
 
-@pytest.mark.slow
-def test_the_wheel_installs_and_runs_anywhere(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The wheel installed in a new environment: its bin directory, a directory outside
+    the repository and the environment to run in."""
+    tmp_path = tmp_path_factory.mktemp("install")
     wheel = build_wheel(tmp_path)
+    # What the wheel holds is checked here, once.
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         entry_points = archive.read(next(n for n in names if n.endswith("entry_points.txt")))
@@ -87,6 +94,13 @@ def test_the_wheel_installs_and_runs_anywhere(tmp_path):
            if name not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env["PATH"] = str(bin_dir) + os.pathsep + env.get("PATH", "")
+    return bin_dir, elsewhere, env
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_and_runs_anywhere(installed):
+    bin_dir, elsewhere, env = installed
+    tmp_path = elsewhere.parent
     python = bin_dir / "python"
     for program in programs.PROGRAMS:
         for command in ([bin_dir / f"keras-linformer-{program}"],
@@ -109,3 +123,44 @@ def test_the_wheel_installs_and_runs_anywhere(tmp_path):
     assert file.startswith(str(tmp_path / "venv")), file  # The installed copy.
     assert training == "None"  # The checkout's entry points are not installed.
     assert name.startswith("linformer_encoder_stack")
+
+
+def run_readme_example(name, checks, installed):
+    """Runs the README block `name`, then `checks` (code printing one JSON line), with
+    the installed environment's python in a directory outside the repository."""
+    bin_dir, elsewhere, env = installed
+    workdir = elsewhere / name
+    workdir.mkdir()
+    script = workdir / "example.py"
+    script.write_text(readme_example(name) + "\nimport json\n" + checks)
+    result = run([bin_dir / "python", script], cwd=workdir, env=env, timeout=420)
+    return workdir, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_the_readme_quickstart_runs_in_the_installed_package(installed):
+    workdir, results = run_readme_example("quickstart", (
+        "import keras_linformer\n"
+        "print(json.dumps({'package': keras_linformer.__file__,\n"
+        "    'val_accuracy': model.history.history['val_accuracy'][-1],\n"
+        "    'max_difference': float(np.abs(restored.predict(tokens[:8], verbose=0)\n"
+        "                                   - model.predict(tokens[:8], verbose=0)).max())}))\n"
+    ), installed)
+    assert results["package"].startswith(str(installed[0].parent)), results  # not the checkout
+    assert (workdir / "linformer.keras").exists()
+    assert results["max_difference"] < 1e-6, results
+    assert results["val_accuracy"] > 0.75, results
+
+
+@pytest.mark.slow
+def test_the_readme_conversion_runs_in_the_installed_package(installed):
+    _, results = run_readme_example("from_bert", (
+        "import numpy as np\n"
+        "ids = np.full((1, 128), 1000, 'int32')\n"
+        "outputs = linformer({'token_ids': ids, 'segment_ids': np.zeros_like(ids),\n"
+        "                    'padding_mask': np.ones_like(ids)})\n"
+        "print(json.dumps({'bert': bert.count_params(), 'linformer': linformer.count_params(),\n"
+        "    'shape': list(outputs['sequence_output'].shape)}))\n"
+    ), installed)
+    assert results["shape"] == [1, 128, 384], results
+    assert results["linformer"] < results["bert"], results
