@@ -2,7 +2,8 @@
 # Both create the virtual environment in .venv on first use. `make main` installs
 # only what the job runs (the package and its bundled data); `make test` adds the
 # `dev` extra of setup.cfg (pytest, ruff, the PyTorch and JAX backends, plotting);
-# `make test` lints with ruff, then runs the suite.
+# `make test` lints with ruff, then runs the suite. `make docs` builds the documentation
+# site (docs/, mkdocs.yml) into site/ with the dev extra.
 # setup.cfg accepts a range of versions; `make` installs the newest stack tested
 # (constraints.txt). The oldest: `make test VENV=.venv-oldest CONSTRAINTS=constraints-oldest.txt`.
 PYTHON ?= python3
@@ -34,7 +35,7 @@ test: install-dev
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
-# The documentation site (docs/, mkdocs.yml) into site/; fails on any warning.
+# --strict: any warning (a broken link, an object not found) fails the build.
 docs: install-dev
 	$(VENV)/bin/mkdocs build --strict
 
