@@ -5,13 +5,18 @@
 # `make test` lints with ruff, then runs the suite.
 # setup.cfg accepts a range of versions; `make` installs the newest stack tested
 # (constraints.txt). The oldest: `make test VENV=.venv-oldest CONSTRAINTS=constraints-oldest.txt`.
+# `make check-serving-oldest` checks that exports load and answer under the TensorFlow of
+# the newest TF Serving release (SERVING_TF, in its own environment SERVING_VENV).
 PYTHON ?= python3
 VENV ?= .venv
 CONSTRAINTS ?= constraints.txt
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install install-dev main test clean
+SERVING_TF ?= 2.20
+SERVING_VENV ?= .venv-tf$(subst .,,$(SERVING_TF))
+
+.PHONY: install install-dev main test check-serving-oldest clean
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -33,6 +38,16 @@ main: install
 test: install-dev
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
+
+$(SERVING_VENV)/.installed:
+	$(PYTHON) -m venv $(SERVING_VENV)
+	$(SERVING_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SERVING_VENV)/bin/python -m pip install --quiet "tensorflow==$(SERVING_TF).*" \
+		"tensorflow-text==$(SERVING_TF).*"
+	touch $@
+
+check-serving-oldest: install $(SERVING_VENV)/.installed
+	$(PY) -m keras_linformer.export.oldest_tensorflow $(SERVING_VENV)/bin/python
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -170,3 +170,12 @@ def test_export_reuse_existing_says_so_and_writes_no_version(
     output = capsys.readouterr().out
     assert f"Reused {tmp_path / 'sentiment' / '1'}: it already holds this export" in output
     assert sorted(os.listdir(tmp_path / "sentiment")) == ["1"]
+
+
+def test_the_oldest_tensorflow_check_refuses_a_python_without_tensorflow(tmp_path, capsys):
+    from keras_linformer.export import oldest_tensorflow
+
+    missing = str(tmp_path / "no-python")
+    code, output = run_main(oldest_tensorflow.main, [missing], capsys)
+    assert code == 2
+    assert f"error: python: cannot run {missing!r}" in output
