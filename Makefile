@@ -6,13 +6,18 @@
 # site (docs/, mkdocs.yml) into site/ with the dev extra.
 # setup.cfg accepts a range of versions; `make` installs the newest stack tested
 # (constraints.txt). The oldest: `make test VENV=.venv-oldest CONSTRAINTS=constraints-oldest.txt`.
+# `make check-serving-oldest` checks that exports load and answer under the TensorFlow of
+# the newest TF Serving release (SERVING_TF, in its own environment SERVING_VENV).
 PYTHON ?= python3
 VENV ?= .venv
 CONSTRAINTS ?= constraints.txt
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install install-dev main test docs clean
+SERVING_TF ?= 2.20
+SERVING_VENV ?= .venv-tf$(subst .,,$(SERVING_TF))
+
+.PHONY: install install-dev main test docs check-serving-oldest clean
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -38,6 +43,16 @@ test: install-dev
 # --strict: any warning (a broken link, an object not found) fails the build.
 docs: install-dev
 	$(VENV)/bin/mkdocs build --strict
+
+$(SERVING_VENV)/.installed:
+	$(PYTHON) -m venv $(SERVING_VENV)
+	$(SERVING_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SERVING_VENV)/bin/python -m pip install --quiet "tensorflow==$(SERVING_TF).*" \
+		"tensorflow-text==$(SERVING_TF).*"
+	touch $@
+
+check-serving-oldest: install $(SERVING_VENV)/.installed
+	$(PY) -m keras_linformer.export.oldest_tensorflow $(SERVING_VENV)/bin/python
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info

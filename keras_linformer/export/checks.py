@@ -144,10 +144,10 @@ def parse_show_all(text):
     return signatures
 
 
-def check_show(export_dir, expected):
+def check_show(export_dir, expected, python=None):
     name = "saved_model_cli show --all"
     ok, stdout, error = run_loader(
-        CLI_LOADER, ["show", "--dir", export_dir, "--all"], name
+        CLI_LOADER, ["show", "--dir", export_dir, "--all"], name, python
     )
     if not ok:
         return Check(name, False, error), {}
@@ -174,7 +174,7 @@ def check_show(export_dir, expected):
     return Check(name, True, f"tag-set 'serve': {described}"), found
 
 
-def run_cli(export_dir, signature, inputs, work):
+def run_cli(export_dir, signature, inputs, work, python=None):
     """`saved_model_cli run` on one signature; returns `(outputs or None, error)`."""
     case_dir = os.path.join(work, f"cli_{signature}")
     os.makedirs(case_dir)
@@ -192,6 +192,7 @@ def run_cli(export_dir, signature, inputs, work):
             "--outdir", out_dir,
         ],
         f"saved_model_cli run {signature}",
+        python,
     )
     if not ok:
         return None, error
@@ -269,7 +270,7 @@ def over_the_cap(inputs, max_batch_size):
     return {key: np.take(value, rows % len(value), axis=0) for key, value in inputs.items()}
 
 
-def run_load(export_dir, cases, requests, work, max_batch_size=None):
+def run_load(export_dir, cases, requests, work, max_batch_size=None, python=None):
     """Runs every case and warmup request under `tf.saved_model.load` in a fresh process.
 
     With `max_batch_size`, each signature is also fed one row more than
@@ -301,7 +302,9 @@ def run_load(export_dir, cases, requests, work, max_batch_size=None):
             )
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
         json.dump(entries, file)
-    ok, _, error = run_loader(LOAD_LOADER, [export_dir, case_dir], "tf.saved_model.load")
+    ok, _, error = run_loader(
+        LOAD_LOADER, [export_dir, case_dir], "tf.saved_model.load", python
+    )
     if not ok:
         return None, error, manifest, rows, refusals
     outputs = {}

@@ -12,6 +12,9 @@ import shutil
 import tempfile
 
 MODEL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# The TF Serving image to run exports in: its model server links the
+# tensorflow-text ops the raw-text signatures use (TF-Text 2.20).
+SERVING_IMAGE = "tensorflow/serving:2.20.0"
 TEMPORARY_PREFIX = ".tmp-export-"
 
 
@@ -63,6 +66,21 @@ def next_version(model_dir):
     """One more than the highest version under `model_dir`, or 1."""
     versions = list_versions(model_dir)
     return versions[-1] + 1 if versions else 1
+
+
+def docker_command(base_dir, model_name):
+    """The `docker run` command that serves `<base_dir>/<model_name>` with TF Serving's REST API.
+
+    TF Serving's image serves `/models/$MODEL_NAME`; the model directory (not
+    a version) is mounted there, so the server picks the highest version. A
+    relative `base_dir` is written from `$PWD`, the directory it is relative to.
+    """
+    model_dir = os.path.normpath(os.path.join(os.fspath(base_dir), model_name))
+    mount = model_dir if os.path.isabs(model_dir) else f"$PWD/{model_dir}"
+    return (
+        f'docker run -p 8501:8501 -v "{mount}:/models/{model_name}" '
+        f"-e MODEL_NAME={model_name} {SERVING_IMAGE}"
+    )
 
 
 def latest_version_dir(path):

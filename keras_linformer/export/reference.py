@@ -61,9 +61,9 @@ class KerasReference:
 
     def classifier_probabilities(self):
         if self.predictions is None:
-            outputs = self.source.model(self.x, training=False)
+            outputs = self.source.model(self.source.model_inputs(self.x), training=False)
             self.predictions = np.asarray(
-                keras.ops.convert_to_numpy(serving.probabilities_from(self.source.model, outputs)),
+                keras.ops.convert_to_numpy(serving.probabilities_from(self.source, outputs)),
                 "float64",
             )
         return self.predictions

@@ -118,22 +118,12 @@ def read_export_info(export_dir):
         return json.load(file)
 
 
-def probabilities_from(model, outputs):
+def probabilities_from(source, outputs):
     """float32 class probabilities from the classifier's outputs (logits unless softmax)."""
     outputs = tf.cast(outputs, "float32")
-    activation = keras.activations.serialize(model.activation)
-    if activation == "softmax":
+    if source.activation == "softmax":
         return outputs
     return tf.nn.softmax(outputs, axis=-1)
-
-
-def check_classifier_activation(model):
-    activation = keras.activations.serialize(model.activation)
-    if activation not in ("linear", "softmax"):
-        raise ValueError(
-            f"model: a classifier with activation={activation!r} has no class "
-            "probabilities to serve; use activation=None (logits) or 'softmax'."
-        )
 
 
 def export_classifier(
@@ -148,6 +138,15 @@ def export_classifier(
     reuse_existing=False,
 ):
     """Exports a text classifier as a new version of a TF Serving model.
+
+    The classifier is a `LinformerTextClassifier` or any functional Keras
+    model that takes `token_ids` and, if it declares them, `padding_mask`
+    and `segment_ids` (integer `(B, n)` inputs, named by `keras.Input(name=...)`
+    or by the keys of a dict of inputs; segment ids are all 0) and returns
+    one `(B, C)` output of logits or softmax probabilities, as told by its
+    last layer (a Dense layer with activation None or `"softmax"`, or a
+    Softmax layer). Other models are refused with an error naming what
+    they declare.
 
     Writes `<base_dir>/<model_name>/<version>/`: a SavedModel (tag
     `serve`) whose graph tokenizes raw text with the model's own
@@ -181,10 +180,12 @@ def export_classifier(
     any text is tokenized. Split larger batches on the client.
 
     Args:
-        model: a `LinformerTextClassifier`, its `.keras` file, or the output
+        model: a classifier (see above), its `.keras` file, or the output
             directory of `keras-linformer-finetune`.
-        vocabulary: list of str or a `vocab.txt` path; `None` reads the
-            output directory's. Defaults to `None`.
+        vocabulary: list of str, a `vocab.txt` path, or a
+            `keras_hub.tokenizers.WordPieceTokenizer` with the options of
+            `keras_linformer.data.make_tokenizer` (its vocabulary is used);
+            `None` reads the output directory's. Defaults to `None`.
         label_names: list of str (class-index order) or a `labels.txt`
             path; `None` reads the output directory's. Defaults to `None`.
         base_dir: str, the directory holding the served models. Defaults
@@ -194,8 +195,9 @@ def export_classifier(
         version: int or `None`, the version to write (must not exist);
             `None` takes the next one. Defaults to `None`.
         sequence_length: int or `None`, n; `None` means the fine-tuning
-            run's (its `run.json`) or else the backbone's
-            `max_sequence_length`. Defaults to `None`.
+            run's (its `run.json`), else the backbone's `max_sequence_length`,
+            the model's fixed input length, or the smallest
+            `sequence_length` of its Linformer layers. Defaults to `None`.
         max_batch_size: int, the most texts (or token-id rows) one request
             may hold, at least 16. Defaults to `1024`.
         reuse_existing: bool. If `True` and the latest version of
@@ -221,7 +223,6 @@ def export_classifier(
     source = sources.load_source(
         "classifier", model, vocabulary, label_names, sequence_length
     )
-    check_classifier_activation(source.model)
     source.max_batch_size = max_batch_size
     return write_export(
         source, base_dir, model_name, version, build_classifier_archive, reuse_existing
@@ -446,6 +447,7 @@ def write_extras(path, source, model_name, recorded):
     }
     if source.task == "classifier":
         info["label_names"] = source.label_names
+        info["model_inputs"] = list(source.input_names)
         with open(
             os.path.join(extra, sources.LABELS_FILE), "w", encoding="utf-8", newline="\n"
         ) as file:
@@ -505,16 +507,13 @@ def build_classifier_archive(source):
     label_names = tf.constant(source.label_names)
 
     def predict(token_ids, padding_mask):
+        features = {
+            "token_ids": token_ids,
+            "segment_ids": tf.zeros_like(token_ids),
+            "padding_mask": padding_mask,
+        }
         probabilities = probabilities_from(
-            model,
-            model(
-                {
-                    "token_ids": token_ids,
-                    "segment_ids": tf.zeros_like(token_ids),
-                    "padding_mask": padding_mask,
-                },
-                training=False,
-            ),
+            source, model(source.model_inputs(features), training=False)
         )
         label_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {

@@ -4,6 +4,9 @@ training output directory.
 A fine-tuning output directory (`keras-linformer-finetune`) holds
 `classifier.keras`, `vocab.txt` and `labels.txt`; a pretraining one
 (`keras-linformer-pretrain`) holds `masked_lm.keras` and `vocab.txt`.
+A classifier may also be any functional Keras model that takes the token
+ids of a text (and, if it declares them, its padding mask and segment ids)
+and returns one score per class: a `LinformerTextClassifier` is one.
 """
 
 import os
@@ -11,8 +14,10 @@ import warnings
 import zipfile
 
 import keras
+import keras_hub
 
 from keras_linformer import data
+from keras_linformer import layers
 from keras_linformer import programs
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier
@@ -24,6 +29,15 @@ from keras_linformer.training.run_directory import VOCABULARY_FILE
 
 TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
 TASK_CLASSES = {"classifier": LinformerTextClassifier, "masked_lm": LinformerMaskedLM}
+# The inputs `keras_linformer.data.TextEncoder` makes from a text, which a
+# classifier may declare (by input name); `token_ids` is required.
+TEXT_INPUTS = ("token_ids", "padding_mask", "segment_ids")
+# Layers whose `sequence_length` bounds the inputs of a model built on them.
+SEQUENCE_LAYERS = (
+    layers.LinformerEncoderStack,
+    layers.LinformerEncoderBlock,
+    layers.LinformerAttention,
+)
 # What writes each task's output directory (a program of keras_linformer.programs), and
 # the function that exports it.
 TASK_PROGRAMS = {
@@ -37,7 +51,8 @@ class Source:
 
     Attributes:
         task: `"classifier"` or `"masked_lm"`.
-        model: the `LinformerTextClassifier` or `LinformerMaskedLM`.
+        model: the classifier (a functional Keras model, see `classifier_inputs`)
+            or the `LinformerMaskedLM`.
         vocabulary: list of str, the model's WordPiece vocabulary.
         label_names: list of str (classifier) or `None`.
         sequence_length: int, tokens per encoded text.
@@ -45,6 +60,9 @@ class Source:
         top_k: int or `None`, fill-mask candidates per mask (masked LM).
         max_masks: int or `None`, fill-mask slots per text (masked LM).
         max_batch_size: int or `None`, the most texts per request.
+        input_names: tuple of str (classifier): the `TEXT_INPUTS` the model takes.
+        activation: `"linear"` (logits) or `"softmax"` (classifier): what
+            the model's output is.
     """
 
     def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path):
@@ -55,6 +73,13 @@ class Source:
         self.sequence_length = sequence_length
         self.model_path = model_path
         self.top_k = self.max_masks = self.max_batch_size = None
+        self.input_names = self.activation = None
+
+    def model_inputs(self, features):
+        """The classifier's inputs, in the structure it declares, from `TextEncoder` features."""
+        return keras.tree.map_structure(
+            lambda name: features[name], input_structure(self.model)
+        )
 
 
 def task_of_directory(directory):
@@ -87,15 +112,18 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
 
     Args:
         task: `"classifier"` or `"masked_lm"`.
-        model: a model object of the task's class, the path of its `.keras`
-            file, or a training output directory.
-        vocabulary: list of str, or a `vocab.txt` path; `None` reads the
+        model: a model object (a classifier as `classifier_inputs` accepts,
+            or a `LinformerMaskedLM`), the path of its `.keras` file, or a
+            training output directory.
+        vocabulary: list of str, a `vocab.txt` path, or a
+            `keras_hub.tokenizers.WordPieceTokenizer` that encodes as
+            `keras_linformer.data.make_tokenizer` does; `None` reads the
             output directory's `vocab.txt`.
         label_names: list of str or a `labels.txt` path (classifier only);
             `None` reads the output directory's `labels.txt`.
         sequence_length: int or `None`: `None` means the fine-tuning run's
-            sequence length (its `run.json`) when known, else the
-            backbone's `max_sequence_length`.
+            sequence length (its `run.json`) when known, else the longest
+            the model takes (`longest_sequence`).
     """
     cls = TASK_CLASSES[task]
     kind, program, function = TASK_PROGRAMS[task]
@@ -125,13 +153,17 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
         else:
             raise FileNotFoundError(
                 f"model: {path!r} does not exist. Pass {kind} output directory "
-                f"(written by `{program}`), a .keras file or a {cls.__name__}."
+                f"(written by `{program}`), a .keras file or "
+                + ("a Keras classifier." if task == "classifier" else f"a {cls.__name__}.")
             )
         with warnings.catch_warnings():
             # Serving needs no optimizer; Keras warns that it skips its state.
             warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
             model = load_keras_file(model_path)
-    if not isinstance(model, cls):
+    if task == "classifier":
+        input_names, num_classes = classifier_inputs(model)
+        activation = output_activation(model)
+    elif not isinstance(model, cls):
         raise TypeError(
             f"model: expected a {cls.__name__}, its .keras file or {kind} "
             f"output directory. Received: {type(model).__name__}"
@@ -144,42 +176,225 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
                 "pass the list of tokens or the vocab.txt the model was trained with."
             )
         vocabulary = os.path.join(directory, VOCABULARY_FILE)
-    if isinstance(vocabulary, (str, os.PathLike)):
-        vocabulary = data.load_vocabulary(vocabulary)
-    else:
-        vocabulary = list(vocabulary)
-        data.make_tokenizer(vocabulary)  # Checks the special tokens.
-    vocabulary_size = model.backbone.vocabulary_size
-    if len(vocabulary) != vocabulary_size:
+    vocabulary = resolve_vocabulary(vocabulary)
+    vocabulary_size = model_vocabulary_size(model)
+    if vocabulary_size is not None and len(vocabulary) != vocabulary_size:
         raise ValueError(
-            f"vocabulary: {len(vocabulary)} tokens, but the model's backbone has "
+            f"vocabulary: {len(vocabulary)} tokens, but the model's token embedding has "
             f"vocabulary_size={vocabulary_size}; pass the vocabulary it was "
             "trained with."
         )
 
     if task == "classifier":
-        label_names = resolve_label_names(label_names, directory, model.num_classes)
+        label_names = resolve_label_names(label_names, directory, num_classes)
     elif label_names is not None:
         raise ValueError(
             f"label_names: a masked LM has no classes. Received: {label_names!r}"
         )
 
-    max_sequence_length = model.backbone.max_sequence_length
+    longest, where = longest_sequence(model)
     if sequence_length is None and directory is not None:
         sequence_length = trained_sequence_length(directory)
     if sequence_length is None:
-        sequence_length = max_sequence_length
+        sequence_length = longest
+    if sequence_length is None:
+        raise ValueError(
+            "sequence_length: required for this model: it declares no fixed input "
+            "length and holds no Linformer layer with a `sequence_length`. Pass the "
+            "number of tokens per text it was trained on, [CLS] and [SEP] included."
+        )
     if (
         isinstance(sequence_length, bool)
         or not isinstance(sequence_length, int)
-        or not 3 <= sequence_length <= max_sequence_length
+        or not 3 <= sequence_length <= (longest or 2**31 - 1)
     ):
         raise ValueError(
             "`sequence_length` must be an integer from 3 ([CLS], a token, [SEP]) "
-            f"to the backbone's max_sequence_length {max_sequence_length}. "
-            f"Received: sequence_length={sequence_length!r}"
+            + (f"to {where} {longest}. " if longest else "to 2**31 - 1. ")
+            + f"Received: sequence_length={sequence_length!r}"
         )
-    return Source(task, model, vocabulary, label_names, sequence_length, model_path)
+    source = Source(task, model, vocabulary, label_names, sequence_length, model_path)
+    if task == "classifier":
+        source.input_names, source.activation = input_names, activation
+    return source
+
+
+def input_structure(model):
+    """The model's declared inputs with each replaced by its name: a dict's keys, else the
+    `keras.Input` names."""
+    inputs = model.input
+    if isinstance(inputs, dict):
+        return {key: key for key in inputs}
+    return keras.tree.map_structure(lambda tensor: tensor.name, inputs)
+
+
+def classifier_inputs(model):
+    """Checks that `model` can be fed from text; returns `(input names, num_classes)`.
+
+    Accepted: a functional Keras model (a `LinformerTextClassifier`, or one
+    built with `keras.Input`s) whose inputs are named from `TEXT_INPUTS`,
+    `token_ids` among them, each integer `(batch, length)`, and whose one
+    output is `(batch, num_classes)`. The inputs are named by the keys of
+    a dict of inputs, else by the `keras.Input` names.
+
+    Raises:
+        TypeError: `model` is not a Keras model, or has no declared inputs.
+        ValueError: its inputs or output cannot be served from text.
+    """
+    accepted = (
+        "a functional Keras model (e.g. a LinformerTextClassifier) taking token_ids "
+        "(and optionally padding_mask, segment_ids: integer (batch, length) inputs, named "
+        "by keras.Input(name=...) or by the keys of a dict of inputs) and returning "
+        "(batch, num_classes) scores"
+    )
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"model: expected {accepted}. Received: {type(model).__name__}")
+    try:
+        structure = input_structure(model)
+    except (AttributeError, ValueError):
+        raise TypeError(
+            f"model: expected {accepted}. Received: {type(model).__name__} "
+            f"{model.name!r}, which declares no inputs (a subclassed model never "
+            "called, or not built from keras.Input)."
+        ) from None
+    names = keras.tree.flatten(structure)
+    tensors = dict(zip(names, model.inputs))
+    unknown = [name for name in names if name not in TEXT_INPUTS]
+    if unknown or "token_ids" not in names or len(set(names)) != len(names):
+        raise ValueError(
+            f"model: its inputs {names} cannot all be made from text. Expected "
+            f"{accepted}; the accepted input names are {list(TEXT_INPUTS)}."
+        )
+    for name, tensor in tensors.items():
+        if len(tensor.shape) != 2 or "int" not in str(tensor.dtype):
+            raise ValueError(
+                f"model: input {name!r} is {tensor.dtype} of shape {tuple(tensor.shape)}; "
+                "expected an integer (batch, length) input."
+            )
+    outputs = model.outputs
+    if len(outputs) != 1 or len(outputs[0].shape) != 2 or outputs[0].shape[-1] is None:
+        raise ValueError(
+            f"model: its outputs have shapes {[tuple(o.shape) for o in outputs]}; expected "
+            "one (batch, num_classes) output of class scores."
+        )
+    return tuple(names), int(outputs[0].shape[-1])
+
+
+def output_activation(model):
+    """`"linear"` (logits) or `"softmax"`: the activation of the layer giving the output.
+
+    Raises:
+        ValueError: the last layer is not a softmax or a layer whose
+            `activation` is linear or softmax.
+    """
+    layer = model.layers[-1] if model.layers else None
+    try:
+        gives_output = layer is not None and layer.output is model.outputs[0]
+    except (AttributeError, ValueError):  # A layer called more than once.
+        gives_output = False
+    if gives_output and isinstance(layer, keras.layers.Softmax):
+        return "softmax"
+    activation = getattr(layer, "activation", None) if gives_output else None
+    activation = None if activation is None else keras.activations.serialize(activation)
+    if activation not in ("linear", "softmax"):
+        found = (
+            f"its last layer {layer.name!r} ({type(layer).__name__}) has activation="
+            f"{activation!r}"
+            if gives_output
+            else "its output does not come from its last layer"
+        )
+        raise ValueError(
+            f"model: the served probabilities come from the model's logits or "
+            f"softmax, but {found}. End the model with a Dense layer with "
+            "activation=None (logits) or 'softmax', or a Softmax layer."
+        )
+    return activation
+
+
+def resolve_vocabulary(vocabulary):
+    """A list of tokens from a list, a `vocab.txt` path or a keras-hub WordPieceTokenizer."""
+    if isinstance(vocabulary, (str, os.PathLike)):
+        return data.load_vocabulary(vocabulary)
+    if isinstance(vocabulary, keras_hub.tokenizers.Tokenizer):
+        if not isinstance(vocabulary, keras_hub.tokenizers.WordPieceTokenizer):
+            raise TypeError(
+                "vocabulary: a keras-hub tokenizer must be a WordPieceTokenizer (the "
+                "export tokenizes with one in the graph). Received: "
+                f"{type(vocabulary).__name__}"
+            )
+        tokens = list(vocabulary.get_vocabulary())
+        options = encoding_options(vocabulary)
+        expected = encoding_options(data.make_tokenizer(tokens))
+        if options != expected:
+            differ = {k: v for k, v in options.items() if expected.get(k) != v}
+            raise ValueError(
+                f"vocabulary: the tokenizer's options {differ} differ from the "
+                f"encoding every export uses ({ {k: expected[k] for k in differ} }); "
+                "the served model would see other token ids than the ones it was "
+                "trained on."
+            )
+        return tokens
+    vocabulary = list(vocabulary)
+    data.make_tokenizer(vocabulary)  # Checks the special tokens.
+    return vocabulary
+
+
+def encoding_options(tokenizer):
+    """A WordPieceTokenizer's options that change the ids a text gets."""
+    config = tokenizer.get_config()
+    keys = ("lowercase", "strip_accents", "split", "suffix_indicator", "oov_token",
+            "special_tokens", "special_tokens_in_strings")
+    return {key: config.get(key) for key in keys}
+
+
+def inner_layers(model):
+    """Every layer of `model`, models inside it included (depth first)."""
+    for layer in model.layers:
+        yield layer
+        if isinstance(layer, keras.Model):
+            yield from inner_layers(layer)
+
+
+def model_vocabulary_size(model):
+    """The token vocabulary size of the model, or `None` when it cannot be told.
+
+    A keras-hub task's backbone's `vocabulary_size`; else the size of the
+    model's token embedding, when it holds exactly one (a keras-hub
+    `TokenAndPositionEmbedding`, or a `keras.layers.Embedding` of more than
+    two rows: two or fewer are segment embeddings).
+    """
+    backbone = getattr(model, "backbone", None)
+    if getattr(backbone, "vocabulary_size", None):
+        return backbone.vocabulary_size
+    sizes = []
+    for layer in inner_layers(model):
+        if isinstance(layer, keras_hub.layers.TokenAndPositionEmbedding):
+            sizes.append(layer.vocabulary_size)
+        elif isinstance(layer, keras.layers.Embedding) and layer.input_dim > 2:
+            sizes.append(layer.input_dim)
+    return sizes[0] if len(sizes) == 1 else None
+
+
+def longest_sequence(model):
+    """`(length, what)`: the longest token sequence `model` takes, and what sets it.
+
+    A backbone's `max_sequence_length`, else the fixed length its inputs
+    declare, else the smallest `sequence_length` of the Linformer layers in
+    it; `(None, None)` when none is known.
+    """
+    backbone = getattr(model, "backbone", None)
+    if getattr(backbone, "max_sequence_length", None):
+        return backbone.max_sequence_length, "the backbone's max_sequence_length"
+    fixed = {tensor.shape[1] for tensor in model.inputs if len(tensor.shape) > 1} - {None}
+    if fixed:
+        return min(fixed), "the model's input length"
+    lengths = [
+        layer.sequence_length for layer in inner_layers(model)
+        if isinstance(layer, SEQUENCE_LAYERS)
+    ]
+    if lengths:
+        return min(lengths), "the sequence_length of its Linformer layers"
+    return None, None
 
 
 def load_keras_file(path):

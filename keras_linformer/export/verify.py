@@ -35,7 +35,7 @@ from keras_linformer.utils.validation import check_number
 PARALLEL_PROCESSES = 2
 
 
-def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
+def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None):
     """Loads an export the way TF Serving does and compares it with the Keras model.
 
     Checks, each a line of the report:
@@ -76,6 +76,11 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
             scores. Defaults to `1e-5`.
         log: callable that receives each report line as it is known, or
             `None`. Defaults to `print`.
+        python: str or `None`, the Python interpreter of the loading
+            processes (checks 3 to 5): one with TensorFlow, tensorflow-text
+            and NumPy, such as a virtual environment of the TensorFlow a TF
+            Serving release is built on. `None` uses this one. Defaults to
+            `None`.
 
     Returns:
         A `VerificationReport`; `report.passed` tells the outcome.
@@ -168,12 +173,14 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print):
         # Each check is a fresh process that spends most of its time
         # importing TensorFlow: run them side by side, report in order.
         with concurrent.futures.ThreadPoolExecutor(PARALLEL_PROCESSES) as pool:
-            show = pool.submit(check_show, export_dir, expected)
+            show = pool.submit(check_show, export_dir, expected, python)
             runs = {
-                signature: pool.submit(run_cli, export_dir, signature, inputs, work)
+                signature: pool.submit(run_cli, export_dir, signature, inputs, work, python)
                 for signature, inputs in cases.items()
             }
-            load = pool.submit(run_load, export_dir, cases, requests, work, max_batch_size)
+            load = pool.submit(
+                run_load, export_dir, cases, requests, work, max_batch_size, python
+            )
             check, report.signatures = show.result()
             add(check)
             for signature, future in runs.items():

@@ -19,11 +19,8 @@ from keras_linformer.utils import validation
 class LinformerAttention(keras.layers.Layer):
     """Multi-head attention with keys and values projected along the sequence.
 
-    Self- or cross-attention called like `keras.layers.MultiHeadAttention`
-    (`layer(query, value, key=None)`), which needs two more arguments
-    (`sequence_length`, `projected_dim`) and takes key/value padding masks but
-    no `(B, T, S)` `attention_mask`, causal mask or `attention_axes`. It
-    implements the linear attention of Linformer (Wang et al., 2020, eq. 7):
+    Self- or cross-attention (`layer(query, value, key=None)`) implementing
+    the linear attention of Linformer (Wang et al., 2020, eq. 7):
 
     `head_i = softmax(Q_i (E_i K_i)^T / sqrt(key_dim)) (F_i V_i)`
 
@@ -32,6 +29,22 @@ class LinformerAttention(keras.layers.Layer):
     n * n. The projection is a learned matrix (`projection="linear"`), mean or
     max pooling, or a depthwise convolution with kernel = stride = n / k
     (`"mean"`, `"max"`, `"conv"`, paper section 4).
+
+    Its call signature follows `keras.layers.MultiHeadAttention`, but it is
+    not interchangeable with it:
+
+    - `sequence_length` and `projected_dim` are required, and key/value
+      sequences longer than `sequence_length` are refused.
+    - Inputs are `(B, T, dim)`: there is no `attention_axes`, and
+      `output_shape` is a single int. There is no `sliding_window` or
+      `use_gate` either.
+    - `attention_mask` and `use_causal_mask=True` raise an error; padding is
+      given as key/value masks. `query_mask` is accepted but not applied:
+      the outputs at padded query positions are computed like the others.
+    - The attention scores returned are over the k projected slots (plus
+      `null_slots`), `(B, heads, T, k + null_slots)`, not over the S keys.
+    - A linear or conv projection adds weights (E, F) beside the query, key,
+      value and output kernels, which have `MultiHeadAttention`'s shapes.
 
     Padding: a key/value padding mask, passed as `value_mask`/`key_mask` or
     propagated by Keras (e.g. from `Embedding(mask_zero=True)`), zeroes the
@@ -56,8 +69,8 @@ class LinformerAttention(keras.layers.Layer):
     Initialisation: `projection_initializer` names how a linear E starts
     (`"window_average"`, the default; `"gaussian"`: N(0, 1/k), the
     distribution of the paper's proofs; or `"fairseq"`: N(0, 0.02^2); see
-    `keras_linformer.layers.projection_initializers` for what each means and
-    the measurements behind the default) or is any Keras initializer; a conv
+    `keras_linformer.layers.projection_initializers` for what each means;
+    docs/benchmarks.md compares them) or is any Keras initializer; a conv
     kernel starts as a window average plus N(0, 0.02^2) noise.
 
     Args:
@@ -97,8 +110,7 @@ class LinformerAttention(keras.layers.Layer):
             otherwise shrink what attention passes on by that factor, and a
             short text would reach the next layer scaled down. A no-op on
             full-length unpadded inputs and for pooling and conv projections.
-            Defaults to True (layers saved before this option load with
-            False, and compute what they computed).
+            Defaults to True.
         flash_attention: bool or None. Whether the (T, k) attention runs in
             `keras.ops.dot_product_attention`, which is a fused kernel on
             JAX (cuDNN flash attention on GPUs) and PyTorch
@@ -112,12 +124,9 @@ class LinformerAttention(keras.layers.Layer):
             and value are zero: attention can put weight there (logit 0) and
             pass nothing on, a no-op that pretrained heads otherwise find on
             tokens such as `[SEP]`, which pooling blurs (PyTorch's
-            `add_zero_attn` is one such slot). Adds no weights. Measured on
-            all-MiniLM-L6-v2 converted by `LinformerBackbone.from_bert`
-            before fine-tuning: 4 null slots raised mean pooling's
-            sentence-embedding cosine to the BERT from 0.52 to 0.73 on
-            Rotten Tomatoes at k = 32 (`python -m benchmarks.conversion`);
-            their effect on fine-tuned accuracy is not measured yet.
+            `add_zero_attn` is one such slot). Adds no weights. See
+            docs/benchmarks.md for its effect on BERTs converted by
+            `LinformerBackbone.from_bert`.
             Defaults to 0 (the paper's attention).
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
@@ -566,8 +575,3 @@ class LinformerAttention(keras.layers.Layer):
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        # Saved before the option existed: keep computing what it computed.
-        return super().from_config({"padding_compensation": False, **config})

@@ -191,11 +191,6 @@ class LinformerEncoderStack(keras.layers.Layer):
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
 
-    @classmethod
-    def from_config(cls, config):
-        # Saved before the option existed: keep computing what it computed.
-        return super().from_config({"padding_compensation": False, **config})
-
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -16,15 +16,7 @@
 Why it matters: with a zero-mean E, every projected slot is a random signed
 mix of the tokens, so the average of the values (the bag of words that a
 freshly initialised Transformer passes through attention) is lost until E is
-learned. Measured from scratch (benchmarks/RESULTS.md, 2 layers, hidden
-128): on Rotten Tomatoes (n = 128, k = 32, 3 seeds) the window-average start
-reaches 74.2 +- 0.2% test accuracy (mean pooling 73.7, fairseq 71.1 +- 0.7,
-N(0, 1/k) 67.4; the last two with padding compensation); on BBC News (n = 512,
-k = 128, 12 epochs, 3 seeds) 92.7 +- 2.0% (mean pooling 89.5 +- 6.2, the
-Transformer 96.4 +- 2.0), where on seed 0 N(0, 1/k) reaches 69.8% and fairseq
-77.0% against the window average's 90.5%; at 4 epochs, 3 seeds, 68.1 +- 13.1%
-(with the earlier, larger noise) against 36.0 +- 1.3% for N(0, 1/k), which
-barely leaves the majority class (24.8-27.6%).
+learned. docs/benchmarks.md compares the three from scratch.
 """
 
 import math
@@ -35,9 +27,7 @@ import numpy as np
 from keras_linformer.api_export import keras_linformer_export
 
 PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
-# Chosen from benchmarks/RESULTS.md ("Learned projections from scratch"):
-# N(0, 1/k) trails window averaging by 5-7 points on Rotten Tomatoes and by
-# 32 on BBC News; fairseq's N(0, 0.02^2) by 3 on Rotten Tomatoes.
+# The start that trained best from scratch (docs/benchmarks.md).
 DEFAULT_PROJECTION_INITIALIZER = "window_average"
 
 
@@ -67,9 +57,7 @@ class WindowAverage(keras.initializers.Initializer):
     scaled to the column, not to one weight: noise of a tenth of an in-window
     weight on every one of the n entries would outweigh the average once
     k > 100 (at n = 512: 1.1 times its norm at k = 128, 2.3 times at k = n,
-    where the start should be the identity), and a learned E started that way
-    trained to 86.0% on BBC News at k = n against mean pooling's 94.6%
-    (benchmarks/RESULTS.md).
+    where the start should be the identity).
 
     Args:
         relative_noise: float. The noise's norm in each column as a fraction of

@@ -180,7 +180,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
         padding_compensation=True,
         null_slots=0,
         dtype=None,
-        _legacy_layout=False,
         **kwargs,
     ):
         validation.check_choice("attention", attention, ATTENTIONS)
@@ -274,14 +273,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         x = self.embeddings_add((tokens, positions, segments))
         x = self.embeddings_layer_norm(x)
         x = self.embeddings_dropout(x)
-        if _legacy_layout:
-            # A baseline saved before it had an encoder stack of its own (see
-            # `from_config`): its blocks were nodes of this graph, and its
-            # weight files keep them where such a graph puts them.
-            for block in self.encoder.blocks:
-                x = block(x, padding_mask=padding_mask_input)
-        else:
-            x = self.encoder(x, padding_mask=padding_mask_input)
+        x = self.encoder(x, padding_mask=padding_mask_input)
         pooled_output = self.pooled_dense(x[:, 0, :])  # The [CLS] token.
         super().__init__(
             inputs={
@@ -311,7 +303,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.padding_compensation = padding_compensation
         self.null_slots = null_slots
         self.cls_token_index = 0
-        self._legacy_layout = _legacy_layout
 
     @property
     def transformer_layers(self):
@@ -351,24 +342,14 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 `LinformerBackbone(attention="transformer")`.
             projected_dim: int or list of ints. k.
             projection: str. As in the constructor, but `"mean"` by default:
-                the conversion that fine-tuned best. Fine-tuned on BBC News
-                (n = 512, 3 seeds), all-MiniLM-L6-v2 reached 97.9%, its
-                mean-pooling conversions 96.3% (k = 64) and 96.6% (k = 128),
-                learned-E conversions (`"linear"`, starting as mean pooling)
-                94.5% at k = 64 without padding compensation and 95.7-96.0%
-                with it (`python -m benchmarks.bert_study`,
-                benchmarks/RESULTS.md).
+                the conversion that fine-tuned best (see docs/benchmarks.md).
             sharing, projection_initializer: as in the constructor.
             padding_compensation: bool. As in the constructor, but off by
                 default: the n / (real tokens) scale restores what uniform
                 attention passes on, and a pretrained BERT's attention is far
                 from uniform, so on padded texts it scales the converted
-                model's attention output up by as much as that factor. On 64
-                Rotten Tomatoes reviews (n = 128, about 25 real tokens) a
-                learned-E conversion of all-MiniLM-L6-v2 at k = 32 kept a
-                sentence-embedding cosine of 0.69 to the BERT without it and
-                0.23 with it, mean pooling 0.52 (`python -m
-                benchmarks.conversion`, benchmarks/RESULTS.md).
+                model's attention output up by as much as that factor (see
+                docs/benchmarks.md).
             null_slots: int. As in the constructor.
             max_sequence_length: int or None. n; at most the source's
                 (its first n position embeddings are kept). Defaults to the
@@ -414,18 +395,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
         _copy_bert_weights(backbone, linformer)
         return linformer
 
-    @classmethod
-    def from_config(cls, config):
-        if config.get("attention", "linformer") == "linformer":
-            # Saved before the option existed: keep computing what it computed.
-            return super().from_config({"padding_compensation": False, **config})
-        # A baseline config that names the Linformer arguments was written
-        # before the baseline had a `TransformerEncoderStack`, when its blocks
-        # sat directly in the graph; its weight files store them there.
-        legacy = any(key in config for key in LINFORMER_ARGUMENTS)
-        config = {k: v for k, v in config.items() if k not in LINFORMER_ARGUMENTS}
-        return super().from_config({**config, "_legacy_layout": legacy})
-
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -454,8 +423,4 @@ class LinformerBackbone(keras_hub.models.Backbone):
                     "null_slots": self.null_slots,
                 }
             )
-        elif self._legacy_layout:
-            # Keeps the marker `from_config` reads, so the weights saved
-            # with this config are looked for where they are.
-            config.update(dict.fromkeys(LINFORMER_ARGUMENTS))
         return config

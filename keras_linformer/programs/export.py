@@ -68,6 +68,7 @@ def parse_args(argv=None):
 def export(args):
     """Writes the export the flags describe; returns `(path, report or None)`."""
     from keras_linformer import export as export_lib
+    from keras_linformer.export import layout
     from keras_linformer.export import sources
 
     start = time.perf_counter()
@@ -102,8 +103,6 @@ def export(args):
             )
     info = export_lib.read_export_info(path)
     reused = int(os.path.basename(path)) in before
-    model_dir = os.path.join(args.base_dir, model_name)
-    mount = model_dir if os.path.isabs(model_dir) else f"$PWD/{os.path.normpath(model_dir)}"
     done = (
         f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "
         f"{args.source} (fingerprint {info['fingerprints']['export'][:12]})"
@@ -114,8 +113,7 @@ def export(args):
         f"{done} "
         f"(signatures {', '.join(info['signatures'])}; sequence length "
         f"{info['sequence_length']}; {time.perf_counter() - start:.0f} s). Serve it with:\n"
-        f'  docker run -p 8501:8501 -v "{mount}:/models/{model_name}" '
-        f"-e MODEL_NAME={model_name} tensorflow/serving"
+        f"  {layout.docker_command(args.base_dir, model_name)}"
     )
     report = export_lib.verify(path, log=cli.log) if args.verify else None
     return path, report

@@ -81,3 +81,20 @@ def test_run_reports_a_program_that_fails(tmp_path):
     assert not ok
     assert error.startswith("tf.saved_model.load exited with status 1: ")
     assert "missing" in error
+
+
+def test_a_loader_runs_under_the_python_it_is_given(tmp_path):
+    # The interpreter of another environment (e.g. an older TensorFlow) runs the program;
+    # one that cannot start is reported, naming it.
+    script = tmp_path / "python"
+    script.write_text(
+        f'#!/bin/sh\necho "run by the given python: $*"\nexec {sys.executable} "$@"\n'
+    )
+    script.chmod(0o755)
+    # A module that does not exist keeps the probe fast: the script runs, Python refuses.
+    ok, stdout, error = loaders.run("no_such_loader", ["x"], "probe", python=str(script))
+    assert stdout.startswith("run by the given python: -m no_such_loader x")
+    assert not ok and "No module named no_such_loader" in error
+    missing = str(tmp_path / "no-python")
+    ok, _, error = loaders.run("load_and_run", [], "the probe", python=missing)
+    assert not ok and error.startswith(f"the probe could not start {missing!r}")

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from keras_linformer.export import layout
 from keras_linformer.programs import export as export_program
 from keras_linformer.programs import verify as verify_program
 
@@ -93,7 +94,20 @@ def test_export_a_pretraining_output_prints_where_and_how_to_serve(pretrain_dir,
     path = tmp_path / "linformer_masked_lm" / "1"
     assert (path / "saved_model.pb").is_file()
     assert f"Exported the masked lm in {pretrain_dir} to {path}" in output
-    assert "-e MODEL_NAME=linformer_masked_lm tensorflow/serving" in output
+    # The model directory the program wrote, mounted where TF Serving's image looks,
+    # in an image whose model server has the tensorflow-text ops.
+    assert (
+        f'docker run -p 8501:8501 -v "{tmp_path / "linformer_masked_lm"}:'
+        '/models/linformer_masked_lm" -e MODEL_NAME=linformer_masked_lm '
+        "tensorflow/serving:2.20.0\n"
+    ) in output
+
+
+def test_the_docker_command_mounts_a_relative_base_dir_from_pwd():
+    assert layout.docker_command("saved_models", "sentiment") == (
+        'docker run -p 8501:8501 -v "$PWD/saved_models/sentiment:/models/sentiment" '
+        "-e MODEL_NAME=sentiment tensorflow/serving:2.20.0"
+    )
 
 
 def test_verify_of_a_missing_directory_exits_2(tmp_path, capsys):
@@ -156,3 +170,12 @@ def test_export_reuse_existing_says_so_and_writes_no_version(
     output = capsys.readouterr().out
     assert f"Reused {tmp_path / 'sentiment' / '1'}: it already holds this export" in output
     assert sorted(os.listdir(tmp_path / "sentiment")) == ["1"]
+
+
+def test_the_oldest_tensorflow_check_refuses_a_python_without_tensorflow(tmp_path, capsys):
+    from keras_linformer.export import oldest_tensorflow
+
+    missing = str(tmp_path / "no-python")
+    code, output = run_main(oldest_tensorflow.main, [missing], capsys)
+    assert code == 2
+    assert f"error: python: cannot run {missing!r}" in output

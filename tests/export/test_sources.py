@@ -62,11 +62,18 @@ def test_label_names_must_fit_the_classes(classifier, tmp_path):
         export.export_classifier(classifier, VOCABULARY, ["a", "", "c"], base_dir=tmp_path)
 
 
-def test_model_must_be_of_the_task_s_class(masked_lm, tmp_path):
+def test_model_must_fit_the_task(masked_lm, classifier, tmp_path):
+    # A masked LM's mask_positions cannot be made from a text to classify.
     with pytest.raises(
-        TypeError, match=r"model: expected a LinformerTextClassifier.*Received: LinformerMaskedLM"
+        ValueError,
+        match=r"model: its inputs \['mask_positions', 'padding_mask', 'segment_ids', "
+        r"'token_ids'\] cannot all be made from text",
     ):
         export.export_classifier(masked_lm, VOCABULARY, LABEL_NAMES, base_dir=tmp_path)
+    with pytest.raises(
+        TypeError, match=r"model: expected a LinformerMaskedLM.*Received: LinformerTextClassifier"
+    ):
+        export.export_masked_lm(classifier, VOCABULARY, base_dir=tmp_path)
 
 
 def test_sequence_length_must_fit_the_backbone(classifier, tmp_path):

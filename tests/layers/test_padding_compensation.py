@@ -99,9 +99,11 @@ def test_pooling_projections_are_left_alone(rng):
                                    sequence_length=N, projected_dim=K)],
     ids=["attention", "stack"],
 )
-def test_a_config_saved_before_the_option_loads_without_it(make):
+def test_the_option_is_on_by_default_and_round_trips_through_the_config(make):
     layer = make()
     config = layer.get_config()
     assert config["padding_compensation"] is True
-    del config["padding_compensation"]  # As every config saved before it existed.
-    assert type(layer).from_config(config).padding_compensation is False
+    for value in (True, False):
+        restored = type(layer).from_config({**config, "padding_compensation": value})
+        assert restored.padding_compensation is value
+        assert restored.get_config()["padding_compensation"] is value

@@ -145,33 +145,9 @@ def test_the_baseline_has_no_linformer_arguments():
     assert not set(LINFORMER_ARGUMENTS) & set(config)
     assert all(getattr(backbone, name) is None for name in LINFORMER_ARGUMENTS)
     clone = LinformerBackbone.from_config(config)
-    assert clone.get_config() == config and not clone._legacy_layout
+    assert clone.get_config() == config
     # Configs that omit them: from the constructor too.
     assert LinformerBackbone(**{**CONFIG, "projected_dim": None}, attention="transformer")
-
-
-def test_a_baseline_config_written_before_its_stack_keeps_the_old_layout():
-    """Such configs name the Linformer arguments; their weights sit where its
-    blocks were, nodes of the backbone's graph (see test_legacy_fixtures)."""
-    baseline = LinformerBackbone(**CONFIG, attention="transformer")
-    old_config = {**baseline.get_config(), **LINFORMER_ARGUMENTS}
-    legacy = LinformerBackbone.from_config(old_config)
-    assert legacy._legacy_layout
-    names = [layer.name for layer in legacy.layers]
-    assert "transformer_layer_0" in names and "transformer_encoder" not in names
-    assert legacy.transformer_layers == legacy.encoder.blocks
-    # It computes what the new layout computes with the same weights.
-    legacy.set_weights(baseline.get_weights())
-    x = features()
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(legacy(x)["sequence_output"]),
-        keras.ops.convert_to_numpy(baseline(x)["sequence_output"]),
-        atol=1e-6,
-    )
-    # Its config keeps it in that layout; the Linformer arguments stay unused.
-    config = legacy.get_config()
-    assert {key: config[key] for key in LINFORMER_ARGUMENTS} == dict.fromkeys(LINFORMER_ARGUMENTS)
-    assert LinformerBackbone.from_config(config)._legacy_layout
 
 
 def test_a_baseline_checkpoint_ignores_requested_linformer_arguments(tmp_path):

@@ -30,17 +30,20 @@ def environment():
     }
 
 
-def run(module, args, what):
+def run(module, args, what, python=None):
     """Runs `python -m module args` in a fresh process; returns `(ok, stdout, stderr tail)`.
 
     Args:
         module: str, the name of a module of this package.
         args: list of str, its command-line arguments.
         what: str, how an error names the run.
+        python: str or `None`, the Python interpreter to run (one with
+            TensorFlow, tensorflow-text and NumPy, e.g. of an older
+            TensorFlow); `None` runs this one.
     """
     try:
         result = subprocess.run(
-            [sys.executable, "-m", module, *args],
+            [python or sys.executable, "-m", module, *args],
             capture_output=True,
             text=True,
             errors="replace",
@@ -49,6 +52,8 @@ def run(module, args, what):
         )
     except subprocess.TimeoutExpired:
         return False, "", f"{what} did not finish in {SUBPROCESS_TIMEOUT} s"
+    except OSError as error:
+        return False, "", f"{what} could not start {python or sys.executable!r}: {error}"
     tail = " | ".join(
         line.strip()
         for line in result.stderr.strip().splitlines()[-3:]
