@@ -52,6 +52,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks import outputs
+
 MODELS = ("linformer", "linformer-unfused", "linformer-dropout", "mha-fused", "mha-explicit")
 TASKS = ("forward", "train")
 RESULT_MARKER = "PEERS_RESULT "
@@ -587,11 +589,8 @@ def main(argv=None):
                     failed[key] = (n, r["status"])
         grid = [(r, c, task, n, model) for r in range(args.rounds) for c in args.compile
                 for task in args.tasks for n in args.lengths for model in args.models]
-        write_header = not os.path.exists(args.output)
-        with open(args.output, "a", newline="") as file:
-            writer = csv.DictWriter(file, FIELDS)
-            if write_header:
-                writer.writeheader()
+        # Appended to and resumed across commands, so no one command heads it.
+        with outputs.csv_writer(args.output, None, FIELDS, append=True) as write:
             for index, (rnd, compile_mode, task, n, model) in enumerate(grid, 1):
                 batch = max(1, args.tokens // n)
                 spec = dict(model=model, task=task, sequence_length=n, batch_size=batch,
@@ -613,8 +612,7 @@ def main(argv=None):
                     row.update(run_child(spec, args.timeout, args.memory_limit_gb * 2**30))
                 if row["status"] in ("OOM", "timeout"):
                     failed.setdefault((rnd, compile_mode, task, model), (n, row["status"]))
-                writer.writerow({f: row.get(f) for f in FIELDS})
-                file.flush()
+                write(row)
                 rows.append({f: str(row.get(f)) for f in FIELDS})
                 shown = (f"{float(row['median_s']) * 1e3:.2f} ms, "
                          f"{int(row['peak_bytes']) / 2**20:.0f} MiB, fused={row['fused_kernel']}"
