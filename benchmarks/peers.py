@@ -49,7 +49,6 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 from benchmarks import outputs
@@ -367,37 +366,13 @@ def machine_description(device):
 
 def run_child(spec, timeout, memory_limit_bytes):
     """Runs one cell in a fresh process, killed past `timeout` s or the RSS limit."""
-    from benchmarks.harness.runner import OtherProcessesCpu
-    from benchmarks.harness.runner import _rss_bytes
+    from benchmarks.harness.runner import run_in_subprocess
 
-    command = [sys.executable, "-m", "benchmarks.peers", "--cell", json.dumps(spec)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
-            OtherProcessesCpu() as others:
-        child = subprocess.Popen(command, stdout=out, stderr=err, text=True, cwd=REPOSITORY)
-        start, killed = time.monotonic(), None
-        while child.poll() is None:
-            if _rss_bytes(child.pid) > memory_limit_bytes:
-                killed = {"status": "OOM", "note": "RSS passed "
-                          f"--memory-limit-gb {memory_limit_bytes / 2**30:g}"}
-            elif time.monotonic() - start > timeout:
-                killed = {"status": "timeout", "note": f"over {timeout:g} s"}
-            if killed:
-                child.kill()
-                child.wait()
-                break
-            time.sleep(0.05)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    result = killed
-    for line in stdout.splitlines():
-        if line.startswith(RESULT_MARKER) and result is None:
-            result = json.loads(line[len(RESULT_MARKER):])
-    if result is None:
-        tail = stderr.strip().splitlines()[-3:]
-        result = {"status": "OOM" if child.returncode in (-9, 137) else "error",
-                  "note": f"exit {child.returncode}: " + " | ".join(tail)[:300]}
-    result["busy_cores_during"] = None if others.cores is None else round(others.cores, 2)
+    result = run_in_subprocess(spec, timeout, memory_limit_bytes,
+                               program=("benchmarks.peers", "--cell"), marker=RESULT_MARKER,
+                               backend=None)
+    cores = result["busy_cores_during"]
+    result["busy_cores_during"] = None if cores is None else round(cores, 2)
     return result
 
 
