@@ -26,8 +26,8 @@ seeds) with each model's fine-tuning throughput and wall time.
 import os
 
 from benchmarks import outputs
-from benchmarks import quality
-from benchmarks import seeded_study
+from benchmarks.studies import runner
+from benchmarks.studies import seeded
 from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.bert_study"
@@ -94,7 +94,7 @@ def parse_args(argv=None):
                              "them, to finish it first); each must divide the dataset's n. "
                              "Default: the dataset's k, above.")
     cli.add_xla_flags(parser, "every fine-tuning's and adaptation's training step")
-    seeded_study.add_run_flags(parser, "artifacts/bert_study",
+    seeded.add_run_flags(parser, "artifacts/bert_study",
                                "<dataset>/<model>-k<K>-seed<S> (adaptations: adapted/)",
                                "bert-study")
     args = parser.parse_args(argv)
@@ -171,7 +171,7 @@ def plan(args):
             adapted[(model, k)] = directory
             runs.append(dict(
                 stage="pretrain", dataset="news_articles", model=model_name(model, k),
-                start=f"BERT {args.bert}", directory=directory, module=quality.PRETRAIN,
+                start=f"BERT {args.bert}", directory=directory, module=runner.PRETRAIN,
                 argv=[*common, *ADAPTATIONS[suffix], "--corpus", "news_articles",
                       "--from-bert", args.bert,
                       "--projected-dim", str(k), *conversion_flags(projection),
@@ -206,7 +206,7 @@ def plan(args):
                     null_slots=None if model == "transformer" else null_slots_of(model),
                     adapted=adaptation_of(model)[1:] or False, sequence_length=length,
                     seed=seed, start=f"BERT {args.bert}", directory=directory,
-                    adaptation=adapted.get((model, k)), module=quality.FINETUNE, argv=argv,
+                    adaptation=adapted.get((model, k)), module=runner.FINETUNE, argv=argv,
                 ))
     return runs
 
@@ -214,7 +214,7 @@ def plan(args):
 def collect(runs):
     from keras_linformer.training.run_directory import read_summary
 
-    rows = seeded_study.collect(runs, FIELDS)
+    rows = seeded.collect(runs, FIELDS)
     tunings = [run for run in runs if run.get("stage", "finetune") == "finetune"]
     for run, row in zip(tunings, rows, strict=True):
         adaptation = read_summary(run["adaptation"]) if run.get("adaptation") else None
@@ -233,10 +233,10 @@ def collect(runs):
 
 
 def markdown(rows, command):
-    speed = seeded_study.summarise(rows, "examples_per_second", scale=1.0)
-    cpu_speed = seeded_study.summarise(rows, "examples_per_cpu_second", scale=1.0)
-    wall = seeded_study.summarise(rows, "uninterrupted_seconds", scale=1 / 60)
-    accuracy = seeded_study.accuracy_table(rows)
+    speed = seeded.summarise(rows, "examples_per_second", scale=1.0)
+    cpu_speed = seeded.summarise(rows, "examples_per_cpu_second", scale=1.0)
+    wall = seeded.summarise(rows, "uninterrupted_seconds", scale=1 / 60)
+    accuracy = seeded.accuracy_table(rows)
     lines = [
         "# A pretrained BERT against its Linformer conversions, fine-tuned", "",
         *outputs.produced_by(command),
@@ -253,13 +253,13 @@ def markdown(rows, command):
         "runs that ran in one process (a resumed run's throughput covers its last process). "
         "Every fine-tuning has the same batch, learning rate and steps.", "",
     ]
-    for dataset in seeded_study.ordered(rows, "dataset"):
+    for dataset in seeded.ordered(rows, "dataset"):
         length = DATASETS[dataset][0]
         lines += [f"## {dataset.replace('_', ' ')} (n = {length})", "",
                   "| model | test accuracy (%) | vs Transformer | examples/s "
                   "| examples per CPU-s | wall (min) |",
                   "|---|---|---|---|---|---|"]
-        for model in seeded_study.ordered([r for r in rows if r["dataset"] == dataset],
+        for model in seeded.ordered([r for r in rows if r["dataset"] == dataset],
                                           "model"):
             cells = list(accuracy[dataset, model])
             for measure, digits in ((speed, 2), (cpu_speed, 2), (wall, 1)):
@@ -273,7 +273,7 @@ def markdown(rows, command):
                if r["status"] == "finished" and r.get("uninterrupted_seconds") is None]
     if resumed:
         lines += ["Resumed, so left out of the wall times: " + ", ".join(resumed) + "."]
-    return "\n".join(lines + seeded_study.footer(rows)) + "\n"
+    return "\n".join(lines + seeded.footer(rows)) + "\n"
 
 
 def adaptation_table(rows):
@@ -306,12 +306,8 @@ def title(dataset):
     return f"{dataset.replace('_', ' ')} (n = {DATASETS[dataset][0]}), fine-tuned BERT"
 
 
-def write_results(rows, args, command):
-    return seeded_study.write_results(rows, args, command, FIELDS, markdown, title)
-
-
-def main(argv=None):
-    return seeded_study.main(PROGRAM, parse_args, plan, collect, write_results, argv)
+STUDY = seeded.study(PROGRAM, parse_args, plan, FIELDS, markdown, title, rows=collect)
+main = STUDY.main
 
 
 if __name__ == "__main__":

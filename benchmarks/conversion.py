@@ -178,10 +178,10 @@ def measure(args):
     from keras_linformer import data
     from keras_linformer.layers import projection_initializers
     from keras_linformer.models import LinformerBackbone
-    from keras_linformer.models import bert_presets
+    from keras_linformer.models import pretrained_bert
 
     n = args.sequence_length
-    bert, vocabulary = bert_presets.load_bert(args.bert, "--bert")
+    bert, vocabulary = pretrained_bert.load_bert(args.bert, "--bert")
     if n > bert.max_sequence_length:
         raise ValueError(f"--sequence-length: {n} exceeds the BERT's "
                          f"{bert.max_sequence_length} position embeddings.")

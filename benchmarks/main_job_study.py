@@ -16,11 +16,11 @@ table with mean and standard deviation over the seeds.
 import os
 
 from benchmarks import outputs
-from benchmarks import seeded_study
+from benchmarks.studies import runner
+from benchmarks.studies import seeded
 from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.main_job_study"
-MAIN = "training.main"
 DATASET = "rotten_tomatoes"
 MODELS = ("transformer",) + cli.PROJECTIONS
 FIELDS = (
@@ -43,7 +43,7 @@ def parse_args(argv=None):
     parser.add_argument("--no-pretraining", action="store_true",
                         help="Fine-tune every model from random weights (the main job's "
                              "`--no-pretraining`); a model is then named <model>-scratch.")
-    seeded_study.add_run_flags(parser, "artifacts/main_job_study", "<model>-seed<S>",
+    seeded.add_run_flags(parser, "artifacts/main_job_study", "<model>-seed<S>",
                                "main-job-study")
     args = parser.parse_args(argv)
     if args.no_pretraining and any(args.short_sequence_rates):
@@ -79,7 +79,7 @@ def plan(args):
                                     else "main job: pretrained on the news articles"),
                              directory=directory,
                              summary_dir=os.path.join(directory, "finetune"),
-                             module=MAIN, argv=argv))
+                             module=runner.MAIN, argv=argv))
     return runs
 
 
@@ -87,7 +87,7 @@ def collect(runs):
     """The fine-tuning's results of each run, and its pretraining's test perplexity."""
     from keras_linformer.training.run_directory import read_summary
 
-    rows = seeded_study.collect(runs, FIELDS)
+    rows = seeded.collect(runs, FIELDS)
     for row, run in zip(rows, runs):
         pretraining = read_summary(os.path.join(run["directory"], "pretrain")) or {}
         row["pretrain_test_perplexity"] = pretraining.get("test_perplexity")
@@ -98,9 +98,9 @@ def collect(runs):
 
 
 def markdown(rows, command):
-    accuracy = seeded_study.summarise(rows)
-    perplexity = seeded_study.summarise(rows, "pretrain_test_perplexity", scale=1.0)
-    unigram = seeded_study.summarise(rows, "unigram_test_perplexity", scale=1.0)
+    accuracy = seeded.summarise(rows)
+    perplexity = seeded.summarise(rows, "pretrain_test_perplexity", scale=1.0)
+    unigram = seeded.summarise(rows, "unigram_test_perplexity", scale=1.0)
     lines = [
         "# The main job with each projection", "",
         *outputs.produced_by(command),
@@ -111,7 +111,7 @@ def markdown(rows, command):
         "| model | test accuracy | pretraining test perplexity | unigram test perplexity |",
         "|---|---|---|---|",
     ]
-    for model in seeded_study.ordered(rows, "model"):
+    for model in seeded.ordered(rows, "model"):
         cells = []
         finished = (DATASET, model) in accuracy
         for stats in (accuracy, perplexity, unigram):
@@ -119,21 +119,17 @@ def markdown(rows, command):
             if mean is None:  # A finished run without a pretraining has no perplexity.
                 cells.append("-" if finished else "not finished")
             else:
-                cells.append(seeded_study.spread_text(mean, spread, values))
+                cells.append(seeded.spread_text(mean, spread, values))
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return "\n".join(lines + seeded_study.footer(rows)) + "\n"
+    return "\n".join(lines + seeded.footer(rows)) + "\n"
 
 
 def title(dataset):
     return "the main job: Rotten Tomatoes after pretraining on news"
 
 
-def write_results(rows, args, command):
-    return seeded_study.write_results(rows, args, command, FIELDS, markdown, title)
-
-
-def main(argv=None):
-    return seeded_study.main(PROGRAM, parse_args, plan, collect, write_results, argv)
+STUDY = seeded.study(PROGRAM, parse_args, plan, FIELDS, markdown, title, rows=collect)
+main = STUDY.main
 
 
 if __name__ == "__main__":

@@ -31,28 +31,39 @@ def command_line(program, argv=None, drop=()):
 # --- CSV ---------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def csv_file(path, command):
-    """Opens `path` for a CSV whose first line is `# <command>`; yields the open file."""
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        file.write(f"# {command}\n")
-        yield file
-
-
 def blank_none(value):
     return "" if value is None else value
 
 
-def write_csv(path, command, fields, rows, value=blank_none):
-    """Writes dict `rows` as the columns `fields` (others ignored) under `# <command>`.
+@contextlib.contextmanager
+def csv_writer(path, command, fields, value=blank_none, append=False):
+    """Opens the CSV `path` with the columns `fields`; yields `write(row)` for dict rows.
 
-    `value` turns each cell into what is written (default: None as blank).
+    A new file starts with `# <command>` (no such line when `command` is None)
+    and the header. `append=True` adds to an existing file instead of replacing
+    it. `write` writes the `fields` of a row (others ignored; `value` turns each
+    cell into what is written, default None as blank) and flushes it.
     """
-    with csv_file(path, command) as file:
+    new = not (append and os.path.exists(path))
+    with open(path, "w" if new else "a", newline="", encoding="utf-8") as file:
         writer = csv.DictWriter(file, fields, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
+        if new:
+            if command is not None:
+                file.write(f"# {command}\n")
+            writer.writeheader()
+
+        def write(row):
             writer.writerow({key: value(row.get(key)) for key in fields})
+            file.flush()
+
+        yield write
+
+
+def write_csv(path, command, fields, rows, value=blank_none):
+    """Writes dict `rows` to a new CSV `path` (see `csv_writer`)."""
+    with csv_writer(path, command, fields, value) as write:
+        for row in rows:
+            write(row)
 
 
 def read_csv(path):

@@ -49,8 +49,9 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from benchmarks import outputs
 
 MODELS = ("linformer", "linformer-unfused", "linformer-dropout", "mha-fused", "mha-explicit")
 TASKS = ("forward", "train")
@@ -365,37 +366,13 @@ def machine_description(device):
 
 def run_child(spec, timeout, memory_limit_bytes):
     """Runs one cell in a fresh process, killed past `timeout` s or the RSS limit."""
-    from benchmarks.harness.runner import OtherProcessesCpu
-    from benchmarks.harness.runner import _rss_bytes
+    from benchmarks.harness.runner import run_in_subprocess
 
-    command = [sys.executable, "-m", "benchmarks.peers", "--cell", json.dumps(spec)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
-            OtherProcessesCpu() as others:
-        child = subprocess.Popen(command, stdout=out, stderr=err, text=True, cwd=REPOSITORY)
-        start, killed = time.monotonic(), None
-        while child.poll() is None:
-            if _rss_bytes(child.pid) > memory_limit_bytes:
-                killed = {"status": "OOM", "note": "RSS passed "
-                          f"--memory-limit-gb {memory_limit_bytes / 2**30:g}"}
-            elif time.monotonic() - start > timeout:
-                killed = {"status": "timeout", "note": f"over {timeout:g} s"}
-            if killed:
-                child.kill()
-                child.wait()
-                break
-            time.sleep(0.05)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    result = killed
-    for line in stdout.splitlines():
-        if line.startswith(RESULT_MARKER) and result is None:
-            result = json.loads(line[len(RESULT_MARKER):])
-    if result is None:
-        tail = stderr.strip().splitlines()[-3:]
-        result = {"status": "OOM" if child.returncode in (-9, 137) else "error",
-                  "note": f"exit {child.returncode}: " + " | ".join(tail)[:300]}
-    result["busy_cores_during"] = None if others.cores is None else round(others.cores, 2)
+    result = run_in_subprocess(spec, timeout, memory_limit_bytes,
+                               program=("benchmarks.peers", "--cell"), marker=RESULT_MARKER,
+                               backend=None)
+    cores = result["busy_cores_during"]
+    result["busy_cores_during"] = None if cores is None else round(cores, 2)
     return result
 
 
@@ -587,11 +564,8 @@ def main(argv=None):
                     failed[key] = (n, r["status"])
         grid = [(r, c, task, n, model) for r in range(args.rounds) for c in args.compile
                 for task in args.tasks for n in args.lengths for model in args.models]
-        write_header = not os.path.exists(args.output)
-        with open(args.output, "a", newline="") as file:
-            writer = csv.DictWriter(file, FIELDS)
-            if write_header:
-                writer.writeheader()
+        # Appended to and resumed across commands, so no one command heads it.
+        with outputs.csv_writer(args.output, None, FIELDS, append=True) as write:
             for index, (rnd, compile_mode, task, n, model) in enumerate(grid, 1):
                 batch = max(1, args.tokens // n)
                 spec = dict(model=model, task=task, sequence_length=n, batch_size=batch,
@@ -613,8 +587,7 @@ def main(argv=None):
                     row.update(run_child(spec, args.timeout, args.memory_limit_gb * 2**30))
                 if row["status"] in ("OOM", "timeout"):
                     failed.setdefault((rnd, compile_mode, task, model), (n, row["status"]))
-                writer.writerow({f: row.get(f) for f in FIELDS})
-                file.flush()
+                write(row)
                 rows.append({f: str(row.get(f)) for f in FIELDS})
                 shown = (f"{float(row['median_s']) * 1e3:.2f} ms, "
                          f"{int(row['peak_bytes']) / 2**20:.0f} MiB, fused={row['fused_kernel']}"

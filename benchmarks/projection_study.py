@@ -16,8 +16,8 @@ deviation over the seeds) per model and dataset.
 import os
 
 from benchmarks import outputs
-from benchmarks import quality
-from benchmarks import seeded_study
+from benchmarks.studies import runner
+from benchmarks.studies import seeded
 from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.projection_study"
@@ -58,7 +58,7 @@ def parse_args(argv=None):
                         help="Run every Linformer model at each of these k (at most the "
                              "dataset's n); one at another k than the dataset's own is named "
                              "<model>-k<K>. (default: the dataset's k, above)")
-    seeded_study.add_run_flags(parser, "artifacts/projection_study",
+    seeded.add_run_flags(parser, "artifacts/projection_study",
                                "<dataset>/<model>-seed<S>", "projection-study")
     args = parser.parse_args(argv)
     for dataset in args.datasets:
@@ -121,14 +121,14 @@ def plan(args):
                                               and not model.endswith("-uncompensated")),
                         sequence_length=length, projected_dim=k,
                         seed=seed, start="scratch", directory=directory,
-                        module=quality.FINETUNE, argv=argv,
+                        module=runner.FINETUNE, argv=argv,
                     ))
     return runs
 
 
 def markdown(rows, command):
-    datasets = seeded_study.ordered(rows, "dataset")
-    accuracy = seeded_study.accuracy_table(rows)
+    datasets = seeded.ordered(rows, "dataset")
+    accuracy = seeded.accuracy_table(rows)
     lines = [
         "# From scratch: learned projection initialisers against full attention", "",
         *outputs.produced_by(command),
@@ -143,11 +143,11 @@ def markdown(rows, command):
             for d in datasets) + " |",
         "|---|" + "---|---|" * len(datasets),
     ]
-    for model in seeded_study.ordered(rows, "model"):
+    for model in seeded.ordered(rows, "model"):
         cells = [cell for dataset in datasets
                  for cell in accuracy.get((dataset, model), ["-", "-"])]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return "\n".join(lines + seeded_study.footer(rows)) + "\n"
+    return "\n".join(lines + seeded.footer(rows)) + "\n"
 
 
 def k_text(rows, dataset):
@@ -163,16 +163,8 @@ def title(dataset):
     return f"{dataset.replace('_', ' ')} (n = {length}, k = {k}), from scratch"
 
 
-def collect(runs):
-    return seeded_study.collect(runs, FIELDS)
-
-
-def write_results(rows, args, command):
-    return seeded_study.write_results(rows, args, command, FIELDS, markdown, title)
-
-
-def main(argv=None):
-    return seeded_study.main(PROGRAM, parse_args, plan, collect, write_results, argv)
+STUDY = seeded.study(PROGRAM, parse_args, plan, FIELDS, markdown, title)
+main = STUDY.main
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ on: fewer cannot place it), and texts per second (batch / mean latency).
 
 import argparse
 import collections
-import csv
 import json
 import os
 import subprocess
@@ -30,6 +29,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from benchmarks import outputs
 
 MODELS = ("linformer", "transformer")
 SIGNATURES = {"text": "serving_default", "token_ids": "predict_token_ids"}
@@ -215,11 +216,7 @@ def main(argv=None):
             else:
                 rows.extend(dict(sequence_length=n, model=m, status="error",
                                  note=f"exit {done.returncode}") for m in MODELS)
-    with open(args.output, "w", newline="") as file:
-        writer = csv.DictWriter(file, FIELDS)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({f: row.get(f, "") for f in FIELDS})
+    outputs.write_csv(args.output, None, FIELDS, rows)
     print(f"command: python -m benchmarks.serving_latency {' '.join(argv)}")
     print(summary([{k: str(v) for k, v in r.items()} for r in rows]))
     if not any(r["status"] == "ok" for r in rows):

@@ -1,6 +1,5 @@
 """The results of a spectrum run: a CSV, curves and heatmap plots, a markdown report."""
 
-import csv
 import json
 import os
 
@@ -30,21 +29,18 @@ def write_csv(spectrum, path, command, index, target, measure):
     ]
     head_k = spectrum.head_indices(target, measure)
     layer_k = spectrum.projected_dims(target, measure)
-    with outputs.csv_file(path, command) as file:
-        writer = csv.writer(file)
-        writer.writerow(fields)
-        for layer in range(spectrum.num_layers):
-            rows = [(str(head), head_k[layer, head], {
-                name: spectrum.measure_curves(name)[layer, head] for name in MEASURES
-            }) for head in range(spectrum.num_heads)]
-            rows.append(("mean", layer_k[layer], {
-                name: spectrum.layer_curves(name)[layer] for name in MEASURES
-            }))
-            for head, k, curves in rows:
-                writer.writerow(
-                    [layer + 1, head, int(k)]
-                    + [f"{curves[name][i - 1]:.5f}" for name in MEASURES for i in indices]
-                )
+    rows = []
+    for layer in range(spectrum.num_layers):
+        heads = [(str(head), head_k[layer, head], {
+            name: spectrum.measure_curves(name)[layer, head] for name in MEASURES
+        }) for head in range(spectrum.num_heads)]
+        heads.append(("mean", layer_k[layer], {
+            name: spectrum.layer_curves(name)[layer] for name in MEASURES
+        }))
+        for head, k, curves in heads:
+            rows.append(dict(zip(fields, [layer + 1, head, int(k)] + [
+                f"{curves[name][i - 1]:.5f}" for name in MEASURES for i in indices])))
+    outputs.write_csv(path, command, fields, rows)
 
 
 def plot_curves(spectrum, path, title, index, measure="singular"):

@@ -111,20 +111,25 @@ def _tail(path, limit=300):
     return text[-limit:]
 
 
-def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
-    """Runs `cell.run_cell(spec)` in a new Python process; returns its result.
+def run_in_subprocess(spec, time_budget_s, memory_limit_bytes,
+                      program=("benchmarks.harness.cell",), marker=RESULT_MARKER,
+                      backend="tensorflow"):
+    """Runs a cell, `python -m PROGRAM... SPEC_JSON`, in a new process; returns its result.
 
-    The result always has a `status`: `"ok"`, `"OOM"` (the process passed
-    `memory_limit_bytes` of resident memory, was killed by the kernel, or
-    TensorFlow ran out of memory), `"timeout"` (still running after
+    The cell prints its result as JSON after `marker` (by default the cell is
+    `cell.run_cell(spec)`). The result always has a `status`: `"ok"`, `"OOM"`
+    (the process passed `memory_limit_bytes` of resident memory, was killed
+    by the kernel, or ran out of memory), `"timeout"` (still running after
     `time_budget_s` seconds, start-up and compilation included) or `"error"`,
     plus `cell_wall_s`, `max_rss_bytes` and `busy_cores_during` (the cores
     other processes kept busy while it ran, see `OtherProcessesCpu`) as seen
-    from outside.
+    from outside. `backend`: the cell's KERAS_BACKEND (None: this process's).
     """
     path = os.pathsep.join(filter(None, [REPOSITORY, os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow", PYTHONPATH=path)
-    command = [sys.executable, "-m", "benchmarks.harness.cell", json.dumps(spec)]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=path)
+    if backend is not None:
+        env["KERAS_BACKEND"] = backend
+    command = [sys.executable, "-m", *program, json.dumps(spec)]
     with tempfile.TemporaryDirectory() as scratch:
         stdout_path = os.path.join(scratch, "stdout")
         stderr_path = os.path.join(scratch, "stderr")
@@ -149,8 +154,8 @@ def run_in_subprocess(spec, time_budget_s, memory_limit_bytes):
         result = None
         with open(stdout_path) as stdout:
             for line in stdout:
-                if line.startswith(RESULT_MARKER):
-                    result = json.loads(line[len(RESULT_MARKER):])
+                if line.startswith(marker):
+                    result = json.loads(line[len(marker):])
         if killed_for == "OOM":
             result = {
                 "status": "OOM",

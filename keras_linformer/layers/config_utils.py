@@ -1,19 +1,15 @@
-"""Initializer helpers shared by the layers' constructors and configs."""
+"""Initializer helpers shared by the layers' constructors and configs.
+
+`clone_initializer` (a fresh copy of an initializer object, so that sub-layers
+never share one seeded object; names and configs pass through) is
+keras-hub's own, which its layers use the same way; keras-hub does not export
+it, so this is the one place that imports it from `keras_hub.src`.
+"""
 
 import keras
+from keras_hub.src.utils.keras_utils import clone_initializer  # noqa: F401
 
 from keras_linformer.layers import projection_initializers
-
-
-def clone_initializer(initializer):
-    """A fresh copy, so sub-layers never share one seeded initializer object.
-
-    A projection initializer's name (see `projection_initializers`) stays a name.
-    """
-    if initializer in projection_initializers.PROJECTION_INITIALIZERS:
-        return initializer
-    initializer = keras.initializers.get(initializer)
-    return initializer.__class__.from_config(initializer.get_config())
 
 
 def get_optional_initializer(identifier):

@@ -1,10 +1,12 @@
-"""Access to the Keras masks that tensors carry (mask propagation).
+"""The Keras masks that tensors carry (mask propagation).
 
-Keras 3 has no public accessor; this is the one keras_hub's encoders use.
+Keras 3 has no public accessor for the mask a tensor carries; keras-hub's
+encoders read it from `keras.src.backend` too, and this is the one place here
+that does.
 """
 
+from keras import ops
 from keras.src.backend import get_keras_mask
-from keras.src.backend import set_keras_mask
 
 
 def padding_mask_of(inputs, padding_mask):
@@ -12,9 +14,16 @@ def padding_mask_of(inputs, padding_mask):
     return get_keras_mask(inputs) if padding_mask is None else padding_mask
 
 
-def detach_keras_masks(*tensors):
-    """Removes propagated masks once a layer has read them, so that its
-    sub-layers (which do not support masking) do not warn about them."""
+def without_keras_masks(*tensors):
+    """The tensors, each that carries a Keras mask replaced by an unmasked copy.
+
+    For a layer that has read its inputs' masks: its sub-layers, which do not
+    support masking, then do not warn about them, and the caller's tensors
+    keep their masks. The same tensor passed twice gives the same copy twice.
+    """
+    copies = {}
     for tensor in tensors:
-        if tensor is not None:
-            set_keras_mask(tensor, None)
+        masked = tensor is not None and get_keras_mask(tensor) is not None
+        if masked and id(tensor) not in copies:
+            copies[id(tensor)] = ops.copy(tensor)
+    return tuple(copies.get(id(tensor), tensor) for tensor in tensors)

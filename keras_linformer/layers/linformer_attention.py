@@ -11,7 +11,7 @@ from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
-from keras_linformer.layers.keras_masks import detach_keras_masks
+from keras_linformer.layers.keras_masks import without_keras_masks
 from keras_linformer.utils import validation
 
 
@@ -388,7 +388,7 @@ class LinformerAttention(keras.layers.Layer):
         key = value if key_is_value else key
         # The masks arrived as query_mask/value_mask/key_mask; Keras puts the
         # query's mask back on the output.
-        detach_keras_masks(query, value, key)
+        query, value, key = without_keras_masks(query, value, key)
         self._check_length(value.shape[1])
         key_projection, value_projection = self._projection_kernels(projection_kernel)
 

@@ -45,7 +45,6 @@ def window_average_matrix(sequence_length, projected_dim):
 
 
 @keras_linformer_export("keras_linformer.layers.WindowAverage")
-@keras.saving.register_keras_serializable(package="keras_linformer")
 class WindowAverage(keras.initializers.Initializer):
     """Initialises an `(..., n, k)` projection as window averaging plus noise.
 

@@ -3,15 +3,17 @@
 import keras
 import keras_hub
 from keras.layers import ReversibleEmbedding
-from keras_hub.src.utils.keras_utils import gelu_approximate
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers import TransformerEncoderStack
 from keras_linformer.layers.config_utils import serialize_optional_initializer
+from keras_linformer.models import bert_weights
 from keras_linformer.utils import validation
 
 ATTENTIONS = ("linformer", "transformer")
+# keras-hub BERT's feedforward activation, under the name its configs give it.
+GELU_APPROXIMATE = keras.saving.get_registered_object("keras_hub>gelu_approximate")
 # The arguments only a Linformer has. A full-attention backbone ignores them
 # and leaves them out of its config.
 LINFORMER_ARGUMENTS = (
@@ -26,63 +28,6 @@ LINFORMER_ARGUMENTS = (
 
 def bert_kernel_initializer(stddev=0.02):
     return keras.initializers.TruncatedNormal(stddev=stddev)
-
-
-def _bert_architecture(backbone):
-    """The constructor arguments a Linformer conversion keeps from a BERT backbone."""
-    is_baseline = isinstance(backbone, LinformerBackbone) and backbone.attention == "transformer"
-    if not (isinstance(backbone, keras_hub.models.BertBackbone) or is_baseline):
-        raise TypeError(
-            "`backbone` must be a keras_hub.models.BertBackbone or a "
-            "LinformerBackbone(attention='transformer'). Received: backbone of type "
-            f"{type(backbone).__name__}"
-            + (f" with attention={backbone.attention!r}"
-               if isinstance(backbone, LinformerBackbone) else "")
-        )
-    names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-             "max_sequence_length", "num_segments", "dropout")
-    return {name: getattr(backbone, name) for name in names}
-
-
-# Where each encoder keeps its blocks, and where keras-hub's BertBackbone does.
-_BERT_PREFIXES = (
-    ("linformer_encoder/linformer_encoder_block_", "transformer_layer_"),
-    ("transformer_encoder/transformer_layer_", "transformer_layer_"),
-)
-
-
-def _bert_path(path):
-    """A variable's path in a keras-hub BERT backbone (its blocks are `transformer_layer_i`)."""
-    for prefix, bert_prefix in _BERT_PREFIXES:
-        if path.startswith(prefix):
-            return bert_prefix + path[len(prefix):]
-    return path
-
-
-def _copy_bert_weights(bert, target):
-    """Assigns every BERT variable to its twin in `target`; only projections are left."""
-    source = {_bert_path(variable.path): variable for variable in bert.weights}
-    for variable in target.weights:
-        if "projection" in variable.path.rsplit("/", 1)[-1]:
-            continue  # E/F: new, and initialised as asked.
-        value = source.pop(_bert_path(variable.path), None)
-        if value is None:
-            raise ValueError(
-                f"The BERT backbone has no variable for the converted model's {variable.path!r}."
-            )
-        value = keras.ops.convert_to_numpy(value)
-        if variable.path == "position_embedding/embeddings":
-            value = value[: variable.shape[0]]  # A shorter n keeps the first positions.
-        if tuple(value.shape) != tuple(variable.shape):
-            raise ValueError(
-                f"{variable.path!r} has shape {tuple(variable.shape)} in the converted model "
-                f"and {tuple(value.shape)} in the BERT backbone."
-            )
-        variable.assign(value)
-    if source:
-        raise ValueError(
-            f"BERT variables without a counterpart in the converted model: {sorted(source)}."
-        )
 
 
 @keras_linformer_export("keras_linformer.models.LinformerBackbone")
@@ -228,7 +173,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         block_arguments = dict(
             num_heads=num_heads,
             intermediate_dim=intermediate_dim,
-            activation=gelu_approximate,
+            activation=GELU_APPROXIMATE,
             dropout=dropout,
             layer_norm_epsilon=1e-12,
             kernel_initializer=bert_kernel_initializer(),
@@ -369,7 +314,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         >>> linformer.max_sequence_length, linformer.projected_dim, linformer.projection
         (32, 8, 'mean')
         """
-        source = _bert_architecture(backbone)
+        source = bert_weights.bert_architecture(backbone, LinformerBackbone)
         source_dropout = source.pop("dropout")
         if max_sequence_length is None:
             max_sequence_length = source["max_sequence_length"]
@@ -392,7 +337,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
             dropout=source_dropout if dropout is None else dropout,
             dtype=backbone.dtype_policy if dtype is None else dtype,
         )
-        _copy_bert_weights(backbone, linformer)
+        bert_weights.copy_bert_weights(backbone, linformer)
         return linformer
 
     def get_config(self):

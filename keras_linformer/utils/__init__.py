@@ -1,1 +1,1 @@
-"""What the library and its programs share: argument validation, program conventions."""
+"""Argument validation shared by the library and its programs (`validation`)."""

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from benchmarks import bert_study as study
-from benchmarks import quality
+from benchmarks.studies import runner
 from keras_linformer.programs import finetune
 from keras_linformer.programs import pretrain
 
@@ -30,7 +30,7 @@ def finetunings(runs):
 def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
     runs = study.plan(parse("--datasets", "bbc_news", "--seeds", "0", "--models",
                             *study.MODELS))
-    quality.check_commands(runs)  # Every command parses with its program's parser.
+    runner.check_commands(runs)  # Every command parses with its program's parser.
     parsed = finetunings(runs)
     assert sorted(parsed) == sorted([
         "transformer", "linear-k64", "linear-k128", "mean-k64", "mean-k128",
@@ -146,7 +146,7 @@ def test_the_report_gives_accuracy_throughput_and_wall_time_per_model(tmp_path):
                    seconds=300.0 if resumed else 600.0,
                    fit_cpu_seconds=cpu if run["seed"] == 0 else cpu and cpu / 2,
                    steps=84 if resumed else 112)
-    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.bert_study")
+    paths = study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
     markdown = open(paths[1]).read()
     # 1024 tokens/s at n = 512 are 2 examples/s, 1,000 examples in the 500 s of fitting:
     # 1.00 and 2.00 examples per CPU-s (mean 1.50), 2.00 and 4.00 (mean 3.00); 600 s are
@@ -188,7 +188,7 @@ def test_the_report_gives_each_adaptations_own_measures(tmp_path):
             row["adaptation_perplexity"]) == (0.25, 0.95, None)
     assert next(r for r in rows if r["model"] == "mean-k128+distill")[
         "adaptation_token_error"] is None  # Its adaptation has not run.
-    markdown = open(study.write_results(rows, args, "python -m benchmarks.bert_study")[1]).read()
+    markdown = open(study.STUDY.report(runs, args, "python -m benchmarks.bert_study")[1]).read()
     assert "| mean-k64+distill | distill | 0.250 | 0.9500 | - |" in markdown
     assert "| mean-k64+mlm | mlm | - | - | 12.5 |" in markdown
     assert "mean-k128+distill | distill" not in markdown

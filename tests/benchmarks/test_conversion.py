@@ -94,10 +94,10 @@ def test_an_adapted_conversion_is_measured_beside_the_fresh_ones(tmp_path, capsy
     """An adaptation's output directory holding an untrained conversion measures what the
     same conversion made afresh does; directories of another BERT or n are refused."""
     from keras_linformer.models import LinformerBackbone
-    from keras_linformer.models import bert_presets
+    from keras_linformer.models import pretrained_bert
     from keras_linformer.training import save_pretrained
 
-    bert, vocabulary = bert_presets.load_bert("all-minilm-l6-v2")
+    bert, vocabulary = pretrained_bert.load_bert("all-minilm-l6-v2")
     save_pretrained(LinformerBackbone.from_bert(bert, projected_dim=8, projection="mean",
                                                 max_sequence_length=32),
                     vocabulary, tmp_path / "mean-k8")

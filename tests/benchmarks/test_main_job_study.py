@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks import main_job_study as study
 from benchmarks import quality
+from benchmarks.studies import runner
 from keras_linformer.programs import main as main_job
 
 
@@ -67,7 +68,7 @@ def test_a_run_without_pretraining_reports_no_perplexity(tmp_path):
     os.makedirs(directory)
     with open(os.path.join(directory, "summary.json"), "w") as file:
         json.dump({"test_accuracy": 0.7, "majority_accuracy": 0.5, "test_examples": 100}, file)
-    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.main_job_study")
+    paths = study.STUDY.report(runs, args, "python -m benchmarks.main_job_study")
     assert "| mean-scratch | 70.0 | - | - |" in open(paths[1]).read()
 
 
@@ -80,7 +81,7 @@ def test_no_pretraining_refuses_a_pretraining_option(capsys):
 
 
 def test_every_study_plans_runs_with_what_the_runner_reads(tmp_path):
-    # quality.execute labels, logs and starts each run from these keys.
+    # runner.execute labels, logs and starts each run from these keys.
     from benchmarks import bert_study
     from benchmarks import projection_study
 
@@ -117,9 +118,9 @@ def test_the_report_reads_both_stages_of_each_run(tmp_path):
     finish(runs[2], 0.72, 420.0)  # mean, seed 1; linear seed 1 is not run
     # A finished run is one with the fine-tuning's summary; the rerun checks its command.
     os.makedirs(runs[3]["directory"])
-    assert [os.path.isfile(os.path.join(quality.summary_directory(r), "summary.json"))
+    assert [os.path.isfile(os.path.join(runner.summary_directory(r), "summary.json"))
             for r in runs] == [True, True, True, False]
-    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.main_job_study")
+    paths = study.STUDY.report(runs, args, "python -m benchmarks.main_job_study")
     markdown = open(paths[1]).read()
     assert ("| mean | 71.0 ± 1.4 [70.0, 72.0] | 410.0 ± 14.1 [400.0, 420.0] | "
             "600.0 ± 0.0 [600.0, 600.0] |") in markdown

@@ -28,6 +28,14 @@ def test_a_csv_without_a_command_reads_from_its_first_line(tmp_path):
     assert outputs.read_csv(path) == ([{"a": 1, "b": "x"}], "")
 
 
+def test_an_appended_csv_keeps_one_header_and_no_command(tmp_path):
+    path = tmp_path / "resumed.csv"
+    for value in (1, 2):
+        with outputs.csv_writer(path, None, ["a", "b"], append=True) as write:
+            write({"a": value, "b": None})
+    assert path.read_text().splitlines() == ["a,b", "1,", "2,"]
+
+
 def test_markdown_tables_and_the_produced_by_block():
     assert outputs.markdown_table(["k", "value"], [[1, "0.5"], [2, "1.0"]]) == (
         "| k | value |\n|---|---|\n| 1 | 0.5 |\n| 2 | 1.0 |")

@@ -84,7 +84,7 @@ def test_the_report_gives_mean_and_spread_over_seeds_against_the_transformer(tmp
     accuracies = {"transformer": [0.70, 0.72, 0.74], "linear-gaussian": [0.60, 0.61, 0.65]}
     for run in runs[:-1]:  # The last gaussian seed has not finished.
         finish(run, accuracies[run["model"]][run["seed"]])
-    paths = study.write_results(study.collect(runs), args, "python -m benchmarks.projection_study")
+    paths = study.STUDY.report(runs, args, "python -m benchmarks.projection_study")
     markdown = open(paths[1]).read()
     assert "| transformer | 72.0 ± 2.0 [70.0, 72.0, 74.0] | - |" in markdown
     # Seeds 0 and 1 against the Transformer's seeds 0 and 1 (71.0), not its three (72.0).
@@ -105,7 +105,7 @@ def test_the_report_names_other_ks_and_each_seeds_majority_class(tmp_path):
                  "--results-dir", str(tmp_path / "results"))
     for run in study.plan(args):
         finish(run, 0.9, majority=[0.261, 0.276][run["seed"]])  # Each seed draws its split.
-    paths = study.write_results(study.collect(study.plan(args)), args, "command")
+    paths = study.STUDY.report(study.plan(args), args, "command")
     markdown = open(paths[1]).read()
     assert "| model | bbc news (n = 512, k = 128 unless named) | vs Transformer |" in markdown
     assert "| mean-k256 | 90.0 ± 0.0 [90.0, 90.0] | - |" in markdown
@@ -115,5 +115,5 @@ def test_the_report_names_other_ks_and_each_seeds_majority_class(tmp_path):
 def test_a_report_without_a_finished_run_is_an_error_and_writes_nothing(tmp_path):
     args = parse("--output-dir", str(tmp_path / "typo"), "--results-dir", str(tmp_path / "r"))
     with pytest.raises(ValueError, match="no finished run under"):
-        study.write_results(study.collect(study.plan(args)), args, "command")
+        study.STUDY.report(study.plan(args), args, "command")
     assert not (tmp_path / "r").exists()

@@ -16,6 +16,7 @@ import os
 import pytest
 
 from benchmarks import quality
+from benchmarks.studies import runner
 from keras_linformer.training import run_directory
 from tests.training.harness import read_summary
 from tests.training.harness import run_in_process
@@ -98,10 +99,10 @@ def test_a_run_moved_or_linked_elsewhere_still_counts_as_finished(tmp_path):
         f"python -m training.finetune --seed 1 --output-dir {tmp_path / 'old' / 'run'}\n")
     run = dict(module="training.finetune", directory=str(moved),
                argv=["--seed", "1", "--output-dir", str(moved)])
-    assert quality.is_finished(run)
+    assert runner.is_finished(run)
     with pytest.raises(ValueError, match="holds a finished run of another command"):
-        quality.is_finished(dict(run, argv=["--seed", "2", "--output-dir", str(moved)]))
-    assert not quality.is_finished(dict(run, directory=str(tmp_path / "not-run")))
+        runner.is_finished(dict(run, argv=["--seed", "2", "--output-dir", str(moved)]))
+    assert not runner.is_finished(dict(run, directory=str(tmp_path / "not-run")))
 
 
 def test_the_csv_holds_every_runs_results(study):
@@ -171,7 +172,7 @@ def test_bad_arguments_are_named(arguments, message, capsys):
 def test_the_default_plan_pretrains_each_model_once_and_fine_tunes_it_on_each_dataset():
     _, args = quality.parse_args([])
     all_runs = quality.plan(args)
-    quality.check_commands(all_runs)  # every program accepts its flags
+    runner.check_commands(all_runs)  # every program accepts its flags
     # Seed by seed: the runs of seed 0 first, each in its own directory.
     assert [r["seed"] for r in all_runs] == sorted(r["seed"] for r in all_runs)
     assert {r["seed"] for r in all_runs} == {0, 1, 2}

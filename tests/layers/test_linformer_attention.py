@@ -2,9 +2,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl.testing import parameterized
 
 from keras_linformer.layers import LinformerAttention
-from tests.layers import harness
+from tests.layers import TestCase
 
 PROJECTIONS = ["linear", "mean", "max", "conv"]
 SHARINGS = ["none", "headwise", "key_value"]
@@ -221,6 +222,10 @@ def test_keras_mask_propagation_matches_explicit_mask(rng):
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(propagated._keras_mask), tokens != 0
     )
+    # The caller's tensor keeps its mask: a masked average still skips the padding.
+    pooled = keras.layers.GlobalAveragePooling1D()(x)
+    real = keras.ops.convert_to_numpy(x)[1, :6].mean(axis=0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(pooled)[1], real, atol=1e-6)
 
 
 def test_cross_attention_with_different_key_and_query_lengths(rng):
@@ -339,9 +344,9 @@ def test_xla_compiled_call_matches_eager(projection, rng):
     layer = make_layer(projection=projection)
     x = rng.normal(size=(2, 8, 6)).astype("float32")
     mask = np.arange(8)[None].repeat(2, 0) < np.array([[8], [3]])
-    harness.assert_xla_matches_eager(
-        lambda a, m: layer(a, a, value_mask=m), (x, mask)
-    )
+    eager = keras.ops.convert_to_numpy(layer(x, x, value_mask=mask))
+    compiled = tf.function(lambda a, m: layer(a, a, value_mask=m), jit_compile=True)
+    np.testing.assert_allclose(compiled(x, mask).numpy(), eager, atol=1e-5)
 
 
 def test_runs_in_graph_mode_with_unknown_length(rng):
@@ -368,19 +373,36 @@ def test_dropout_is_active_only_in_training(rng):
 # --- Config and errors -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("projection", PROJECTIONS)
-@pytest.mark.parametrize("sharing", SHARINGS)
-def test_config_round_trip(projection, sharing, rng):
-    layer = make_layer(
-        projection=projection,
-        sharing=sharing,
-        dropout=0.1,
-        kernel_regularizer="l2",
-        projection_constraint="non_neg" if projection == "linear" else None,
-        output_shape=7,
+class KerasHubChecks(TestCase):
+    """keras-hub's layer checks: config and serialization round trips, build, symbolic
+    and eager calls, weight counts, an XLA-compiled training step, float16/bfloat16."""
+
+    @parameterized.named_parameters(
+        ("linear", "linear", "headwise", 10), ("conv_key_value", "conv", "key_value", 9),
+        ("mean", "mean", "none", 8),
     )
-    x = rng.normal(size=(2, 8, 6)).astype("float32")
-    harness.assert_config_round_trip(layer, (x, x))
+    def test_layer(self, projection, sharing, num_weights):
+        x = keras.random.normal((2, 8, 6), seed=0)
+        self.run_layer_test(
+            cls=LinformerAttention,
+            init_kwargs=dict(num_heads=2, key_dim=4, sequence_length=8, projected_dim=4,
+                             projection=projection, sharing=sharing, dropout=0.1),
+            input_data={"query": x, "value": x},
+            expected_output_shape=(2, 8, 6),
+            expected_num_trainable_weights=num_weights,
+            expected_num_non_trainable_variables=1,  # The dropout's seed.
+        )
+
+    @parameterized.product(projection=PROJECTIONS, sharing=SHARINGS)
+    def test_config_round_trip(self, projection, sharing):
+        self.run_serialization_test(make_layer(
+            projection=projection,
+            sharing=sharing,
+            dropout=0.1,
+            kernel_regularizer="l2",
+            projection_constraint="non_neg" if projection == "linear" else None,
+            output_shape=7,
+        ))
 
 
 def test_get_config_lists_every_constructor_argument():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_linformer.layers import LinformerEncoderBlock
-from tests.layers import harness
+from tests.layers import TestCase
 
 
 def make_block(**overrides):
@@ -99,31 +99,21 @@ def test_attention_mask_is_rejected(rng):
         make_block()(x, attention_mask=np.ones((1, 8, 8), bool))
 
 
-@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_output_dtype(policy, rng):
-    keras.config.set_dtype_policy(policy)
-    block = make_block()
-    y = block(rng.normal(size=(2, 8, 12)).astype("float32"))
-    assert keras.backend.standardize_dtype(y.dtype) == policy.split("_")[1]
-
-
-def test_xla_compiled_call_matches_eager(rng):
-    block = make_block(projection="conv", sharing="headwise")
-    x = rng.normal(size=(2, 8, 12)).astype("float32")
-    mask = np.arange(8)[None].repeat(2, 0) < np.array([[8], [4]])
-    harness.assert_xla_matches_eager(lambda a, m: block(a, padding_mask=m), (x, mask))
-
-
-def test_config_round_trip(rng):
-    block = make_block(
-        projection="conv",
-        sharing="headwise",
-        dropout=0.1,
-        activation="gelu",
-        normalize_first=True,
-        projection_initializer="glorot_uniform",
-    )
-    harness.assert_config_round_trip(block, (rng.normal(size=(2, 8, 12)).astype("float32"),))
+class KerasHubChecks(TestCase):
+    def test_layer(self):
+        """keras-hub's layer checks (serialization, build, calls, weight counts, an
+        XLA-compiled training step, float16/bfloat16)."""
+        self.run_layer_test(
+            cls=LinformerEncoderBlock,
+            init_kwargs=dict(intermediate_dim=16, num_heads=2, sequence_length=8,
+                             projected_dim=4, projection="conv", sharing="headwise",
+                             dropout=0.1, activation="gelu", normalize_first=True,
+                             projection_initializer="glorot_uniform"),
+            input_data=keras.random.normal((2, 8, 12), seed=0),
+            expected_output_shape=(2, 8, 12),
+            expected_num_trainable_weights=18,
+            expected_num_non_trainable_variables=3,  # The seeds of its three dropouts.
+        )
 
 
 def test_get_config_lists_every_constructor_argument():

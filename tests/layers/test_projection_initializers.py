@@ -1,15 +1,19 @@
 """The named initialisers of a learned projection E: what the layer really starts with."""
 
+import importlib
+
 import keras
 import numpy as np
 import pytest
+from absl.testing import parameterized
 
+import keras_linformer
 from keras_linformer.layers import LinformerAttention
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers.projection_initializers import PROJECTION_INITIALIZERS
 from keras_linformer.layers.projection_initializers import WindowAverage
 from keras_linformer.layers.projection_initializers import window_average_matrix
-from tests.layers.harness import assert_config_round_trip
+from tests.layers import TestCase
 
 
 def attention(**overrides):
@@ -97,12 +101,26 @@ def test_an_untrained_window_average_stack_is_mean_pooling(rng):
     )
 
 
-@pytest.mark.parametrize("name", PROJECTION_INITIALIZERS)
-def test_a_named_initialiser_survives_the_config_round_trip(name, rng):
-    layer = attention(projection_initializer=name)
-    assert layer.get_config()["projection_initializer"] == name
-    x = rng.normal(size=(2, 64, 16)).astype("float32")
-    assert_config_round_trip(layer, (x, x))
+class KerasHubChecks(TestCase):
+    @parameterized.parameters(*PROJECTION_INITIALIZERS)
+    def test_a_named_initialiser_survives_the_config_round_trip(self, name):
+        layer = attention(projection_initializer=name)
+        self.assertEqual(layer.get_config()["projection_initializer"], name)
+        self.run_serialization_test(layer)
+
+    def test_window_average_serializes(self):
+        self.run_serialization_test(WindowAverage(relative_noise=0.2, seed=3))
+
+
+def test_every_public_object_is_where_its_path_says():
+    """Each registered class is importable under the public path it advertises."""
+    registered = [cls for cls in keras.saving.get_custom_objects().values()
+                  if getattr(cls, "__public_path__", "").startswith("keras_linformer.")]
+    assert WindowAverage in registered
+    for cls in registered:
+        module, _, name = cls.__public_path__.rpartition(".")
+        assert getattr(importlib.import_module(module), name) is cls, cls.__public_path__
+    assert keras_linformer.layers.WindowAverage is WindowAverage
 
 
 def test_a_window_average_object_survives_a_keras_file(tmp_path, rng):

@@ -1,12 +1,15 @@
 import keras
+import keras_hub
 import numpy as np
 import pytest
+from absl.testing import parameterized
 
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers import TransformerEncoderStack
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier
+from tests.layers import TestCase
 
 CONFIG = dict(
     vocabulary_size=40,
@@ -32,6 +35,77 @@ def features(batch=3, length=16, mask_positions=False):
     if mask_positions:
         x["mask_positions"] = np.array([[1, 2]] * batch, "int32")
     return x
+
+
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "."]
+TEXTS = ["the quick brown fox.", "the slow brown fox."]
+
+
+def text_backbone():
+    """A backbone for the BERT preprocessors' 8-token inputs of VOCABULARY."""
+    return LinformerBackbone(**{**CONFIG, "vocabulary_size": len(VOCABULARY),
+                                "max_sequence_length": 8})
+
+
+class KerasHubChecks(TestCase):
+    """keras-hub's backbone, task and saving checks, as its own models pass them.
+
+    `run_preset_test` does not apply: the package ships no presets (there are no
+    pretrained Linformer weights to register)."""
+
+    @parameterized.named_parameters(("linformer", "linformer"), ("transformer", "transformer"))
+    def test_backbone(self, attention):
+        """Serialization, eager calls at several lengths, compiled predict, the name,
+        float16/bfloat16 and int8/float8 quantization."""
+        self.run_backbone_test(
+            cls=LinformerBackbone,
+            init_kwargs={**CONFIG, "attention": attention},
+            input_data=features(batch=2),
+            expected_output_shape={"sequence_output": (2, 16, 8), "pooled_output": (2, 8)},
+        )
+
+    @parameterized.named_parameters(("linformer", "linformer"), ("transformer", "transformer"))
+    def test_masked_lm_saves_and_reloads(self, attention):
+        self.run_model_saving_test(
+            cls=LinformerMaskedLM,
+            init_kwargs={"backbone": LinformerBackbone(**CONFIG, attention=attention)},
+            input_data=features(mask_positions=True),
+        )
+
+    def test_classifier_saves_and_reloads(self):
+        self.run_model_saving_test(
+            cls=LinformerTextClassifier,
+            init_kwargs={"num_classes": 3, "backbone": LinformerBackbone(
+                **CONFIG, sharing="key_value", projection="mean")},
+            input_data=features(),
+        )
+
+    def test_masked_lm_task(self):
+        """With keras-hub's BERT preprocessor: predict and fit on strings, on a dataset
+        and with the preprocessing split off."""
+        tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY)
+        # Every token masked, so that each run of the preprocessor masks the same.
+        preprocessor = keras_hub.models.BertMaskedLMPreprocessor(
+            tokenizer, sequence_length=8, mask_selection_rate=1.0, mask_token_rate=1.0,
+            random_token_rate=0.0, mask_selection_length=5)
+        self.run_task_test(
+            cls=LinformerMaskedLM,
+            init_kwargs={"preprocessor": preprocessor, "backbone": text_backbone()},
+            train_data=(TEXTS,),
+            expected_output_shape=(2, 5, len(VOCABULARY)),
+        )
+
+    def test_text_classifier_task(self):
+        tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY)
+        preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
+            tokenizer, sequence_length=8)
+        self.run_task_test(
+            cls=LinformerTextClassifier,
+            init_kwargs={"preprocessor": preprocessor, "backbone": text_backbone(),
+                         "num_classes": 2},
+            train_data=(TEXTS, [1, 0]),
+            expected_output_shape=(2, 2),
+        )
 
 
 def test_baseline_differs_only_in_attention():
@@ -63,19 +137,6 @@ def test_baseline_differs_only_in_attention():
     )
 
 
-@pytest.mark.parametrize("attention", ["linformer", "transformer"])
-def test_masked_lm_saves_and_reloads(attention, tmp_path):
-    model = LinformerMaskedLM(LinformerBackbone(**CONFIG, attention=attention))
-    x = features(mask_positions=True)
-    expected = model.predict(x, verbose=0)
-    assert expected.shape == (3, 2, 40)
-    model.save(tmp_path / "mlm.keras")
-    loaded = keras.saving.load_model(tmp_path / "mlm.keras", safe_mode=True)
-    assert isinstance(loaded, LinformerMaskedLM)
-    assert loaded.backbone.attention == attention
-    np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, atol=1e-6)
-
-
 def test_masked_lm_output_is_tied_to_the_token_embedding():
     model = LinformerMaskedLM(LinformerBackbone(**CONFIG))
     assert model.masked_lm_head.token_embedding is model.backbone.token_embedding
@@ -83,17 +144,6 @@ def test_masked_lm_output_is_tied_to_the_token_embedding():
         id(v) for v in model.weights if tuple(v.shape) in ((40, 8), (8, 40))
     }
     assert vocabulary_matrices == {id(model.backbone.token_embedding.embeddings)}
-
-
-def test_classifier_saves_and_reloads(tmp_path):
-    model = LinformerTextClassifier(
-        LinformerBackbone(**CONFIG, sharing="key_value", projection="mean"), num_classes=3
-    )
-    x = features()
-    expected = model.predict(x, verbose=0)
-    model.save(tmp_path / "classifier.keras")
-    loaded = keras.saving.load_model(tmp_path / "classifier.keras", safe_mode=True)
-    np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, atol=1e-6)
 
 
 def test_padding_does_not_reach_real_positions():

@@ -4,14 +4,14 @@ import statistics
 
 import pytest
 
-from benchmarks import seeded_study
+from benchmarks.studies import seeded
 
 
 def test_the_t_quantiles_are_student_s():
     # scipy comes with the dev extra (JAX depends on it); the studies themselves do not need it.
     from scipy import stats
 
-    for degrees, quantile in enumerate(seeded_study.T_975, start=1):
+    for degrees, quantile in enumerate(seeded.T_975, start=1):
         assert quantile == pytest.approx(stats.t.ppf(0.975, degrees), abs=5e-4), degrees
 
 
@@ -20,14 +20,14 @@ def test_a_paired_difference_is_its_mean_and_95_percent_interval():
     differences = [96.4 - 97.3, 96.9 - 98.2, 97.7 - 97.7]
     half = 4.303 * statistics.stdev(differences) / 3 ** 0.5
     assert half == pytest.approx(1.66, abs=0.01)
-    assert seeded_study.paired_difference(differences) == "-0.7 [-2.4, +0.9]"
+    assert seeded.paired_difference(differences) == "-0.7 [-2.4, +0.9]"
     # One seed: no interval. Identical differences: no width.
-    assert seeded_study.paired_difference([-0.9]) == "-0.9"
-    assert seeded_study.paired_difference([1.0, 1.0, 1.0]) == "+1.0 [+1.0, +1.0]"
+    assert seeded.paired_difference([-0.9]) == "-0.9"
+    assert seeded.paired_difference([1.0, 1.0, 1.0]) == "+1.0 [+1.0, +1.0]"
     # From 12 seeds on, the normal quantile.
     many = [0.0, 2.0] * 6
     half = 1.96 * statistics.stdev(many) / 12 ** 0.5
-    assert seeded_study.paired_difference(many) == f"+1.0 [{1 - half:+.1f}, {1 + half:+.1f}]"
+    assert seeded.paired_difference(many) == f"+1.0 [{1 - half:+.1f}, {1 + half:+.1f}]"
 
 
 def test_the_difference_pairs_runs_of_the_same_seed():
@@ -39,7 +39,7 @@ def test_the_difference_pairs_runs_of_the_same_seed():
     # model's spread over the seeds is 10 points.
     rows = [row("transformer", s, a) for s, a in enumerate([0.80, 0.90, 0.70])]
     rows += [row("mean-k64", s, a - 0.01) for s, a in enumerate([0.80, 0.90, 0.70])]
-    table = seeded_study.accuracy_table(rows)
+    table = seeded.accuracy_table(rows)
     assert table["bbc_news", "transformer"] == ["80.0 ± 10.0 [80.0, 90.0, 70.0]", "-"]
     assert table["bbc_news", "mean-k64"] == ["79.0 ± 10.0 [79.0, 89.0, 69.0]",
                                              "-1.0 [-1.0, -1.0]"]

@@ -1,18 +1,19 @@
-"""What the seeded fine-tuning studies share: their rows, statistics, table and plot.
+"""The seeded fine-tuning studies' report: their rows, statistics, table and plot.
 
-A study (`projection_study`, `bert_study`) plans one `training.finetune`
-run per dataset, model and seed (`quality.run_study` runs them); its report
+A study (`projection_study`, `bert_study`, `main_job_study`) plans one
+fine-tuning run per dataset, model and seed (`runner` runs them); its report
 is rebuilt from the run directories alone: `collect` reads each run's
 `summary.json`, `summarise` gives mean and standard deviation over the
 seeds, `accuracy_table` the table cells against the Transformer, and `plot`
 every seed's test accuracy. Nothing here imports TensorFlow.
 """
 
+import functools
 import os
 import statistics
 
 from benchmarks import outputs
-from benchmarks import quality
+from benchmarks.studies import runner
 from keras_linformer.programs import cli
 
 TRANSFORMER = "transformer"
@@ -48,7 +49,7 @@ def collect(runs, fields):
     for run in runs:
         if run.get("stage", "finetune") != "finetune":
             continue
-        summary = read_summary(quality.summary_directory(run))
+        summary = read_summary(runner.summary_directory(run))
         row = {key: run.get(key) for key in fields}
         row["status"] = "finished" if summary else (
             "unfinished" if os.path.isdir(run["directory"]) else "not run")
@@ -230,17 +231,15 @@ def write_results(rows, args, command, fields, markdown, title):
     return [base + ".csv", base + ".md", base + ".png"]
 
 
-def main(program, parse_args, plan, collect, write_results, argv=None):
-    """A study's program: runs the unfinished runs of the plan (unless `--report-only`),
-    then writes the report from the run directories."""
-    parser, args = parse_args(argv)
+def study(program, parse_args, plan, fields, markdown, title, rows=None):
+    """The `runner.Study` of a seeded study; its report is `write_results` of its rows.
 
-    def work(args):
-        runs = plan(args)
-        quality.run_study(parser, runs, args)
-        # A `--report-only` rebuild names the command that ran the study.
-        command = outputs.command_line(program, argv, drop=["--report-only"])
-        for path in write_results(collect(runs), args, command):
-            cli.log(f"wrote {path}")
+    `rows(runs)` gives the rows (default: `collect(runs, fields)`); `markdown` and
+    `title` are as `write_results` takes them.
+    """
+    rows_of = rows or functools.partial(collect, fields=fields)
 
-    return cli.run(parser, work, args)
+    def report(runs, args, command):
+        return write_results(rows_of(runs), args, command, fields, markdown, title)
+
+    return runner.Study(program, parse_args, plan, report)

@@ -1,7 +1,7 @@
 """The quality study's report: the targets checked against the Transformer."""
 
 from benchmarks import quality
-from benchmarks import quality_report
+from benchmarks.studies import quality_report
 
 
 def _row(stage, attention, k=None, dataset="news_articles", start="random", seed=0,

@@ -7,13 +7,12 @@ With several seeds the tables give each model's mean, standard deviation and
 every seed's value, and the plot each model's mean curve.
 """
 
-import csv
 import math
 import os
 import statistics
 
 from benchmarks import outputs
-from benchmarks import seeded_study
+from benchmarks.studies import seeded
 from keras_linformer.training import run_directory
 
 PERPLEXITY_TARGET = 0.05  # Linformer within 5% of the Transformer's perplexity
@@ -72,12 +71,9 @@ def write_csv(rows, path, command):
 
 
 def write_curves_csv(rows, path, command):
-    with outputs.csv_file(path, command) as file:
-        writer = csv.writer(file)
-        writer.writerow(["model", "seed", "step", "validation_perplexity"])
-        for row in rows:
-            for step, value in row.get("curve", []):
-                writer.writerow([row["model"], row["seed"], step, value])
+    points = [dict(model=row["model"], seed=row["seed"], step=step, validation_perplexity=value)
+              for row in rows for step, value in row.get("curve", [])]
+    outputs.write_csv(path, command, ("model", "seed", "step", "validation_perplexity"), points)
 
 
 def mean_curves(pretrained):
@@ -165,12 +161,12 @@ def _mean(rows, field):
 
 
 def _statistics(rows, field, key, scale=1.0):
-    return seeded_study.summarise(rows, field, scale=scale, key=key)
+    return seeded.summarise(rows, field, scale=scale, key=key)
 
 
 def _cell(stats, group, digits=1):
     mean, spread, values = stats.get(group, (None, None, []))
-    return "-" if mean is None else seeded_study.spread_text(mean, spread, values, digits)
+    return "-" if mean is None else seeded.spread_text(mean, spread, values, digits)
 
 
 def _resumed(group_rows):
@@ -218,7 +214,7 @@ def pretraining_table(rows):
 def _perplexity_change(pretrained, model):
     """(`+2.9 [-1.0, +6.8]`, {seed: change in %}): the test perplexity's change against the
     Transformer's of the same seed, in percent, paired over the seeds both finished (named
-    when they differ; `seeded_study.seed_paired_difference`); (None, {}) without a shared
+    when they differ; `seeded.seed_paired_difference`); (None, {}) without a shared
     seed."""
     def per_seed(name):
         return {r["seed"]: r["test_perplexity"] for r in pretrained
@@ -229,7 +225,7 @@ def _perplexity_change(pretrained, model):
     changes = {s: 100.0 * (own[s] / reference[s] - 1) for s in own.keys() & reference.keys()}
     if not changes:
         return None, {}
-    text = seeded_study.seed_paired_difference(
+    text = seeded.seed_paired_difference(
         {s: changes.get(s, 0.0) for s in own}, {s: 0.0 for s in reference})
     return text, changes
 
@@ -264,7 +260,7 @@ def finetuning_table(rows):
                 continue
             cell = _cell(stats, (model, dataset, start))
             if model != "transformer":
-                difference = seeded_study.seed_paired_difference(
+                difference = seeded.seed_paired_difference(
                     *(_per_seed(tuned, (name, dataset, start)) for name in (model, "transformer")))
                 if difference:
                     cell += f" ({difference})"
@@ -330,7 +326,7 @@ def target_verdicts(rows):
         verdicts.append(
             f"- {label(row)}, {dataset.replace('_', ' ')} ({start}): accuracy against the "
             f"Transformer's, in points seed by seed: "
-            f"{seeded_study.seed_paired_difference(own, reference)} (target: at least "
+            f"{seeded.seed_paired_difference(own, reference)} (target: at least "
             f"-{ACCURACY_TARGET:.0f}): " + _verdict(gap >= -ACCURACY_TARGET, compared)
         )
     return verdicts
@@ -392,10 +388,11 @@ def markdown(rows, command, machine, images):
     return "\n".join(parts) + "\n"
 
 
-def write_results(runs, args, results_dir, name, command):
+def write_results(runs, args, command):
     """Writes NAME.csv, NAME-curves.csv, NAME-perplexity.png, NAME-accuracy.png and NAME.md;
     returns their paths (a plot only when it has something to show)."""
     rows = collect(runs)
+    results_dir = args.results_dir
     if not any(row["status"] == "finished" for row in rows):
         raise ValueError(
             f"--output-dir: none of the {len(rows)} runs under {args.output_dir!r} has "
@@ -403,7 +400,7 @@ def write_results(runs, args, results_dir, name, command):
             f"{results_dir!r}, whose results stay as they are. Check --output-dir."
         )
     os.makedirs(results_dir, exist_ok=True)
-    stem = os.path.join(results_dir, name)
+    stem = os.path.join(results_dir, args.name)
     paths = [stem + ".csv", stem + "-curves.csv"]
     write_csv(rows, paths[0], command)
     write_curves_csv(rows, paths[1], command)
@@ -428,4 +425,4 @@ def plot_accuracy(rows, path):
              model=label(row))
         for row in rows if row["stage"] == "finetune"
     ]
-    seeded_study.plot(panels, path, title=lambda panel: f"fine-tuned: {panel}")
+    seeded.plot(panels, path, title=lambda panel: f"fine-tuned: {panel}")

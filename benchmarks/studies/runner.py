@@ -1,0 +1,159 @@
+"""The study runner: a study's training runs, each in its own process and directory.
+
+A `Study` is data: the program's name, its parser, its plan (the runs, as
+dicts with stage, dataset, model, start, directory, module and argv) and
+its report. `main` runs the runs of the plan that have not finished
+(unless `--report-only`), then writes the report from the run directories.
+Nothing here imports TensorFlow.
+"""
+
+import dataclasses
+import importlib
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from benchmarks import outputs
+from keras_linformer.programs import cli
+
+PRETRAIN = "training.pretrain"
+FINETUNE = "training.finetune"
+MAIN = "training.main"
+# The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
+ECHOED = ("Round ", "Pretraining done", "Test accuracy", "Main job:", "python -m")
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """A study program.
+
+    Attributes:
+        program: its module, as `python -m` names it (the command its results record).
+        parse_args: `argv -> (parser, args)`.
+        plan: `args -> runs`, every run of the study in order.
+        report: `(runs, args, command) -> paths`: writes the results from the run
+            directories and returns the paths written.
+    """
+
+    program: str
+    parse_args: Callable
+    plan: Callable
+    report: Callable
+
+    def main(self, argv=None):
+        """Runs the unfinished runs of the plan (unless `--report-only`), then the report."""
+        parser, args = self.parse_args(argv)
+
+        def work(args):
+            runs = self.plan(args)
+            run_study(parser, runs, args)
+            # A `--report-only` rebuild names the command that ran the study.
+            command = outputs.command_line(self.program, argv, drop=["--report-only"])
+            for path in self.report(runs, args, command):
+                cli.log(f"wrote {path}")
+
+        return cli.run(parser, work, args)
+
+
+def command_line(run):
+    return f"python -m {run['module']} {shlex.join(run['argv'])}"
+
+
+def summary_directory(run):
+    """Where a run's `summary.json` is: its directory, or `run["summary_dir"]` for a program
+    whose last stage writes to a subdirectory (`training.main`: DIR/finetune)."""
+    return run.get("summary_dir", run["directory"])
+
+
+def same_command(recorded, planned):
+    """Whether two run commands are the same but for their `--output-dir`, the run directory
+    itself: a study's runs can be moved, or linked into another study's directory."""
+
+    def without_output_dir(command):
+        words = shlex.split(command)
+        return [w for i, w in enumerate(words)
+                if w != "--output-dir" and (i == 0 or words[i - 1] != "--output-dir")]
+
+    return without_output_dir(recorded) == without_output_dir(planned)
+
+
+def is_finished(run):
+    """Whether `run` finished with this very command (wherever its directory was then);
+    refuses a finished run of another."""
+    from keras_linformer.training.run_directory import COMMAND_FILE
+    from keras_linformer.training.run_directory import SUMMARY_FILE
+
+    if not os.path.isfile(os.path.join(summary_directory(run), SUMMARY_FILE)):
+        return False
+    recorded = os.path.join(run["directory"], COMMAND_FILE)
+    previous = open(recorded, encoding="utf-8").read().strip() if os.path.isfile(recorded) else None
+    if previous is None or not same_command(previous, command_line(run)):
+        raise ValueError(
+            f"--output-dir: {run['directory']} holds a finished run of another command "
+            f"({previous!r}, now {command_line(run)!r}). Use another --output-dir, or "
+            "remove that directory to rerun it."
+        )
+    return True
+
+
+def execute(run, position, total):
+    """Runs one stage in a fresh process, its output to DIR/output.log; echoes progress lines."""
+    from keras_linformer.training.run_directory import COMMAND_FILE
+    from keras_linformer.training.run_directory import LOG_FILE
+
+    os.makedirs(run["directory"], exist_ok=True)
+    with open(os.path.join(run["directory"], COMMAND_FILE), "w", encoding="utf-8") as file:
+        file.write(command_line(run) + "\n")
+    label = f"[{position}/{total}] {run['stage']} {run['dataset']} {run['model']} ({run['start']})"
+    cli.log(f"{label}: {command_line(run)}")
+    start = time.perf_counter()
+    with open(os.path.join(run["directory"], LOG_FILE), "a", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", run["module"], *run["argv"]],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+        )
+        for line in process.stdout:
+            log.write(line)
+            log.flush()
+            if line.startswith(ECHOED) or "error:" in line:
+                cli.log(f"    {line.rstrip()}")
+        code = process.wait()
+    if code != 0:
+        raise RuntimeError(
+            f"{label} failed with exit code {code} after {time.perf_counter() - start:.0f} s; "
+            f"its output is in {os.path.join(run['directory'], LOG_FILE)}. Rerun the same "
+            "command to resume it."
+        )
+
+
+def check_commands(runs):
+    """Parses every run's flags with its program's own parser, before anything runs.
+
+    A run's module (`training.pretrain`, run from the repository root) is the entry point
+    of a program of keras_linformer.programs, whose parser it is."""
+    for run in runs:
+        program = run["module"].rpartition(".")[2]
+        importlib.import_module(f"keras_linformer.programs.{program}").parse_args(run["argv"])
+
+
+def run_all(runs, output_dir):
+    """Checks every run's flags, then runs those not finished yet, one process each, in order."""
+    check_commands(runs)
+    pending = [run for run in runs if not is_finished(run)]
+    cli.log(f"{len(runs)} runs, {len(runs) - len(pending)} already finished, "
+            f"{len(pending)} to run, into {output_dir}")
+    for position, run in enumerate(pending, 1):
+        execute(run, position, len(pending))
+
+
+def run_study(parser, runs, args):
+    """Runs `runs` unless `--report-only`; a run that fails ends the program with status 1."""
+    if args.report_only:
+        return
+    try:
+        run_all(runs, args.output_dir)
+    except RuntimeError as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
