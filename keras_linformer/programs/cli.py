@@ -276,6 +276,18 @@ def batch_range(text):
     return first, last
 
 
+def update_freq(text):
+    """A positive number of steps, or 'epoch' (as keras.callbacks.TensorBoard's update_freq)."""
+    if text == "epoch":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of steps or 'epoch', got {text!r}"
+        ) from None
+
+
 # The model flags' values from scratch.
 FROM_SCRATCH = {
     name: DEFAULT_ARCHITECTURE[name] for name in (
@@ -483,10 +495,14 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group = parser.add_argument_group("checkpoints and logs")
     group.add_argument("--checkpoint-every", type=positive_int, default=checkpoint_every,
                        metavar="STEPS",
-                       help="At most this many steps between validation passes, checkpoints, "
-                            "log lines and TensorBoard points"
+                       help="At most this many steps between validation passes, checkpoints "
+                            "and log lines"
                             + ("" if checkpoint_every else " (default: one pass over the data)")
                             + ".")
+    group.add_argument("--update-freq", type=update_freq, default=10, metavar="STEPS",
+                       help="Write the training loss and metrics to TensorBoard "
+                            "(logs/train, tags batch_*) every STEPS steps; 'epoch': only "
+                            "once per checkpoint interval (tags epoch_*, always written).")
     group.add_argument("--profile-batches", type=batch_range, default=None, metavar="FIRST,LAST",
                        help="Trace these batches (counted from 1) with the TensorFlow profiler "
                             "into logs/train/plugins/profile/.")
@@ -503,6 +519,7 @@ def training_options(args):
         warmup_fraction=args.warmup_fraction,
         weight_decay=args.weight_decay,
         checkpoint_every=args.checkpoint_every,
+        update_freq=args.update_freq,
         profile_batches=args.profile_batches,
         jit_compile=args.jit_compile,
         seed=args.seed,

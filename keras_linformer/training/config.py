@@ -48,12 +48,15 @@ class RunConfig:
             Defaults to `0.1`.
         weight_decay: float, AdamW's weight decay. Defaults to `0.01`.
         checkpoint_every: int or `None`, the most steps between
-            checkpoints (and validation passes, log lines, TensorBoard
-            points).
+            checkpoints (and validation passes, log lines).
         vocabulary_size: int, the largest WordPiece vocabulary to train
             (when the run trains one). Defaults to `4096`.
         vocabulary_characters: int, the size in characters of the document
             sample the vocabulary is trained on. Defaults to `1_000_000`.
+        update_freq: int, `"batch"` or `"epoch"`: steps between the
+            TensorBoard points of the training loss and metrics (as
+            `keras.callbacks.TensorBoard`'s); each round's are written too.
+            Defaults to `10`.
         profile_batches: `(first, last)` or `None`, batches to profile.
             Defaults to `None`.
         jit_compile: bool or `None`, whether to compile the training step
@@ -73,6 +76,7 @@ class RunConfig:
     checkpoint_every: int | None
     vocabulary_size: int = 4096
     vocabulary_characters: int = 1_000_000
+    update_freq: int | str = 10
     profile_batches: tuple | None = None
     jit_compile: bool | None = None
     seed: int = 0

@@ -40,7 +40,7 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
     return model
 
 
-def finetune(corpus, config=None, *, strategy=None, log=print, **options):
+def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
     With `pretrained` (a pretraining output directory), the classifier
@@ -73,6 +73,8 @@ def finetune(corpus, config=None, *, strategy=None, log=print, **options):
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
         log: callable for progress messages. Defaults to `print`.
+        callbacks: list of `keras.callbacks.Callback`, called as `Model.fit`
+            calls them (see `loop.Trainer.fit`). Defaults to `None`.
         **options: `FinetuningConfig` fields (`pretrained`, `from_bert`,
             `architecture`, `sequence_length`, `batch_size`, `epochs`,
             `dropout`, `jit_compile`, `seed`, ...), replacing `config`'s.
@@ -83,7 +85,7 @@ def finetune(corpus, config=None, *, strategy=None, log=print, **options):
         `seconds`, ...
     """
     config = FinetuningConfig.of(config, **options)
-    return runs.run(ClassificationTask(corpus, config), strategy, log)
+    return runs.run(ClassificationTask(corpus, config), strategy, log, callbacks)
 
 
 class ClassificationTask(runs.Task):

@@ -5,7 +5,9 @@ Keras 3's `Model.fit` cannot run under `tf.distribute.MultiWorkerMirroredStrateg
 same training logic (the model's own `train_step` and `test_step`: its
 loss, metrics, optimizer and learning-rate schedule) through `strategy.run`
 over a distributed dataset, and works under the default strategy,
-`MirroredStrategy` and `MultiWorkerMirroredStrategy` alike.
+`MirroredStrategy` and `MultiWorkerMirroredStrategy` alike. It calls Keras
+callbacks (`keras.callbacks.CallbackList`) where `fit` calls them, and logs
+to TensorBoard and the profiler with `keras.callbacks.TensorBoard`.
 
 Fault tolerance:
 
@@ -384,19 +386,20 @@ class Trainer:
         finally:
             signal.signal(signal.SIGTERM, previous)
 
-    def _stop_requested(self):
-        """Whether any worker received SIGTERM (agreed by all, so they stop together)."""
+    def _agreed(self, *flags):
+        """Each flag OR-ed over the workers, so that they all stop, or go on, together."""
         if not self.multi_worker:
-            return self._terminate_requested
+            return flags
         if self._agree_function is None:
 
             @tf.function
-            def agree(flag):
-                per_replica = self.strategy.run(lambda: tf.identity(flag))
+            def agree(values):
+                per_replica = self.strategy.run(lambda: tf.identity(values))
                 return self.strategy.reduce("SUM", per_replica, axis=None)
 
             self._agree_function = agree
-        return int(self._agree_function(tf.constant(int(self._terminate_requested)))) > 0
+        summed = self._agree_function(tf.constant([int(bool(flag)) for flag in flags]))
+        return tuple(bool(value > 0) for value in summed.numpy())
 
     def worker_fingerprints(self):
         """One fingerprint of the model and optimizer variables per replica, gathered from all.
@@ -464,68 +467,94 @@ class Trainer:
     def _evaluate(self, dataset):
         return _run_test_function(self.model, self._test_function, dataset)
 
-    def fit(self, make_train_dataset, plan, validation=None, profile_batches=None):
+    def fit(self, make_train_dataset, plan, validation=None, callbacks=None, update_freq="epoch",
+            profile_batches=None):
         """Trains for `plan` (a `StepPlan`); returns `(history, steps run, seconds)`.
+
+        `callbacks` are called as `Model.fit` calls them: `on_train_begin`,
+        `on_epoch_begin(epoch)`, `on_train_batch_begin(batch)`,
+        `on_train_batch_end(batch, logs)` with the step's loss and metrics,
+        `on_epoch_end(epoch, logs)` with the epoch's metrics and the `val_`
+        ones, `on_train_end(logs)`. Epochs are the plan's rounds, numbered
+        from 0 over the whole run (a resumed run starts at its checkpoint's
+        epoch); batches count within the epoch. A callback that sets
+        `model.stop_training` ends the epoch after that batch (the epoch is
+        then validated and checkpointed) or ends training after that epoch;
+        under several workers, any worker's request stops them all. Callback
+        state is not checkpointed: a resumed run starts it anew.
 
         Args:
             make_train_dataset: callable `skip_steps -> DistributedDataset`
                 yielding global batches forever from the given step on
                 (e.g. `inputs.distribute(..., repeat=True, skip_steps=...)`).
-            plan: `inputs.StepPlan`, the rounds and steps per round.
+            plan: `inputs.StepPlan`, the epochs and steps per epoch.
             validation: a finite `DistributedDataset` evaluated after every
-                round, or `None`.
+                epoch, or `None`.
+            callbacks: list of `keras.callbacks.Callback`, or `None`.
+            update_freq: `"epoch"`, or int: the chief also writes each
+                `update_freq`-th step's loss and metrics to TensorBoard
+                (`logs/train`, tags `batch_*`, numbered by optimizer step),
+                as `keras.callbacks.TensorBoard(update_freq=...)` does.
             profile_batches: `(first, last)` or `None`: steps of this call
                 (counted from 1) to trace with the TensorFlow profiler into
                 `logs/train/plugins/profile/` (chief only).
 
         Returns:
-            `(history, steps, seconds)`: `history` maps each metric name
-            (and `val_` ones) to its per-round values, as `History.history`
-            does; `steps` are the steps this call ran.
+            `(history, steps, seconds)`: `history` is `History.history` (each
+            metric's per-epoch values); `steps` are the steps this call ran.
 
         Raises:
             Preempted: SIGTERM arrived; a checkpoint was saved first.
             FloatingPointError: the loss became NaN or infinite; nothing was
                 saved after the last good checkpoint.
         """
+        if not (update_freq in ("epoch", "batch") or (
+                isinstance(update_freq, int) and not isinstance(update_freq, bool)
+                and update_freq >= 1)):
+            raise ValueError(
+                "update_freq: expected 'epoch', 'batch' or a positive int (steps between "
+                f"TensorBoard points). Received: update_freq={update_freq!r}"
+            )
+        callbacks = list(callbacks or [])
+        if self.chief:
+            callbacks.append(TensorBoard(
+                os.path.join(self.output_dir, LOG_DIR), write_graph=False,
+                update_freq=update_freq, profile_batch=profile_batches or 0,
+            ))
+        callbacks = keras.callbacks.CallbackList(
+            callbacks, add_history=True, model=self.model, verbose=0, epochs=plan.rounds,
+            steps=plan.steps_per_round,
+        )
         start_step = self.restore()
         self._make_functions()
-        history = {}
-        writers = {}
-        log_dir = os.path.join(self.output_dir, LOG_DIR)
-        if self.chief:
-            writers = {
-                "train": tf.summary.create_file_writer(os.path.join(log_dir, "train")),
-                "validation": tf.summary.create_file_writer(os.path.join(log_dir, "validation")),
-            }
         start = time.perf_counter()
         step = start_step
         if step >= plan.total_steps:
             self.log(f"Nothing to do: the checkpoint is at step {step} of {plan.total_steps}.")
-            return history, 0, 0.0
+            return {}, 0, 0.0
         iterator = iter(make_train_dataset(step))
+        self.model.stop_training = False
+        epoch_logs = {}
+        callbacks.on_train_begin()
         with self._sigterm_saves():
-            while step < plan.total_steps:
-                round_index = step // plan.steps_per_round
-                round_end = (round_index + 1) * plan.steps_per_round
+            while step < plan.total_steps and not self.model.stop_training:
+                epoch = step // plan.steps_per_round
+                epoch_first = epoch * plan.steps_per_round
+                epoch_end = epoch_first + plan.steps_per_round
                 for metric in self.model.metrics:
                     metric.reset_state()
                 round_first = step
                 progress = keras.utils.Progbar(
-                    round_end - step,
+                    epoch_end - step,
                     verbose=progress_verbosity() if self.chief else 0,
                     unit_name="step",
                 )
-                self.log(f"Round {round_index + 1}/{plan.rounds} (steps {step + 1}-{round_end})")
+                self.log(f"Round {epoch + 1}/{plan.rounds} (steps {step + 1}-{epoch_end})")
+                callbacks.on_epoch_begin(epoch)
                 round_start = last_line = time.perf_counter()
-                logs = {}
-                while step < round_end:
-                    local_step = step - start_step + 1
-                    if self.chief and profile_batches and local_step == profile_batches[0]:
-                        tf.profiler.experimental.start(os.path.join(log_dir, "train"))
+                while step < epoch_end and not self.model.stop_training:
+                    callbacks.on_train_batch_begin(step - epoch_first)
                     logs = {k: float(v) for k, v in self._train_function(iterator).items()}
-                    if self.chief and profile_batches and local_step == profile_batches[1]:
-                        tf.profiler.experimental.stop()
                     if not math.isfinite(logs.get("loss", 0.0)):
                         latest = self.manager.latest_checkpoint if self.chief else None
                         raise FloatingPointError(
@@ -539,56 +568,62 @@ class Trainer:
                             + "The optimizer diverged: check the optimizer's settings "
                             "(learning rate, warmup, weight decay) and the data."
                         )
+                    callbacks.on_train_batch_end(step - epoch_first, logs)
                     step += 1
                     progress.update(step - round_first, list(logs.items()))
                     now = time.perf_counter()
                     if (self.progress_every is not None and progress_verbosity() == 2
-                            and step < round_end and now - last_line >= self.progress_every):
+                            and step < epoch_end and now - last_line >= self.progress_every):
                         done = step - round_first
                         self.log(
-                            f"  step {step} ({done}/{round_end - round_first} of round "
-                            f"{round_index + 1}; {(now - round_start) / done:.2f} s/step; "
+                            f"  step {step} ({done}/{epoch_end - round_first} of round "
+                            f"{epoch + 1}; {(now - round_start) / done:.2f} s/step; "
                             f"loss {logs.get('loss', math.nan):.4g})"
                         )
                         last_line = now
-                    if self._stop_requested():
+                    terminate, stop = self._agreed(
+                        self._terminate_requested, self.model.stop_training
+                    )
+                    if terminate:
                         path = self.save()
                         self.log(f"SIGTERM: saved {path} at step {step}; stopping.")
                         raise Preempted(f"Preempted at step {step}; checkpoint {path}.")
-                round_logs = _metric_results(self.model)
+                    self.model.stop_training = stop
+                epoch_logs = _metric_results(self.model)
                 if validation is not None:
-                    round_logs.update(
+                    epoch_logs.update(
                         {f"val_{k}": v for k, v in self._evaluate(validation).items()}
                     )
-                learning_rate = float(
-                    keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
-                )
-                round_logs["learning_rate"] = learning_rate
-                for name, value in round_logs.items():
-                    history.setdefault(name, []).append(value)
-                self._write_scalars(writers, round_index + 1, round_logs)
+                callbacks.on_epoch_end(epoch, epoch_logs)
+                (self.model.stop_training,) = self._agreed(self.model.stop_training)
                 self.check_workers_agree()
-                # Before the round's own checkpoint, which names the best step.
-                self._keep_if_best(round_logs)
+                # Before the epoch's own checkpoint, which names the best step.
+                self._keep_if_best(epoch_logs)
                 path = self.save()
                 self.log(
-                    f"Round {round_index + 1}/{plan.rounds}: "
-                    + " - ".join(f"{k}: {v:.4g}" for k, v in round_logs.items())
+                    f"Round {epoch + 1}/{plan.rounds}: "
+                    + " - ".join(f"{k}: {v:.4g}" for k, v in epoch_logs.items())
                     + f" ({time.perf_counter() - round_start:.0f} s; saved {path})"
                 )
-        for writer in writers.values():
-            writer.close()
-        return history, step - start_step, time.perf_counter() - start
+        if self.model.stop_training and step < plan.total_steps:
+            self.log(f"A callback stopped training at step {step} of {plan.total_steps}.")
+        callbacks.on_train_end(epoch_logs)
+        return self.model.history.history, step - start_step, time.perf_counter() - start
 
-    @staticmethod
-    def _write_scalars(writers, round_number, logs):
-        if not writers:
-            return
-        for name, value in logs.items():
-            split = "validation" if name.startswith("val_") else "train"
-            tag = "epoch_" + (name[len("val_"):] if split == "validation" else name)
-            with writers[split].as_default(step=round_number):
-                tf.summary.scalar(tag, value)
-        for writer in writers.values():
-            writer.flush()
 
+class TensorBoard(keras.callbacks.TensorBoard):
+    """`keras.callbacks.TensorBoard` whose batch scalars are numbered by the optimizer step.
+
+    Keras numbers them by the batches of the `fit` call, which restart at 1
+    when a run resumes; the optimizer's step continues where the checkpoint
+    left it. `profile_batch` still counts the batches of this call.
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if logs and self.update_freq != "epoch" and step % self.update_freq == 0:
+            # Keras's own record_if would count this call's batches instead.
+            with self._train_writer.as_default(step=step), self.summary.record_if(True):
+                for name, value in logs.items():
+                    self.summary.scalar(f"batch_{name}", value)
+        super().on_train_batch_end(batch, None)

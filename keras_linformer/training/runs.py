@@ -118,6 +118,8 @@ def fit(
     strategy=None,
     log=print,
     monitor=None,
+    callbacks=None,
+    update_freq="epoch",
 ):
     """Trains `model` over `plan` with `loop.Trainer`, resuming from its checkpoints.
 
@@ -146,7 +148,8 @@ def fit(
     start, cpu_start = time.perf_counter(), time.process_time()
     trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=monitor)
     history, steps, _ = trainer.fit(
-        make_train, plan, validation=validation, profile_batches=profile_batches
+        make_train, plan, validation=validation, callbacks=callbacks, update_freq=update_freq,
+        profile_batches=profile_batches,
     )
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     selected = trainer.restore_best() if monitor else None
@@ -272,7 +275,7 @@ class Task:
         raise NotImplementedError
 
 
-def run(task, strategy=None, log=print):
+def run(task, strategy=None, log=print, callbacks=None):
     """Runs `task` the way every training run goes; returns the summary dict.
 
     Checks the options, then makes the strategy (`devices.make_strategy()`
@@ -289,6 +292,8 @@ def run(task, strategy=None, log=print):
         task: a `Task`.
         strategy: a `tf.distribute.Strategy`, or `None`.
         log: callable for progress messages.
+        callbacks: list of `keras.callbacks.Callback` for the training
+            (see `loop.Trainer.fit`), or `None`.
     """
     start = time.perf_counter()
     config, corpus = task.config, task.corpus
@@ -352,7 +357,7 @@ def run(task, strategy=None, log=print):
 
     history, steps, fit_seconds, fit_cpu_seconds, selected = fit(
         model, make_train, validation, plan, output_dir, config.profile_batches, strategy, log,
-        monitor=task.monitor(),
+        monitor=task.monitor(), callbacks=callbacks, update_freq=config.update_freq,
     )
     results = loop_lib.evaluate(model, strategy, test)
     task.check_results(results)
