@@ -643,36 +643,16 @@ def flag_names(**flags):
         raise renamed from None
 
 
-def is_chief_process(environ=None):
-    """Whether TF_CONFIG (if any) makes this process the chief, the one that writes outputs.
-
-    Read without TensorFlow; a process without TF_CONFIG (the only one) is the
-    chief, and a malformed TF_CONFIG counts as chief (it is refused, with its own
-    error, when the strategy is made).
-
-    >>> is_chief_process({}), is_chief_process({"TF_CONFIG": '{"task": {"type": "worker", '
-    ...                                         '"index": 1}}'})
-    (True, False)
-    """
-    text = (os.environ if environ is None else environ).get("TF_CONFIG", "").strip()
-    if not text:
-        return True
-    try:
-        config = json.loads(text)
-        task, cluster = config.get("task") or {}, config.get("cluster") or {}
-        return task.get("type") == "chief" or (
-            task.get("type") == "worker" and task.get("index") == 0 and "chief" not in cluster
-        )
-    except (ValueError, AttributeError):
-        return True
-
-
 def check_output_dir(path, task):
-    """Refuses an `--output-dir` that is not new, empty or a run of `task` (see run_directory)."""
+    """Refuses an `--output-dir` that is not new, empty or a run of `task` (see run_directory),
+    before the data are read and the devices started; `runs.run` checks it again for the
+    library's users."""
+    from keras_linformer.training import devices
     from keras_linformer.training import run_directory
 
-    if is_chief_process():  # Other workers write nothing there.
-        run_directory.check_output_dir(path, task, argument="--output-dir")
+    if devices.is_chief():  # Other workers write nothing there.
+        with flag_names():
+            run_directory.check_output_dir(path, task)
 
 
 def prepare_run(args, task, load_corpus, strategy=None):
@@ -704,10 +684,11 @@ def note_start(path):
     Only a new run's directory is noted (one without run.json: a resumed run's files are
     the earlier run's), and only by the chief, the process that writes there.
     """
+    from keras_linformer.training import devices
     from keras_linformer.training import run_directory
 
     path = os.path.abspath(path)
-    if not is_chief_process() or os.path.exists(os.path.join(path, run_directory.RUN_FILE)):
+    if not devices.is_chief() or os.path.exists(os.path.join(path, run_directory.RUN_FILE)):
         return
     created = None
     ancestor = path

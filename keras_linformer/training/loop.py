@@ -56,6 +56,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_linformer.training import devices
 from keras_linformer.training.run_directory import BEST_DIR
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import LOG_DIR
@@ -66,26 +67,6 @@ from keras_linformer.utils.validation import check_positive_int
 def progress_verbosity():
     """A progress bar on a terminal, one line per round otherwise (as `fit`'s `verbose`)."""
     return 1 if sys.stdout.isatty() else 2
-
-
-def is_chief(strategy):
-    """Whether this process is the chief: always, except for workers 1.. of a multi-worker
-    strategy."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.cluster_spec().as_dict():
-        return True
-    task_type, task_id = resolver.task_type, resolver.task_id
-    return task_type == "chief" or (
-        task_type == "worker"
-        and task_id == 0
-        and "chief" not in resolver.cluster_spec().as_dict()
-    )
-
-
-def is_multi_worker(strategy):
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
-        strategy.extended._num_workers > 1  # noqa: SLF001 (no public count)
-    )
 
 
 def has_checkpoint(output_dir):
@@ -190,8 +171,8 @@ class Trainer:
         self.model = model
         self.strategy = strategy
         self.output_dir = os.fspath(output_dir)
-        self.chief = is_chief(strategy)
-        self.multi_worker = is_multi_worker(strategy)
+        self.chief = devices.is_chief(strategy)
+        self.multi_worker = devices.is_multi_worker(strategy)
         self.log = log if self.chief else (lambda message: None)
         with strategy.scope():
             if not model.optimizer.built:

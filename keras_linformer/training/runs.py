@@ -300,7 +300,7 @@ def run(task, strategy=None, log=print, callbacks=None):
     task.check()
     strategy = strategy or devices.make_strategy()
     jit_compile = devices.resolve_jit_compile(strategy, config.jit_compile)
-    chief = loop_lib.is_chief(strategy)
+    chief = devices.is_chief(strategy)
     output_dir = config.output_dir
     if chief:
         run_directory.check_output_dir(output_dir, task.name)

@@ -176,11 +176,14 @@ def test_a_run_with_a_checkpoint_or_an_earlier_record_is_kept(tmp_path):
 
 
 def test_a_single_process_is_the_chief_that_checks_and_cleans_its_output_dir():
-    from keras_linformer.programs import cli
+    from keras_linformer.training import devices
 
     worker = {"TF_CONFIG": json.dumps({"cluster": {"worker": ["a:1", "b:1"]},
                                        "task": {"type": "worker", "index": 1}})}
-    assert cli.is_chief_process({}) is True  # A single process writes its outputs.
-    assert cli.is_chief_process(worker) is False
-    assert cli.is_chief_process({"TF_CONFIG": worker["TF_CONFIG"].replace('"index": 1',
-                                                                          '"index": 0')})
+    assert devices.is_chief(environ={}) is True  # A single process writes its outputs.
+    assert devices.is_chief(environ=worker) is False
+    assert devices.is_chief(environ={"TF_CONFIG": worker["TF_CONFIG"].replace(
+        '"index": 1', '"index": 0')}) is True
+    with_chief = {"TF_CONFIG": json.dumps({"cluster": {"chief": ["c:1"], "worker": ["a:1"]},
+                                           "task": {"type": "worker", "index": 0}})}
+    assert devices.is_chief(environ=with_chief) is False
