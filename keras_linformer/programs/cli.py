@@ -703,7 +703,7 @@ def remove_unfinished_starts():
     checkpoint.
 
     Such a run (refused by the model's options, a checkpoint that does not fit, data that
-    yield no batch, a divergence in the first round, ...) has nothing to resume, but its
+    yield no batch, a divergence in the first epoch, ...) has nothing to resume, but its
     run.json would refuse the corrected command ("another configuration"). Files that were
     there before it (a driver's command.txt, a shell's output.log) stay; a directory the
     run created goes, parents included, once empty. A run with a checkpoint is kept: the

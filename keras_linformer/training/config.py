@@ -55,7 +55,7 @@ class RunConfig:
             sample the vocabulary is trained on. Defaults to `1_000_000`.
         update_freq: int, `"batch"` or `"epoch"`: steps between the
             TensorBoard points of the training loss and metrics (as
-            `keras.callbacks.TensorBoard`'s); each round's are written too.
+            `keras.callbacks.TensorBoard`'s); each epoch's are written too.
             Defaults to `10`.
         profile_batches: `(first, last)` or `None`, batches to profile.
             Defaults to `None`.
@@ -120,7 +120,7 @@ class PretrainingConfig(RunConfig):
             sequences cut in two at a random point, so that the model also
             learns on short, padded sequences
             (`data.pretraining_dataset`). Defaults to `0.0`.
-        validation_batches: int, validation batches per round. Defaults to
+        validation_batches: int, validation batches per epoch. Defaults to
             `20`.
         from_bert: str or `None`, a BERT preset or directory to convert and
             continue pretraining (a masked-LM adaptation of the converted
@@ -159,7 +159,7 @@ class DistillationConfig(RunConfig):
         short_sequence_rate: float in [0, 1], the share of training
             sequences cut in two at a random point, so that the student
             also learns on short, padded sequences. Defaults to `0.0`.
-        validation_batches: int, validation batches per round. Defaults to
+        validation_batches: int, validation batches per epoch. Defaults to
             `20`.
 
     The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=1.0`,
@@ -197,9 +197,9 @@ class FinetuningConfig(RunConfig):
         dropout: float, in the backbone and before the output layer.
             Defaults to `0.1`.
         restore_best: bool, whether the model ends with the variables of
-            the round with the best validation accuracy (the earliest of
+            the epoch with the best validation accuracy (the earliest of
             equals), as `keras.callbacks.EarlyStopping(restore_best_weights=True)`
-            would, instead of the last round's. The test split and the saved
+            would, instead of the last epoch's. The test split and the saved
             classifier then use those. Defaults to `False`.
 
     The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=2.0`,

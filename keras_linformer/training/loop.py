@@ -11,7 +11,7 @@ to TensorBoard and the profiler with `keras.callbacks.TensorBoard`.
 
 Fault tolerance:
 
-- **Checkpoints** (`tf.train.CheckpointManager`, every round and on
+- **Checkpoints** (`tf.train.CheckpointManager`, every epoch and on
   preemption) hold the model's variables (dropout seed states included),
   the optimizer's (its step count, hence the learning-rate schedule's
   position, and moments) and the global step. TensorFlow writes a
@@ -29,11 +29,11 @@ Fault tolerance:
   checkpoint.
 - **NaN loss**: the run stops with `FloatingPointError` before saving
   anything non-finite; the last good checkpoint stays.
-- **Best round** (with `monitor`): after each round's validation pass, a
-  round that improves the monitored metric also saves the model's
-  variables to `checkpoints/best/`, before the round's own checkpoint, which
+- **Best epoch** (with `monitor`): after each epoch's validation pass, a
+  epoch that improves the monitored metric also saves the model's
+  variables to `checkpoints/best/`, before the epoch's own checkpoint, which
   records the best step and value; `restore_best` loads them at the end.
-  A resumed run keeps the best round of the rounds it resumes after.
+  A resumed run keeps the best epoch of the epochs it resumes after.
 - **Agreement**: under several workers, before each checkpoint the workers
   all-gather a fingerprint of their variables and stop with an error if
   any differs, so a checkpoint always holds the state every worker has.
@@ -65,7 +65,7 @@ from keras_linformer.utils.validation import check_positive_int
 
 
 def progress_verbosity():
-    """A progress bar on a terminal, one line per round otherwise (as `fit`'s `verbose`)."""
+    """A progress bar on a terminal, one line per epoch otherwise (as `fit`'s `verbose`)."""
     return 1 if sys.stdout.isatty() else 2
 
 
@@ -128,7 +128,7 @@ class CheckpointWriteError(OSError):
 
 
 class Trainer:
-    """Trains a compiled Keras model with `strategy.run`, checkpointing every round.
+    """Trains a compiled Keras model with `strategy.run`, checkpointing every epoch.
 
     Build and compile the model inside `strategy.scope()` first. A `Trainer`
     over an `output_dir` that holds checkpoints of an earlier, interrupted
@@ -143,14 +143,14 @@ class Trainer:
             latest one has a predecessor). Defaults to `2`.
         log: callable for progress messages (called on the chief only).
             Defaults to `print`.
-        monitor: str or `None`, a validation metric of the rounds (e.g.
-            `"val_accuracy"`) whose best round `restore_best` loads: the
+        monitor: str or `None`, a validation metric of the epochs (e.g.
+            `"val_accuracy"`) whose best epoch `restore_best` loads: the
             lowest for a name with "loss" in it, else the highest (Keras's
-            `mode="auto"`). Defaults to `None` (no best round is kept).
+            `mode="auto"`). Defaults to `None` (no best epoch is kept).
         progress_every: float, seconds between the progress lines logged
-            inside a round when there is no progress bar (output to a file
-            or a pipe), so that long rounds show they are moving; `None`:
-            one line per round only. Defaults to `60.0`.
+            inside an epoch when there is no progress bar (output to a file
+            or a pipe), so that long epochs show they are moving; `None`:
+            one line per epoch only. Defaults to `60.0`.
     """
 
     def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
@@ -164,7 +164,7 @@ class Trainer:
                 "monitor: expected the name of a validation metric, starting with 'val_' "
                 f"(e.g. 'val_accuracy' or 'val_loss'). Received: monitor={monitor!r}"
             )
-        if progress_every is not None:  # Seconds; None: no lines inside a round.
+        if progress_every is not None:  # Seconds; None: no lines inside an epoch.
             check_number("progress_every", progress_every, 0)
         self.progress_every = progress_every
         self.monitor = monitor
@@ -193,7 +193,7 @@ class Trainer:
         self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, max_to_keep)
         self.best_manager = None
         if monitor is not None:
-            # Two: a run killed between a round's best and its own checkpoint leaves
+            # Two: a run killed between an epoch's best and its own checkpoint leaves
             # one best newer than the best its last checkpoint names.
             self.best_manager = self._manager(
                 tf.train.Checkpoint(model_variables=list(model.variables)), BEST_DIR, 2
@@ -304,50 +304,50 @@ class Trainer:
             return True
         return value < best if "loss" in self.monitor else value > best
 
-    def _keep_if_best(self, round_logs):
-        """Saves the round's variables as the best ones if they improve the monitored metric."""
+    def _keep_if_best(self, epoch_logs):
+        """Saves the epoch's variables as the best ones if they improve the monitored metric."""
         if self.monitor is None:
             return
-        if self.monitor not in round_logs:
+        if self.monitor not in epoch_logs:
             raise ValueError(
-                f"monitor: {self.monitor!r} is not a metric of the rounds; they have "
-                f"{sorted(round_logs)}. (Validation metrics need a validation dataset.)"
+                f"monitor: {self.monitor!r} is not a metric of the epochs; they have "
+                f"{sorted(epoch_logs)}. (Validation metrics need a validation dataset.)"
             )
-        value = round_logs[self.monitor]
+        value = epoch_logs[self.monitor]
         if self._improves(value):
             self.best_value.assign(value)
             self.best_step.assign(self.step)
             self.save(self.best_manager)
 
     def restore_best(self):
-        """Loads the model variables of the best round; returns `(step, value)`.
+        """Loads the model variables of the best epoch; returns `(step, value)`.
 
         Call it after `fit`. The optimizer's state and the step stay those of
-        the last round.
+        the last epoch.
 
         Raises:
-            ValueError: the trainer has no `monitor`, no round was validated,
-                or the best round's checkpoint is missing.
+            ValueError: the trainer has no `monitor`, no epoch was validated,
+                or the best epoch's checkpoint is missing.
         """
         if self.monitor is None:
             raise ValueError("restore_best: this Trainer was made without a monitor.")
         step = int(self.best_step.numpy())
         if step < 0:
             raise ValueError(
-                f"restore_best: no round has a finite {self.monitor!r} yet, so there is no "
-                "best round to restore."
+                f"restore_best: no epoch has a finite {self.monitor!r} yet, so there is no "
+                "best epoch to restore."
             )
         path = os.path.join(self.output_dir, BEST_DIR, f"ckpt-{step}")
         if not tf.io.gfile.glob(path + ".index"):
             raise ValueError(
-                f"restore_best: the best round's checkpoint {path!r} is missing; the run "
+                f"restore_best: the best epoch's checkpoint {path!r} is missing; the run "
                 "directory was changed after it was written."
             )
         tf.train.Checkpoint(model_variables=list(self.model.variables)).read(
             path
         ).assert_existing_objects_matched()
         value = float(self.best_value.numpy())
-        self.log(f"Restored the best round's variables: step {step}, {self.monitor} {value:.4g}.")
+        self.log(f"Restored the best epoch's variables: step {step}, {self.monitor} {value:.4g}.")
         return step, value
 
     # Signals.
@@ -456,7 +456,7 @@ class Trainer:
         `on_epoch_begin(epoch)`, `on_train_batch_begin(batch)`,
         `on_train_batch_end(batch, logs)` with the step's loss and metrics,
         `on_epoch_end(epoch, logs)` with the epoch's metrics and the `val_`
-        ones, `on_train_end(logs)`. Epochs are the plan's rounds, numbered
+        ones, `on_train_end(logs)`. Epochs are the plan's epochs, numbered
         from 0 over the whole run (a resumed run starts at its checkpoint's
         epoch); batches count within the epoch. A callback that sets
         `model.stop_training` ends the epoch after that batch (the epoch is
@@ -503,8 +503,8 @@ class Trainer:
                 update_freq=update_freq, profile_batch=profile_batches or 0,
             ))
         callbacks = keras.callbacks.CallbackList(
-            callbacks, add_history=True, model=self.model, verbose=0, epochs=plan.rounds,
-            steps=plan.steps_per_round,
+            callbacks, add_history=True, model=self.model, verbose=0, epochs=plan.epochs,
+            steps=plan.steps_per_epoch,
         )
         start_step = self.restore()
         self._make_functions()
@@ -519,20 +519,20 @@ class Trainer:
         callbacks.on_train_begin()
         with self._sigterm_saves():
             while step < plan.total_steps and not self.model.stop_training:
-                epoch = step // plan.steps_per_round
-                epoch_first = epoch * plan.steps_per_round
-                epoch_end = epoch_first + plan.steps_per_round
+                epoch = step // plan.steps_per_epoch
+                epoch_first = epoch * plan.steps_per_epoch
+                epoch_end = epoch_first + plan.steps_per_epoch
                 for metric in self.model.metrics:
                     metric.reset_state()
-                round_first = step
+                first = step  # Of this call: a resumed epoch starts inside.
                 progress = keras.utils.Progbar(
                     epoch_end - step,
                     verbose=progress_verbosity() if self.chief else 0,
                     unit_name="step",
                 )
-                self.log(f"Round {epoch + 1}/{plan.rounds} (steps {step + 1}-{epoch_end})")
+                self.log(f"Epoch {epoch + 1}/{plan.epochs} (steps {step + 1}-{epoch_end})")
                 callbacks.on_epoch_begin(epoch)
-                round_start = last_line = time.perf_counter()
+                epoch_start = last_line = time.perf_counter()
                 while step < epoch_end and not self.model.stop_training:
                     callbacks.on_train_batch_begin(step - epoch_first)
                     logs = {k: float(v) for k, v in self._train_function(iterator).items()}
@@ -551,14 +551,14 @@ class Trainer:
                         )
                     callbacks.on_train_batch_end(step - epoch_first, logs)
                     step += 1
-                    progress.update(step - round_first, list(logs.items()))
+                    progress.update(step - first, list(logs.items()))
                     now = time.perf_counter()
                     if (self.progress_every is not None and progress_verbosity() == 2
                             and step < epoch_end and now - last_line >= self.progress_every):
-                        done = step - round_first
+                        done = step - first
                         self.log(
-                            f"  step {step} ({done}/{epoch_end - round_first} of round "
-                            f"{epoch + 1}; {(now - round_start) / done:.2f} s/step; "
+                            f"  step {step} ({done}/{epoch_end - first} of epoch "
+                            f"{epoch + 1}; {(now - epoch_start) / done:.2f} s/step; "
                             f"loss {logs.get('loss', math.nan):.4g})"
                         )
                         last_line = now
@@ -582,9 +582,9 @@ class Trainer:
                 self._keep_if_best(epoch_logs)
                 path = self.save()
                 self.log(
-                    f"Round {epoch + 1}/{plan.rounds}: "
+                    f"Epoch {epoch + 1}/{plan.epochs}: "
                     + " - ".join(f"{k}: {v:.4g}" for k, v in epoch_logs.items())
-                    + f" ({time.perf_counter() - round_start:.0f} s; saved {path})"
+                    + f" ({time.perf_counter() - epoch_start:.0f} s; saved {path})"
                 )
         if self.model.stop_training and step < plan.total_steps:
             self.log(f"A callback stopped training at step {step} of {plan.total_steps}.")

@@ -178,8 +178,8 @@ class MaskedLMTask(runs.Task):
             f"sequences of {self.sequence_length} tokens; vocabulary of "
             f"{len(self.vocabulary)} ({time.perf_counter() - start:.0f} s). "
             f"{plan.total_steps} steps of {config.batch_size} on "
-            f"{strategy.num_replicas_in_sync} replica(s), {plan.rounds} rounds of "
-            f"{plan.steps_per_round}."
+            f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
+            f"{plan.steps_per_epoch}."
         )
         return plan, {"backbone": self.backbone_config, **record}
 

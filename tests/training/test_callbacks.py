@@ -74,7 +74,7 @@ def fit(strategy, output_dir, epochs, callbacks, update_freq="epoch"):
     trainer = training.Trainer(model, strategy, output_dir, log=lambda message: None)
     history, steps, _ = trainer.fit(
         lambda skip: training.distribute(strategy, batches(labels), repeat=True, skip_steps=skip),
-        training.StepPlan(rounds=epochs, steps_per_round=STEPS_PER_EPOCH),
+        training.StepPlan(epochs=epochs, steps_per_epoch=STEPS_PER_EPOCH),
         validation=training.distribute(strategy, batches(1 - labels)),
         callbacks=callbacks, update_freq=update_freq,
     )

@@ -749,7 +749,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
         "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 30,
         "--checkpoint-every", 10, "--output-dir", tmp_path,
     ]
-    # 1. A run whose last round is lost, as if it was killed before saving
+    # 1. A run whose last epoch is lost, as if it was killed before saving
     #    it: its checkpoint index is put back to the one before.
     result = run_program(*arguments)
     assert result.returncode == 0, result.stderr[-3000:]
