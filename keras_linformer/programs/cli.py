@@ -16,12 +16,13 @@ import shutil
 import sys
 
 from keras_linformer import programs
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-# The library's names and default architecture, as the flags offer them.
-# Importing the layers starts TensorFlow, so they are spelled here, once for
-# every program; tests/training/test_cli.py keeps each equal to its source.
+# The library's names, as the flags offer them. Importing the layers starts
+# TensorFlow, so they are spelled here, once for every program;
+# tests/training/test_cli.py keeps each equal to its source.
 # keras_linformer.models.linformer_backbone.ATTENTIONS
 ATTENTIONS = ("linformer", "transformer")
 # keras_linformer.layers.sequence_projection.PROJECTIONS and SHARINGS
@@ -29,20 +30,6 @@ PROJECTIONS = ("linear", "mean", "max", "conv")
 SHARINGS = ("none", "headwise", "key_value", "layerwise")
 # keras_linformer.layers.projection_initializers.PROJECTION_INITIALIZERS
 PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
-# keras_linformer.training.DEFAULT_ARCHITECTURE: a small Linformer that
-# pretrains on the news articles in minutes on a CPU.
-DEFAULT_ARCHITECTURE = dict(
-    num_layers=2,
-    num_heads=4,
-    hidden_dim=128,
-    intermediate_dim=256,
-    projected_dim=16,
-    max_sequence_length=64,
-    projection="mean",
-    sharing="layerwise",
-    attention="linformer",
-    dropout=0.1,
-)
 
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
