@@ -39,6 +39,15 @@ def contents(directory):
     return {path.name: path.read_bytes() for path in directory.iterdir()}
 
 
+def finetune_from(pretrained_dir, reviews_file, tmp_path, capsys):
+    """Runs the finetune program from `pretrained_dir`; returns (exit status, stderr)."""
+    from keras_linformer.programs import finetune
+
+    return run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
+    ], capsys)
+
+
 def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_path, capsys):
     from keras_linformer.programs import finetune
 
@@ -204,13 +213,10 @@ def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
 def test_a_truncated_pretrained_weights_file_is_named(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from keras_linformer.programs import finetune
 
     weights = pretrained_dir / "model.weights.h5"
     weights.write_bytes(weights.read_bytes()[:2000])
-    status, stderr = run_in_process(finetune, [
-        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
-    ], capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
     assert status == 2
     assert f"--pretrained: '{weights}' is unreadable or truncated" in stderr
 
@@ -365,13 +371,10 @@ def test_checkpoint_of_another_configuration_is_refused(
 def test_checkpoint_with_another_vocabulary_is_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from keras_linformer.programs import finetune
 
     with open(pretrained_dir / "vocab.txt", "a", encoding="utf-8") as file:
         file.write("extra\n")
-    status, stderr = run_in_process(finetune, [
-        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
-    ], capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
     assert status == 2
     assert "tokens but a backbone for" in stderr and "come from different runs" in stderr
 
@@ -379,27 +382,21 @@ def test_checkpoint_with_another_vocabulary_is_refused(
 def test_weights_that_do_not_fit_the_config_are_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from keras_linformer.programs import finetune
 
     config_file = pretrained_dir / "config.json"
     saved = json.loads(config_file.read_text())
     saved["config"]["num_layers"] = 2
     config_file.write_text(json.dumps(saved))
-    status, stderr = run_in_process(finetune, [
-        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
-    ], capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
     assert status == 2 and "do not fit its config.json" in stderr
 
 
 def test_unfinished_pretraining_directory_is_refused(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from keras_linformer.programs import finetune
 
     (pretrained_dir / "model.weights.h5").unlink()
-    status, stderr = run_in_process(finetune, [
-        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
-    ], capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
     assert status == 2 and "lacks model.weights.h5" in stderr
 
 
