@@ -597,8 +597,14 @@ class TensorBoard(keras.callbacks.TensorBoard):
 
     Keras numbers them by the batches of the `fit` call, which restart at 1
     when a run resumes; the optimizer's step continues where the checkpoint
-    left it. `profile_batch` still counts the batches of this call.
+    left it. `profile_batch` still counts the batches of this call. Epoch
+    scalars are numbered by the epochs completed (1 for the first), as in
+    the event files of earlier versions, which readers of a run's curves
+    (`benchmarks.quality_report`) expect.
     """
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch + 1, logs)
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())

@@ -125,9 +125,9 @@ def check(observed):
         ["batch_begin", 1], ["batch_end", 1], ["epoch_end", 0], ["train_end", None],
     ]
     assert stop["calls"][-2][2] == metrics + ["val_accuracy", "val_loss"]
-    # Every second optimizer step, continued by the resumed run; one point per epoch.
+    # Every second optimizer step, continued by the resumed run; one point per epoch completed.
     assert observed["batch_loss_steps"] == [2, 4, 6, 8]
-    assert observed["epoch_loss_steps"] == [0, 1]
+    assert observed["epoch_loss_steps"] == [1, 2]
 
 
 def test_callbacks_on_one_device(tmp_path):
