@@ -291,10 +291,6 @@ def is_chief(strategy=None, environ=None):
     process outside a cluster is its own chief. The cluster is `strategy`'s
     when it has one, else `TF_CONFIG`'s (`read_tf_config`) when no
     `strategy` is given.
-
-    >>> is_chief(environ={}), is_chief(environ={"TF_CONFIG": '{"cluster": {"worker": '
-    ...     '["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}}'})
-    (True, False)
     """
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is not None and resolver.cluster_spec().as_dict():

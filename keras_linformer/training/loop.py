@@ -98,25 +98,23 @@ def _test_function(model, strategy):
     return test
 
 
-def _run_test_function(model, function, dataset):
+def evaluate(model, strategy, dataset, test_function=None):
+    """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
+
+    Works under every strategy, `MultiWorkerMirroredStrategy` included.
+    `test_function`: one made earlier by `_test_function`, to trace it once.
+    """
+    test_function = test_function or _test_function(model, strategy)
     for metric in model.metrics:
         metric.reset_state()
     logs = {}
     iterator = iter(dataset)
     while True:
         try:
-            logs = function(iterator)
+            logs = test_function(iterator)
         except (StopIteration, tf.errors.OutOfRangeError):
             break
     return _metric_results(model) if logs else {}
-
-
-def evaluate(model, strategy, dataset):
-    """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
-
-    Works under every strategy, `MultiWorkerMirroredStrategy` included.
-    """
-    return _run_test_function(model, _test_function(model, strategy), dataset)
 
 
 class Preempted(Exception):
@@ -445,9 +443,6 @@ class Trainer:
         self._train_function = train
         self._test_function = _test_function(model, strategy)
 
-    def _evaluate(self, dataset):
-        return _run_test_function(self.model, self._test_function, dataset)
-
     def fit(self, make_train_dataset, plan, validation=None, callbacks=None, update_freq="epoch",
             profile_batches=None):
         """Trains for `plan` (a `StepPlan`); returns `(history, steps run, seconds)`.
@@ -572,9 +567,8 @@ class Trainer:
                     self.model.stop_training = stop
                 epoch_logs = _metric_results(self.model)
                 if validation is not None:
-                    epoch_logs.update(
-                        {f"val_{k}": v for k, v in self._evaluate(validation).items()}
-                    )
+                    results = evaluate(self.model, self.strategy, validation, self._test_function)
+                    epoch_logs.update({f"val_{k}": v for k, v in results.items()})
                 callbacks.on_epoch_end(epoch, epoch_logs)
                 (self.model.stop_training,) = self._agreed(self.model.stop_training)
                 self.check_workers_agree()
