@@ -442,7 +442,8 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group.add_argument("--batch-size", type=positive_int, default=batch_size,
                        help="Global batch size, split evenly among the replicas.")
     group.add_argument("--epochs", type=positive_float, default=epochs,
-                       help="Passes over the training data (fractions allowed).")
+                       help="Passes over the training data (fractions allowed); their steps "
+                            "are cut into epochs of at most --checkpoint-every steps.")
     group.add_argument("--max-steps", type=positive_int, default=None,
                        help="Stop after at most this many optimizer steps (for trial runs).")
     group.add_argument("--learning-rate", type=positive_float, default=learning_rate,
@@ -482,14 +483,14 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group = parser.add_argument_group("checkpoints and logs")
     group.add_argument("--checkpoint-every", type=positive_int, default=checkpoint_every,
                        metavar="STEPS",
-                       help="At most this many steps between validation passes, checkpoints "
-                            "and log lines"
+                       help="At most this many steps per epoch (Keras's steps_per_epoch); "
+                            "each epoch ends with a validation pass, a checkpoint and a log line"
                             + ("" if checkpoint_every else " (default: one pass over the data)")
                             + ".")
     group.add_argument("--update-freq", type=update_freq, default=10, metavar="STEPS",
                        help="Write the training loss and metrics to TensorBoard "
                             "(logs/train, tags batch_*) every STEPS steps; 'epoch': only "
-                            "once per checkpoint interval (tags epoch_*, always written).")
+                            "once per epoch (tags epoch_*, always written).")
     group.add_argument("--profile-batches", type=batch_range, default=None, metavar="FIRST,LAST",
                        help="Trace these batches (counted from 1) with the TensorFlow profiler "
                             "into logs/train/plugins/profile/.")
