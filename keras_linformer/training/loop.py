@@ -598,7 +598,10 @@ class TensorBoard(keras.callbacks.TensorBoard):
     """
 
     def on_epoch_end(self, epoch, logs=None):
-        super().on_epoch_end(epoch + 1, logs)
+        # Keras's record_if for the last batch would also drop the epoch's points whenever that
+        # batch is not one to log.
+        with self.summary.record_if(True):
+            super().on_epoch_end(epoch + 1, logs)
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
