@@ -16,12 +16,13 @@ import shutil
 import sys
 
 from keras_linformer import programs
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-# The library's names and default architecture, as the flags offer them.
-# Importing the layers starts TensorFlow, so they are spelled here, once for
-# every program; tests/training/test_cli.py keeps each equal to its source.
+# The library's names, as the flags offer them. Importing the layers starts
+# TensorFlow, so they are spelled here, once for every program;
+# tests/training/test_cli.py keeps each equal to its source.
 # keras_linformer.models.linformer_backbone.ATTENTIONS
 ATTENTIONS = ("linformer", "transformer")
 # keras_linformer.layers.sequence_projection.PROJECTIONS and SHARINGS
@@ -29,20 +30,6 @@ PROJECTIONS = ("linear", "mean", "max", "conv")
 SHARINGS = ("none", "headwise", "key_value", "layerwise")
 # keras_linformer.layers.projection_initializers.PROJECTION_INITIALIZERS
 PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
-# keras_linformer.training.DEFAULT_ARCHITECTURE: a small Linformer that
-# pretrains on the news articles in minutes on a CPU.
-DEFAULT_ARCHITECTURE = dict(
-    num_layers=2,
-    num_heads=4,
-    hidden_dim=128,
-    intermediate_dim=256,
-    projected_dim=16,
-    max_sequence_length=64,
-    projection="mean",
-    sharing="layerwise",
-    attention="linformer",
-    dropout=0.1,
-)
 
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
@@ -276,6 +263,18 @@ def batch_range(text):
     return first, last
 
 
+def update_freq(text):
+    """A positive number of steps, or 'epoch' (as keras.callbacks.TensorBoard's update_freq)."""
+    if text == "epoch":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of steps or 'epoch', got {text!r}"
+        ) from None
+
+
 # The model flags' values from scratch.
 FROM_SCRATCH = {
     name: DEFAULT_ARCHITECTURE[name] for name in (
@@ -443,7 +442,8 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group.add_argument("--batch-size", type=positive_int, default=batch_size,
                        help="Global batch size, split evenly among the replicas.")
     group.add_argument("--epochs", type=positive_float, default=epochs,
-                       help="Passes over the training data (fractions allowed).")
+                       help="Passes over the training data (fractions allowed); their steps "
+                            "are cut into epochs of at most --checkpoint-every steps.")
     group.add_argument("--max-steps", type=positive_int, default=None,
                        help="Stop after at most this many optimizer steps (for trial runs).")
     group.add_argument("--learning-rate", type=positive_float, default=learning_rate,
@@ -483,10 +483,14 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
     group = parser.add_argument_group("checkpoints and logs")
     group.add_argument("--checkpoint-every", type=positive_int, default=checkpoint_every,
                        metavar="STEPS",
-                       help="At most this many steps between validation passes, checkpoints, "
-                            "log lines and TensorBoard points"
+                       help="At most this many steps per epoch (Keras's steps_per_epoch); "
+                            "each epoch ends with a validation pass, a checkpoint and a log line"
                             + ("" if checkpoint_every else " (default: one pass over the data)")
                             + ".")
+    group.add_argument("--update-freq", type=update_freq, default=10, metavar="STEPS",
+                       help="Write the training loss and metrics to TensorBoard "
+                            "(logs/train, tags batch_*) every STEPS steps; 'epoch': only "
+                            "once per epoch (tags epoch_*, always written).")
     group.add_argument("--profile-batches", type=batch_range, default=None, metavar="FIRST,LAST",
                        help="Trace these batches (counted from 1) with the TensorFlow profiler "
                             "into logs/train/plugins/profile/.")
@@ -503,6 +507,7 @@ def training_options(args):
         warmup_fraction=args.warmup_fraction,
         weight_decay=args.weight_decay,
         checkpoint_every=args.checkpoint_every,
+        update_freq=args.update_freq,
         profile_batches=args.profile_batches,
         jit_compile=args.jit_compile,
         seed=args.seed,
@@ -626,36 +631,16 @@ def flag_names(**flags):
         raise renamed from None
 
 
-def is_chief_process(environ=None):
-    """Whether TF_CONFIG (if any) makes this process the chief, the one that writes outputs.
-
-    Read without TensorFlow; a process without TF_CONFIG (the only one) is the
-    chief, and a malformed TF_CONFIG counts as chief (it is refused, with its own
-    error, when the strategy is made).
-
-    >>> is_chief_process({}), is_chief_process({"TF_CONFIG": '{"task": {"type": "worker", '
-    ...                                         '"index": 1}}'})
-    (True, False)
-    """
-    text = (os.environ if environ is None else environ).get("TF_CONFIG", "").strip()
-    if not text:
-        return True
-    try:
-        config = json.loads(text)
-        task, cluster = config.get("task") or {}, config.get("cluster") or {}
-        return task.get("type") == "chief" or (
-            task.get("type") == "worker" and task.get("index") == 0 and "chief" not in cluster
-        )
-    except (ValueError, AttributeError):
-        return True
-
-
 def check_output_dir(path, task):
-    """Refuses an `--output-dir` that is not new, empty or a run of `task` (see run_directory)."""
+    """Refuses an `--output-dir` that is not new, empty or a run of `task` (see run_directory),
+    before the data are read and the devices started; `runs.run` checks it again for the
+    library's users."""
+    from keras_linformer.training import devices
     from keras_linformer.training import run_directory
 
-    if is_chief_process():  # Other workers write nothing there.
-        run_directory.check_output_dir(path, task, argument="--output-dir")
+    if devices.is_chief():  # Other workers write nothing there.
+        with flag_names():
+            run_directory.check_output_dir(path, task)
 
 
 def prepare_run(args, task, load_corpus, strategy=None):
@@ -687,10 +672,11 @@ def note_start(path):
     Only a new run's directory is noted (one without run.json: a resumed run's files are
     the earlier run's), and only by the chief, the process that writes there.
     """
+    from keras_linformer.training import devices
     from keras_linformer.training import run_directory
 
     path = os.path.abspath(path)
-    if not is_chief_process() or os.path.exists(os.path.join(path, run_directory.RUN_FILE)):
+    if not devices.is_chief() or os.path.exists(os.path.join(path, run_directory.RUN_FILE)):
         return
     created = None
     ancestor = path
@@ -705,7 +691,7 @@ def remove_unfinished_starts():
     checkpoint.
 
     Such a run (refused by the model's options, a checkpoint that does not fit, data that
-    yield no batch, a divergence in the first round, ...) has nothing to resume, but its
+    yield no batch, a divergence in the first epoch, ...) has nothing to resume, but its
     run.json would refuse the corrected command ("another configuration"). Files that were
     there before it (a driver's command.txt, a shell's output.log) stay; a directory the
     run created goes, parents included, once empty. A run with a checkpoint is kept: the

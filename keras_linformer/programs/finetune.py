@@ -50,9 +50,9 @@ def parse_args(argv=None):
     cli.add_training_flags(parser, batch_size=32, epochs=2.0, learning_rate=3e-4,
                            checkpoint_every=None)
     parser.add_argument("--restore-best", action="store_true",
-                        help="Test (and save) the weights of the round with the best "
-                             "validation accuracy, not the last round's: the checkpoint chosen "
-                             "on the validation split (a round is --checkpoint-every steps).")
+                        help="Test (and save) the weights of the epoch with the best "
+                             "validation accuracy, not the last epoch's: the checkpoint chosen "
+                             "on the validation split (an epoch is --checkpoint-every steps).")
     parser.add_argument("--output-dir", default="artifacts/finetune",
                         help="Where the vocabulary, classifier.keras, checkpoints and logs go; "
                              "a rerun with the same directory resumes an unfinished run.")

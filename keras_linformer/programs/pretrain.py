@@ -64,7 +64,7 @@ def parse_args(argv=None):
                             "pieces kept, padded), so the model also learns on short texts, "
                             "like BERT's short sequences.")
     group.add_argument("--validation-batches", type=cli.positive_int, default=20,
-                       help="Validation batches per round (the whole test split is "
+                       help="Validation batches per epoch (the whole test split is "
                             "evaluated at the end).")
     group = parser.add_argument_group("starting point (default: random weights)")
     group.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,

@@ -29,54 +29,51 @@ training.finetune(
 ```
 """
 
-from keras_linformer.training.checkpoints import load_pretrained
-from keras_linformer.training.checkpoints import save_pretrained
-from keras_linformer.training.config import DEFAULT_ARCHITECTURE
-from keras_linformer.training.config import DistillationConfig
-from keras_linformer.training.config import FinetuningConfig
-from keras_linformer.training.config import PretrainingConfig
-from keras_linformer.training.config import RunConfig
-from keras_linformer.training.devices import check_jit_compile
-from keras_linformer.training.devices import configure_cpu_replicas
-from keras_linformer.training.devices import make_strategy
-from keras_linformer.training.devices import resolve_jit_compile
-from keras_linformer.training.devices import set_mixed_precision
-from keras_linformer.training.devices import set_up_devices
-from keras_linformer.training.distillation import build_distiller
-from keras_linformer.training.distillation import distill
-from keras_linformer.training.finetuning import build_classifier
-from keras_linformer.training.finetuning import finetune
-from keras_linformer.training.inputs import StepPlan
-from keras_linformer.training.inputs import distribute
-from keras_linformer.training.inputs import plan_steps
-from keras_linformer.training.loop import Trainer
-from keras_linformer.training.optimizers import make_optimizer
-from keras_linformer.training.pretraining import build_masked_lm
-from keras_linformer.training.pretraining import pretrain
+import importlib
 
-__all__ = [
-    "DEFAULT_ARCHITECTURE",
-    "DistillationConfig",
-    "FinetuningConfig",
-    "PretrainingConfig",
-    "RunConfig",
-    "StepPlan",
-    "Trainer",
-    "build_classifier",
-    "build_distiller",
-    "build_masked_lm",
-    "check_jit_compile",
-    "configure_cpu_replicas",
-    "distill",
-    "distribute",
-    "finetune",
-    "load_pretrained",
-    "make_optimizer",
-    "make_strategy",
-    "plan_steps",
-    "pretrain",
-    "resolve_jit_compile",
-    "save_pretrained",
-    "set_mixed_precision",
-    "set_up_devices",
-]
+# The names this package offers and the modules that define them, imported when first used,
+# so that its TensorFlow-free modules (`config`, `run_directory`) import without TensorFlow
+# (the programs parse their flags before it starts).
+_NAMES = {
+    "DEFAULT_ARCHITECTURE": "config",
+    "DistillationConfig": "config",
+    "FinetuningConfig": "config",
+    "PretrainingConfig": "config",
+    "RunConfig": "config",
+    "StepPlan": "inputs",
+    "Trainer": "loop",
+    "build_classifier": "finetuning",
+    "build_distiller": "distillation",
+    "build_masked_lm": "pretraining",
+    "check_jit_compile": "devices",
+    "configure_cpu_replicas": "devices",
+    "distill": "distillation",
+    "distribute": "inputs",
+    "finetune": "finetuning",
+    "load_pretrained": "checkpoints",
+    "make_optimizer": "optimizers",
+    "make_strategy": "devices",
+    "plan_steps": "inputs",
+    "pretrain": "pretraining",
+    "resolve_jit_compile": "devices",
+    "save_pretrained": "checkpoints",
+    "set_mixed_precision": "devices",
+    "set_up_devices": "devices",
+}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name):
+    if name in _NAMES:
+        return getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as error:
+        if error.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES))

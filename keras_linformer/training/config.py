@@ -48,12 +48,15 @@ class RunConfig:
             Defaults to `0.1`.
         weight_decay: float, AdamW's weight decay. Defaults to `0.01`.
         checkpoint_every: int or `None`, the most steps between
-            checkpoints (and validation passes, log lines, TensorBoard
-            points).
+            checkpoints (and validation passes, log lines).
         vocabulary_size: int, the largest WordPiece vocabulary to train
             (when the run trains one). Defaults to `4096`.
         vocabulary_characters: int, the size in characters of the document
             sample the vocabulary is trained on. Defaults to `1_000_000`.
+        update_freq: int, `"batch"` or `"epoch"`: steps between the
+            TensorBoard points of the training loss and metrics (as
+            `keras.callbacks.TensorBoard`'s); each epoch's are written too.
+            Defaults to `10`.
         profile_batches: `(first, last)` or `None`, batches to profile.
             Defaults to `None`.
         jit_compile: bool or `None`, whether to compile the training step
@@ -73,6 +76,7 @@ class RunConfig:
     checkpoint_every: int | None
     vocabulary_size: int = 4096
     vocabulary_characters: int = 1_000_000
+    update_freq: int | str = 10
     profile_batches: tuple | None = None
     jit_compile: bool | None = None
     seed: int = 0
@@ -116,7 +120,7 @@ class PretrainingConfig(RunConfig):
             sequences cut in two at a random point, so that the model also
             learns on short, padded sequences
             (`data.pretraining_dataset`). Defaults to `0.0`.
-        validation_batches: int, validation batches per round. Defaults to
+        validation_batches: int, validation batches per epoch. Defaults to
             `20`.
         from_bert: str or `None`, a BERT preset or directory to convert and
             continue pretraining (a masked-LM adaptation of the converted
@@ -155,7 +159,7 @@ class DistillationConfig(RunConfig):
         short_sequence_rate: float in [0, 1], the share of training
             sequences cut in two at a random point, so that the student
             also learns on short, padded sequences. Defaults to `0.0`.
-        validation_batches: int, validation batches per round. Defaults to
+        validation_batches: int, validation batches per epoch. Defaults to
             `20`.
 
     The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=1.0`,
@@ -193,9 +197,9 @@ class FinetuningConfig(RunConfig):
         dropout: float, in the backbone and before the output layer.
             Defaults to `0.1`.
         restore_best: bool, whether the model ends with the variables of
-            the round with the best validation accuracy (the earliest of
+            the epoch with the best validation accuracy (the earliest of
             equals), as `keras.callbacks.EarlyStopping(restore_best_weights=True)`
-            would, instead of the last round's. The test split and the saved
+            would, instead of the last epoch's. The test split and the saved
             classifier then use those. Defaults to `False`.
 
     The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=2.0`,

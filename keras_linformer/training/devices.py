@@ -284,6 +284,36 @@ def read_tf_config(environ=None):
     return config
 
 
+def is_chief(strategy=None, environ=None):
+    """Whether this process is the chief, the one that writes a run's files.
+
+    The chief is the `chief` task, or worker 0 of a cluster without one; a
+    process outside a cluster is its own chief. The cluster is `strategy`'s
+    when it has one, else `TF_CONFIG`'s (`read_tf_config`) when no
+    `strategy` is given.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is not None and resolver.cluster_spec().as_dict():
+        cluster = resolver.cluster_spec().as_dict()
+        task_type, task_id = resolver.task_type, resolver.task_id
+    else:
+        config = read_tf_config(environ) if strategy is None else None
+        if config is None:
+            return True
+        cluster, task_type, task_id = (
+            config["cluster"], config["task"]["type"], config["task"]["index"]
+        )
+    return task_type == "chief" or (task_type == "worker" and task_id == 0
+                                    and "chief" not in cluster)
+
+
+def is_multi_worker(strategy):
+    """Whether `strategy` is a `MultiWorkerMirroredStrategy` over more than one worker."""
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+        strategy.extended._num_workers > 1  # noqa: SLF001 (no public count)
+    )
+
+
 def make_multi_worker_strategy(connect_timeout=300.0, log=print):
     """`MultiWorkerMirroredStrategy` from a checked `TF_CONFIG` (see `read_tf_config`).
 

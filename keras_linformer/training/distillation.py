@@ -175,7 +175,7 @@ def build_distiller(student, teacher, optimizer, jit_compile=False):
     return model
 
 
-def distill(corpus, config=None, *, strategy=None, log=print, **options):
+def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Distils a BERT into its Linformer conversion on the texts of `corpus`.
 
     Converts `from_bert` (`LinformerBackbone.from_bert`, with the
@@ -196,13 +196,15 @@ def distill(corpus, config=None, *, strategy=None, log=print, **options):
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
         log: callable for progress messages. Defaults to `print`.
+        callbacks: list of `keras.callbacks.Callback`, called as `Model.fit`
+            calls them (see `loop.Trainer.fit`). Defaults to `None`.
         **options: `DistillationConfig` fields, replacing `config`'s.
 
     Returns:
         The summary dict (also in `summary.json`).
     """
     config = DistillationConfig.of(config, **options)
-    return runs.run(DistillationTask(corpus, config), strategy, log)
+    return runs.run(DistillationTask(corpus, config), strategy, log, callbacks)
 
 
 class DistillationTask(pretraining.MaskedLMTask):

@@ -40,7 +40,7 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
     return model
 
 
-def finetune(corpus, config=None, *, strategy=None, log=print, **options):
+def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
     With `pretrained` (a pretraining output directory), the classifier
@@ -55,9 +55,9 @@ def finetune(corpus, config=None, *, strategy=None, log=print, **options):
     weights. Texts become `[CLS] tokens [SEP]` of `sequence_length` tokens
     (longer ones keep their head). Training, checkpoints and logs
     work as in `pretraining.pretrain` (`runs.run`), with a validation pass
-    over the whole validation split every round; the test split is
-    evaluated once at the end, with the last round's weights or, with
-    `restore_best`, those of the round with the best validation accuracy
+    over the whole validation split every epoch; the test split is
+    evaluated once at the end, with the last epoch's weights or, with
+    `restore_best`, those of the epoch with the best validation accuracy
     (`selected_round` and `selected_val_accuracy` in the summary). Writes
     `vocab.txt`, `classifier.keras`, `labels.txt` (the class names, one per
     line in class-index order) and `summary.json` (see `run_directory`).
@@ -73,6 +73,8 @@ def finetune(corpus, config=None, *, strategy=None, log=print, **options):
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
         log: callable for progress messages. Defaults to `print`.
+        callbacks: list of `keras.callbacks.Callback`, called as `Model.fit`
+            calls them (see `loop.Trainer.fit`). Defaults to `None`.
         **options: `FinetuningConfig` fields (`pretrained`, `from_bert`,
             `architecture`, `sequence_length`, `batch_size`, `epochs`,
             `dropout`, `jit_compile`, `seed`, ...), replacing `config`'s.
@@ -83,7 +85,7 @@ def finetune(corpus, config=None, *, strategy=None, log=print, **options):
         `seconds`, ...
     """
     config = FinetuningConfig.of(config, **options)
-    return runs.run(ClassificationTask(corpus, config), strategy, log)
+    return runs.run(ClassificationTask(corpus, config), strategy, log, callbacks)
 
 
 class ClassificationTask(runs.Task):
@@ -216,8 +218,8 @@ class ClassificationTask(runs.Task):
             f"{self.attention} classifier {self.source()}: "
             f"{model.backbone.count_params():,} backbone parameters, "
             f"n={self.sequence_length}; {plan.total_steps} steps of {config.batch_size} on "
-            f"{strategy.num_replicas_in_sync} replica(s), {plan.rounds} rounds of "
-            f"{plan.steps_per_round}; dtype policy {keras.config.dtype_policy().name}"
+            f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
+            f"{plan.steps_per_epoch}; dtype policy {keras.config.dtype_policy().name}"
             f"{', XLA' if jit_compile else ''} ({time.perf_counter() - start:.0f} s)."
         )
 
@@ -242,7 +244,7 @@ class ClassificationTask(runs.Task):
             f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
             f"majority class {summary['majority_accuracy']:.4f}) on "
             f"{len(self.corpus.test)} held-out examples"
-            + (f" with the weights of round {summary['selected_round']} (validation accuracy "
+            + (f" with the weights of epoch {summary['selected_round']} (validation accuracy "
                f"{summary['selected_val_accuracy']:.4f})" if "selected_round" in summary else "")
             + f" | {self.attention} {self.source()} | "
             f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall "

@@ -1,6 +1,6 @@
 """Distributed input and the step plan of a run.
 
-A run is a number of optimizer steps cut into equal rounds. Every round
+A run is a number of optimizer steps cut into equal epochs. Every epoch
 ends with a validation pass, a checkpoint, a log line and TensorBoard
 scalars.
 """
@@ -16,34 +16,34 @@ from keras_linformer.utils.validation import check_positive_int
 
 @dataclasses.dataclass(frozen=True)
 class StepPlan:
-    """How many optimizer steps a run takes, in rounds of equal length.
+    """How many optimizer steps a run takes, in epochs of equal length.
 
     Args:
-        rounds: int, the number of rounds.
-        steps_per_round: int, optimizer steps per round (`steps_per_epoch`).
+        epochs: int, the number of epochs.
+        steps_per_epoch: int, optimizer steps per epoch.
     """
 
-    rounds: int
-    steps_per_round: int
+    epochs: int
+    steps_per_epoch: int
 
     @property
     def total_steps(self):
-        return self.rounds * self.steps_per_round
+        return self.epochs * self.steps_per_epoch
 
 
 def plan_steps(total_steps, checkpoint_every):
-    """Cuts `total_steps` into the fewest rounds of at most `checkpoint_every` steps.
+    """Cuts `total_steps` into the fewest epochs of at most `checkpoint_every` steps.
 
-    Rounds are equal, so the run may take up to `rounds - 1` steps more
-    than `total_steps` (e.g. 642 steps every 200 become 4 rounds of 161).
+    Epochs are equal, so the run may take up to `epochs - 1` steps more
+    than `total_steps` (e.g. 642 steps every 200 become 4 epochs of 161).
 
     Returns:
         A `StepPlan`.
     """
     check_positive_int("total_steps", total_steps)
     check_positive_int("checkpoint_every", checkpoint_every)
-    rounds = math.ceil(total_steps / checkpoint_every)
-    return StepPlan(rounds, math.ceil(total_steps / rounds))
+    epochs = math.ceil(total_steps / checkpoint_every)
+    return StepPlan(epochs, math.ceil(total_steps / epochs))
 
 
 def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=None):

@@ -5,11 +5,13 @@ Keras 3's `Model.fit` cannot run under `tf.distribute.MultiWorkerMirroredStrateg
 same training logic (the model's own `train_step` and `test_step`: its
 loss, metrics, optimizer and learning-rate schedule) through `strategy.run`
 over a distributed dataset, and works under the default strategy,
-`MirroredStrategy` and `MultiWorkerMirroredStrategy` alike.
+`MirroredStrategy` and `MultiWorkerMirroredStrategy` alike. It calls Keras
+callbacks (`keras.callbacks.CallbackList`) where `fit` calls them, and logs
+to TensorBoard and the profiler with `keras.callbacks.TensorBoard`.
 
 Fault tolerance:
 
-- **Checkpoints** (`tf.train.CheckpointManager`, every round and on
+- **Checkpoints** (`tf.train.CheckpointManager`, every epoch and on
   preemption) hold the model's variables (dropout seed states included),
   the optimizer's (its step count, hence the learning-rate schedule's
   position, and moments) and the global step. TensorFlow writes a
@@ -27,11 +29,11 @@ Fault tolerance:
   checkpoint.
 - **NaN loss**: the run stops with `FloatingPointError` before saving
   anything non-finite; the last good checkpoint stays.
-- **Best round** (with `monitor`): after each round's validation pass, a
-  round that improves the monitored metric also saves the model's
-  variables to `checkpoints/best/`, before the round's own checkpoint, which
+- **Best epoch** (with `monitor`): after each epoch's validation pass, a
+  epoch that improves the monitored metric also saves the model's
+  variables to `checkpoints/best/`, before the epoch's own checkpoint, which
   records the best step and value; `restore_best` loads them at the end.
-  A resumed run keeps the best round of the rounds it resumes after.
+  A resumed run keeps the best epoch of the epochs it resumes after.
 - **Agreement**: under several workers, before each checkpoint the workers
   all-gather a fingerprint of their variables and stop with an error if
   any differs, so a checkpoint always holds the state every worker has.
@@ -54,6 +56,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_linformer.training import devices
 from keras_linformer.training.run_directory import BEST_DIR
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import LOG_DIR
@@ -62,28 +65,8 @@ from keras_linformer.utils.validation import check_positive_int
 
 
 def progress_verbosity():
-    """A progress bar on a terminal, one line per round otherwise (as `fit`'s `verbose`)."""
+    """A progress bar on a terminal, one line per epoch otherwise (as `fit`'s `verbose`)."""
     return 1 if sys.stdout.isatty() else 2
-
-
-def is_chief(strategy):
-    """Whether this process is the chief: always, except for workers 1.. of a multi-worker
-    strategy."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.cluster_spec().as_dict():
-        return True
-    task_type, task_id = resolver.task_type, resolver.task_id
-    return task_type == "chief" or (
-        task_type == "worker"
-        and task_id == 0
-        and "chief" not in resolver.cluster_spec().as_dict()
-    )
-
-
-def is_multi_worker(strategy):
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
-        strategy.extended._num_workers > 1  # noqa: SLF001 (no public count)
-    )
 
 
 def has_checkpoint(output_dir):
@@ -115,25 +98,23 @@ def _test_function(model, strategy):
     return test
 
 
-def _run_test_function(model, function, dataset):
+def evaluate(model, strategy, dataset, test_function=None):
+    """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
+
+    Works under every strategy, `MultiWorkerMirroredStrategy` included.
+    `test_function`: one made earlier by `_test_function`, to trace it once.
+    """
+    test_function = test_function or _test_function(model, strategy)
     for metric in model.metrics:
         metric.reset_state()
     logs = {}
     iterator = iter(dataset)
     while True:
         try:
-            logs = function(iterator)
+            logs = test_function(iterator)
         except (StopIteration, tf.errors.OutOfRangeError):
             break
     return _metric_results(model) if logs else {}
-
-
-def evaluate(model, strategy, dataset):
-    """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
-
-    Works under every strategy, `MultiWorkerMirroredStrategy` included.
-    """
-    return _run_test_function(model, _test_function(model, strategy), dataset)
 
 
 class Preempted(Exception):
@@ -145,7 +126,7 @@ class CheckpointWriteError(OSError):
 
 
 class Trainer:
-    """Trains a compiled Keras model with `strategy.run`, checkpointing every round.
+    """Trains a compiled Keras model with `strategy.run`, checkpointing every epoch.
 
     Build and compile the model inside `strategy.scope()` first. A `Trainer`
     over an `output_dir` that holds checkpoints of an earlier, interrupted
@@ -160,14 +141,14 @@ class Trainer:
             latest one has a predecessor). Defaults to `2`.
         log: callable for progress messages (called on the chief only).
             Defaults to `print`.
-        monitor: str or `None`, a validation metric of the rounds (e.g.
-            `"val_accuracy"`) whose best round `restore_best` loads: the
+        monitor: str or `None`, a validation metric of the epochs (e.g.
+            `"val_accuracy"`) whose best epoch `restore_best` loads: the
             lowest for a name with "loss" in it, else the highest (Keras's
-            `mode="auto"`). Defaults to `None` (no best round is kept).
+            `mode="auto"`). Defaults to `None` (no best epoch is kept).
         progress_every: float, seconds between the progress lines logged
-            inside a round when there is no progress bar (output to a file
-            or a pipe), so that long rounds show they are moving; `None`:
-            one line per round only. Defaults to `60.0`.
+            inside an epoch when there is no progress bar (output to a file
+            or a pipe), so that long epochs show they are moving; `None`:
+            one line per epoch only. Defaults to `60.0`.
     """
 
     def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
@@ -181,15 +162,15 @@ class Trainer:
                 "monitor: expected the name of a validation metric, starting with 'val_' "
                 f"(e.g. 'val_accuracy' or 'val_loss'). Received: monitor={monitor!r}"
             )
-        if progress_every is not None:  # Seconds; None: no lines inside a round.
+        if progress_every is not None:  # Seconds; None: no lines inside an epoch.
             check_number("progress_every", progress_every, 0)
         self.progress_every = progress_every
         self.monitor = monitor
         self.model = model
         self.strategy = strategy
         self.output_dir = os.fspath(output_dir)
-        self.chief = is_chief(strategy)
-        self.multi_worker = is_multi_worker(strategy)
+        self.chief = devices.is_chief(strategy)
+        self.multi_worker = devices.is_multi_worker(strategy)
         self.log = log if self.chief else (lambda message: None)
         with strategy.scope():
             if not model.optimizer.built:
@@ -210,7 +191,7 @@ class Trainer:
         self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, max_to_keep)
         self.best_manager = None
         if monitor is not None:
-            # Two: a run killed between a round's best and its own checkpoint leaves
+            # Two: a run killed between an epoch's best and its own checkpoint leaves
             # one best newer than the best its last checkpoint names.
             self.best_manager = self._manager(
                 tf.train.Checkpoint(model_variables=list(model.variables)), BEST_DIR, 2
@@ -321,50 +302,50 @@ class Trainer:
             return True
         return value < best if "loss" in self.monitor else value > best
 
-    def _keep_if_best(self, round_logs):
-        """Saves the round's variables as the best ones if they improve the monitored metric."""
+    def _keep_if_best(self, epoch_logs):
+        """Saves the epoch's variables as the best ones if they improve the monitored metric."""
         if self.monitor is None:
             return
-        if self.monitor not in round_logs:
+        if self.monitor not in epoch_logs:
             raise ValueError(
-                f"monitor: {self.monitor!r} is not a metric of the rounds; they have "
-                f"{sorted(round_logs)}. (Validation metrics need a validation dataset.)"
+                f"monitor: {self.monitor!r} is not a metric of the epochs; they have "
+                f"{sorted(epoch_logs)}. (Validation metrics need a validation dataset.)"
             )
-        value = round_logs[self.monitor]
+        value = epoch_logs[self.monitor]
         if self._improves(value):
             self.best_value.assign(value)
             self.best_step.assign(self.step)
             self.save(self.best_manager)
 
     def restore_best(self):
-        """Loads the model variables of the best round; returns `(step, value)`.
+        """Loads the model variables of the best epoch; returns `(step, value)`.
 
         Call it after `fit`. The optimizer's state and the step stay those of
-        the last round.
+        the last epoch.
 
         Raises:
-            ValueError: the trainer has no `monitor`, no round was validated,
-                or the best round's checkpoint is missing.
+            ValueError: the trainer has no `monitor`, no epoch was validated,
+                or the best epoch's checkpoint is missing.
         """
         if self.monitor is None:
             raise ValueError("restore_best: this Trainer was made without a monitor.")
         step = int(self.best_step.numpy())
         if step < 0:
             raise ValueError(
-                f"restore_best: no round has a finite {self.monitor!r} yet, so there is no "
-                "best round to restore."
+                f"restore_best: no epoch has a finite {self.monitor!r} yet, so there is no "
+                "best epoch to restore."
             )
         path = os.path.join(self.output_dir, BEST_DIR, f"ckpt-{step}")
         if not tf.io.gfile.glob(path + ".index"):
             raise ValueError(
-                f"restore_best: the best round's checkpoint {path!r} is missing; the run "
+                f"restore_best: the best epoch's checkpoint {path!r} is missing; the run "
                 "directory was changed after it was written."
             )
         tf.train.Checkpoint(model_variables=list(self.model.variables)).read(
             path
         ).assert_existing_objects_matched()
         value = float(self.best_value.numpy())
-        self.log(f"Restored the best round's variables: step {step}, {self.monitor} {value:.4g}.")
+        self.log(f"Restored the best epoch's variables: step {step}, {self.monitor} {value:.4g}.")
         return step, value
 
     # Signals.
@@ -384,19 +365,20 @@ class Trainer:
         finally:
             signal.signal(signal.SIGTERM, previous)
 
-    def _stop_requested(self):
-        """Whether any worker received SIGTERM (agreed by all, so they stop together)."""
+    def _agreed(self, *flags):
+        """Each flag OR-ed over the workers, so that they all stop, or go on, together."""
         if not self.multi_worker:
-            return self._terminate_requested
+            return flags
         if self._agree_function is None:
 
             @tf.function
-            def agree(flag):
-                per_replica = self.strategy.run(lambda: tf.identity(flag))
+            def agree(values):
+                per_replica = self.strategy.run(lambda: tf.identity(values))
                 return self.strategy.reduce("SUM", per_replica, axis=None)
 
             self._agree_function = agree
-        return int(self._agree_function(tf.constant(int(self._terminate_requested)))) > 0
+        summed = self._agree_function(tf.constant([int(bool(flag)) for flag in flags]))
+        return tuple(bool(value > 0) for value in summed.numpy())
 
     def worker_fingerprints(self):
         """One fingerprint of the model and optimizer variables per replica, gathered from all.
@@ -461,71 +443,94 @@ class Trainer:
         self._train_function = train
         self._test_function = _test_function(model, strategy)
 
-    def _evaluate(self, dataset):
-        return _run_test_function(self.model, self._test_function, dataset)
-
-    def fit(self, make_train_dataset, plan, validation=None, profile_batches=None):
+    def fit(self, make_train_dataset, plan, validation=None, callbacks=None, update_freq="epoch",
+            profile_batches=None):
         """Trains for `plan` (a `StepPlan`); returns `(history, steps run, seconds)`.
+
+        `callbacks` are called as `Model.fit` calls them: `on_train_begin`,
+        `on_epoch_begin(epoch)`, `on_train_batch_begin(batch)`,
+        `on_train_batch_end(batch, logs)` with the step's loss and metrics,
+        `on_epoch_end(epoch, logs)` with the epoch's metrics and the `val_`
+        ones, `on_train_end(logs)`. Epochs are the plan's epochs, numbered
+        from 0 over the whole run (a resumed run starts at its checkpoint's
+        epoch); batches count within the epoch. A callback that sets
+        `model.stop_training` ends the epoch after that batch (the epoch is
+        then validated and checkpointed) or ends training after that epoch;
+        under several workers, any worker's request stops them all. Callback
+        state is not checkpointed: a resumed run starts it anew.
 
         Args:
             make_train_dataset: callable `skip_steps -> DistributedDataset`
                 yielding global batches forever from the given step on
                 (e.g. `inputs.distribute(..., repeat=True, skip_steps=...)`).
-            plan: `inputs.StepPlan`, the rounds and steps per round.
+            plan: `inputs.StepPlan`, the epochs and steps per epoch.
             validation: a finite `DistributedDataset` evaluated after every
-                round, or `None`.
+                epoch, or `None`.
+            callbacks: list of `keras.callbacks.Callback`, or `None`.
+            update_freq: `"epoch"`, or int: the chief also writes each
+                `update_freq`-th step's loss and metrics to TensorBoard
+                (`logs/train`, tags `batch_*`, numbered by optimizer step),
+                as `keras.callbacks.TensorBoard(update_freq=...)` does.
             profile_batches: `(first, last)` or `None`: steps of this call
                 (counted from 1) to trace with the TensorFlow profiler into
                 `logs/train/plugins/profile/` (chief only).
 
         Returns:
-            `(history, steps, seconds)`: `history` maps each metric name
-            (and `val_` ones) to its per-round values, as `History.history`
-            does; `steps` are the steps this call ran.
+            `(history, steps, seconds)`: `history` is `History.history` (each
+            metric's per-epoch values); `steps` are the steps this call ran.
 
         Raises:
             Preempted: SIGTERM arrived; a checkpoint was saved first.
             FloatingPointError: the loss became NaN or infinite; nothing was
                 saved after the last good checkpoint.
         """
+        if not (update_freq in ("epoch", "batch") or (
+                isinstance(update_freq, int) and not isinstance(update_freq, bool)
+                and update_freq >= 1)):
+            raise ValueError(
+                "update_freq: expected 'epoch', 'batch' or a positive int (steps between "
+                f"TensorBoard points). Received: update_freq={update_freq!r}"
+            )
+        callbacks = list(callbacks or [])
+        if self.chief:
+            callbacks.append(TensorBoard(
+                os.path.join(self.output_dir, LOG_DIR), write_graph=False,
+                update_freq=update_freq, profile_batch=profile_batches or 0,
+            ))
+        callbacks = keras.callbacks.CallbackList(
+            callbacks, add_history=True, model=self.model, verbose=0, epochs=plan.epochs,
+            steps=plan.steps_per_epoch,
+        )
         start_step = self.restore()
         self._make_functions()
-        history = {}
-        writers = {}
-        log_dir = os.path.join(self.output_dir, LOG_DIR)
-        if self.chief:
-            writers = {
-                "train": tf.summary.create_file_writer(os.path.join(log_dir, "train")),
-                "validation": tf.summary.create_file_writer(os.path.join(log_dir, "validation")),
-            }
         start = time.perf_counter()
         step = start_step
         if step >= plan.total_steps:
             self.log(f"Nothing to do: the checkpoint is at step {step} of {plan.total_steps}.")
-            return history, 0, 0.0
+            return {}, 0, 0.0
         iterator = iter(make_train_dataset(step))
+        self.model.stop_training = False
+        epoch_logs = {}
+        callbacks.on_train_begin()
         with self._sigterm_saves():
-            while step < plan.total_steps:
-                round_index = step // plan.steps_per_round
-                round_end = (round_index + 1) * plan.steps_per_round
+            while step < plan.total_steps and not self.model.stop_training:
+                epoch = step // plan.steps_per_epoch
+                epoch_first = epoch * plan.steps_per_epoch
+                epoch_end = epoch_first + plan.steps_per_epoch
                 for metric in self.model.metrics:
                     metric.reset_state()
-                round_first = step
+                first = step  # Of this call: a resumed epoch starts inside.
                 progress = keras.utils.Progbar(
-                    round_end - step,
+                    epoch_end - step,
                     verbose=progress_verbosity() if self.chief else 0,
                     unit_name="step",
                 )
-                self.log(f"Round {round_index + 1}/{plan.rounds} (steps {step + 1}-{round_end})")
-                round_start = last_line = time.perf_counter()
-                logs = {}
-                while step < round_end:
-                    local_step = step - start_step + 1
-                    if self.chief and profile_batches and local_step == profile_batches[0]:
-                        tf.profiler.experimental.start(os.path.join(log_dir, "train"))
+                self.log(f"Epoch {epoch + 1}/{plan.epochs} (steps {step + 1}-{epoch_end})")
+                callbacks.on_epoch_begin(epoch)
+                epoch_start = last_line = time.perf_counter()
+                while step < epoch_end and not self.model.stop_training:
+                    callbacks.on_train_batch_begin(step - epoch_first)
                     logs = {k: float(v) for k, v in self._train_function(iterator).items()}
-                    if self.chief and profile_batches and local_step == profile_batches[1]:
-                        tf.profiler.experimental.stop()
                     if not math.isfinite(logs.get("loss", 0.0)):
                         latest = self.manager.latest_checkpoint if self.chief else None
                         raise FloatingPointError(
@@ -539,56 +544,70 @@ class Trainer:
                             + "The optimizer diverged: check the optimizer's settings "
                             "(learning rate, warmup, weight decay) and the data."
                         )
+                    callbacks.on_train_batch_end(step - epoch_first, logs)
                     step += 1
-                    progress.update(step - round_first, list(logs.items()))
+                    progress.update(step - first, list(logs.items()))
                     now = time.perf_counter()
                     if (self.progress_every is not None and progress_verbosity() == 2
-                            and step < round_end and now - last_line >= self.progress_every):
-                        done = step - round_first
+                            and step < epoch_end and now - last_line >= self.progress_every):
+                        done = step - first
                         self.log(
-                            f"  step {step} ({done}/{round_end - round_first} of round "
-                            f"{round_index + 1}; {(now - round_start) / done:.2f} s/step; "
+                            f"  step {step} ({done}/{epoch_end - first} of epoch "
+                            f"{epoch + 1}; {(now - epoch_start) / done:.2f} s/step; "
                             f"loss {logs.get('loss', math.nan):.4g})"
                         )
                         last_line = now
-                    if self._stop_requested():
+                    terminate, stop = self._agreed(
+                        self._terminate_requested, self.model.stop_training
+                    )
+                    if terminate:
                         path = self.save()
                         self.log(f"SIGTERM: saved {path} at step {step}; stopping.")
                         raise Preempted(f"Preempted at step {step}; checkpoint {path}.")
-                round_logs = _metric_results(self.model)
+                    self.model.stop_training = stop
+                epoch_logs = _metric_results(self.model)
                 if validation is not None:
-                    round_logs.update(
-                        {f"val_{k}": v for k, v in self._evaluate(validation).items()}
-                    )
-                learning_rate = float(
-                    keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
-                )
-                round_logs["learning_rate"] = learning_rate
-                for name, value in round_logs.items():
-                    history.setdefault(name, []).append(value)
-                self._write_scalars(writers, round_index + 1, round_logs)
+                    results = evaluate(self.model, self.strategy, validation, self._test_function)
+                    epoch_logs.update({f"val_{k}": v for k, v in results.items()})
+                callbacks.on_epoch_end(epoch, epoch_logs)
+                (self.model.stop_training,) = self._agreed(self.model.stop_training)
                 self.check_workers_agree()
-                # Before the round's own checkpoint, which names the best step.
-                self._keep_if_best(round_logs)
+                # Before the epoch's own checkpoint, which names the best step.
+                self._keep_if_best(epoch_logs)
                 path = self.save()
                 self.log(
-                    f"Round {round_index + 1}/{plan.rounds}: "
-                    + " - ".join(f"{k}: {v:.4g}" for k, v in round_logs.items())
-                    + f" ({time.perf_counter() - round_start:.0f} s; saved {path})"
+                    f"Epoch {epoch + 1}/{plan.epochs}: "
+                    + " - ".join(f"{k}: {v:.4g}" for k, v in epoch_logs.items())
+                    + f" ({time.perf_counter() - epoch_start:.0f} s; saved {path})"
                 )
-        for writer in writers.values():
-            writer.close()
-        return history, step - start_step, time.perf_counter() - start
+        if self.model.stop_training and step < plan.total_steps:
+            self.log(f"A callback stopped training at step {step} of {plan.total_steps}.")
+        callbacks.on_train_end(epoch_logs)
+        return self.model.history.history, step - start_step, time.perf_counter() - start
 
-    @staticmethod
-    def _write_scalars(writers, round_number, logs):
-        if not writers:
-            return
-        for name, value in logs.items():
-            split = "validation" if name.startswith("val_") else "train"
-            tag = "epoch_" + (name[len("val_"):] if split == "validation" else name)
-            with writers[split].as_default(step=round_number):
-                tf.summary.scalar(tag, value)
-        for writer in writers.values():
-            writer.flush()
 
+class TensorBoard(keras.callbacks.TensorBoard):
+    """`keras.callbacks.TensorBoard` whose batch scalars are numbered by the optimizer step.
+
+    Keras numbers them by the batches of the `fit` call, which restart at 1
+    when a run resumes; the optimizer's step continues where the checkpoint
+    left it. `profile_batch` still counts the batches of this call. Epoch
+    scalars are numbered by the epochs completed (1 for the first), as in
+    the event files of earlier versions, which readers of a run's curves
+    (`benchmarks.quality_report`) expect.
+    """
+
+    def on_epoch_end(self, epoch, logs=None):
+        # Keras's record_if for the last batch would also drop the epoch's points whenever that
+        # batch is not one to log.
+        with self.summary.record_if(True):
+            super().on_epoch_end(epoch + 1, logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if logs and self.update_freq != "epoch" and step % self.update_freq == 0:
+            # Keras's own record_if would count this call's batches instead.
+            with self._train_writer.as_default(step=step), self.summary.record_if(True):
+                for name, value in logs.items():
+                    self.summary.scalar(f"batch_{name}", value)
+        super().on_train_batch_end(batch, None)

@@ -73,7 +73,7 @@ def check_results(results, mask_selection_rate):
         )
 
 
-def pretrain(corpus, config=None, *, strategy=None, log=print, **options):
+def pretrain(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Pretrains a LinformerBackbone as a masked language model on `corpus`.
 
     Trains a WordPiece vocabulary on (a sample of) the training documents (with
@@ -103,6 +103,8 @@ def pretrain(corpus, config=None, *, strategy=None, log=print, **options):
         strategy: a `tf.distribute.Strategy`, or `None` for
             `devices.make_strategy()`.
         log: callable for progress messages. Defaults to `print`.
+        callbacks: list of `keras.callbacks.Callback`, called as `Model.fit`
+            calls them (see `loop.Trainer.fit`). Defaults to `None`.
         **options: `PretrainingConfig` fields (`architecture`, `batch_size`,
             `epochs`, `max_steps`, `learning_rate`, `mask_selection_rate`,
             `short_sequence_rate`, `jit_compile`, `seed`, ...), replacing `config`'s.
@@ -113,7 +115,7 @@ def pretrain(corpus, config=None, *, strategy=None, log=print, **options):
         `tokens_per_second`, `seconds`, ...
     """
     config = PretrainingConfig.of(config, **options)
-    return runs.run(MaskedLMTask(corpus, config), strategy, log)
+    return runs.run(MaskedLMTask(corpus, config), strategy, log, callbacks)
 
 
 class MaskedLMTask(runs.Task):
@@ -176,8 +178,8 @@ class MaskedLMTask(runs.Task):
             f"sequences of {self.sequence_length} tokens; vocabulary of "
             f"{len(self.vocabulary)} ({time.perf_counter() - start:.0f} s). "
             f"{plan.total_steps} steps of {config.batch_size} on "
-            f"{strategy.num_replicas_in_sync} replica(s), {plan.rounds} rounds of "
-            f"{plan.steps_per_round}."
+            f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
+            f"{plan.steps_per_epoch}."
         )
         return plan, {"backbone": self.backbone_config, **record}
 

@@ -7,7 +7,7 @@ task `"masked_lm"`) or fine-tuning (`finetuning.finetune`, task
     run.json             the run's options, written first (`read_run`)
     checkpoints/         the trainer's checkpoints (`loop.Trainer`); with a
                          monitored metric, checkpoints/best/ holds the best
-                         round's model variables
+                         epoch's model variables
     logs/                TensorBoard events: logs/train, logs/validation
     vocab.txt            the WordPiece vocabulary, one token per line
     summary.json         the run's results, written last (`read_summary`)
@@ -146,12 +146,12 @@ def read_labels(path):
 
 
 def logged_scalars(log_dir):
-    """The scalars a run logged for TensorBoard: `{tag: [(round, value), ...]}`, in round order.
+    """The scalars a run logged for TensorBoard: `{tag: [(step, value), ...]}`, in step order.
 
     Reads the event files in `log_dir` (`OUTPUT_DIR/logs/train` or
     `OUTPUT_DIR/logs/validation`, under `LOG_DIR`)
     with TensorFlow's own record reader and `Event` protos. A resumed run
-    appends to new event files; a round logged twice (a kill after the
+    appends to new event files; an epoch logged twice (a kill after the
     point was written, before its checkpoint) keeps its last value.
     """
     import tensorflow as tf
@@ -167,7 +167,7 @@ def logged_scalars(log_dir):
                     continue  # E.g. the graph traced with a profile.
                 number = float(tf.make_ndarray(value.tensor))
                 points.setdefault(value.tag, {})[event.step] = number
-    return {tag: sorted(by_round.items()) for tag, by_round in points.items()}
+    return {tag: sorted(by_epoch.items()) for tag, by_epoch in points.items()}
 
 
 

@@ -108,51 +108,6 @@ def finished_summary(output_dir, log=print):
     return summary
 
 
-def fit(
-    model,
-    make_train,
-    validation,
-    plan,
-    output_dir,
-    profile_batches=None,
-    strategy=None,
-    log=print,
-    monitor=None,
-):
-    """Trains `model` over `plan` with `loop.Trainer`, resuming from its checkpoints.
-
-    keras-hub tasks wrap `fit` to re-batch and preprocess their input, and
-    Keras 3's `fit` cannot run under `MultiWorkerMirroredStrategy`
-    (keras-team/keras#20585); the trainer runs the model's own `train_step`
-    under `strategy.run`, the same way on every strategy.
-
-    Args:
-        make_train: callable `skip_steps -> DistributedDataset`, the training
-            data repeated forever, from global step `skip_steps` on.
-        monitor: a validation metric (e.g. `"val_accuracy"`), or `None`:
-            with one, the model ends with the variables of the round where
-            it was best (`loop.Trainer.restore_best`), else with the last
-            round's.
-
-    Returns:
-        `(history, steps, seconds, cpu_seconds, selected)`: the metrics of
-        each round (as `History.history`), the optimizer steps this call ran
-        (fewer than `plan.total_steps` on a resumed run), the wall time of
-        the call, the CPU time this process spent in it (all threads: on a
-        machine shared with other work, or paused, it counts only this
-        run's own work), and `(step, value)` of the restored best round
-        (`None` without `monitor`).
-    """
-    start, cpu_start = time.perf_counter(), time.process_time()
-    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=monitor)
-    history, steps, _ = trainer.fit(
-        make_train, plan, validation=validation, profile_batches=profile_batches
-    )
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    selected = trainer.restore_best() if monitor else None
-    return history, steps, seconds, cpu_seconds, selected
-
-
 def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed):
     """The run's vocabulary: the saved one when resuming, else one trained on `texts`.
 
@@ -177,20 +132,6 @@ def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
     if max_steps is not None:
         total_steps = min(total_steps, max_steps)
     return inputs.plan_steps(total_steps, checkpoint_every)
-
-
-def training_summary(history, steps, plan, tokens_per_step, fit_seconds, fit_cpu_seconds,
-                     start):
-    """The summary fields every run reports, after its own test results."""
-    return {
-        "steps": steps,
-        "total_steps": plan.total_steps,
-        "tokens_per_second": steps * tokens_per_step / fit_seconds,
-        "fit_seconds": fit_seconds,
-        "fit_cpu_seconds": fit_cpu_seconds,
-        "seconds": time.perf_counter() - start,
-        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
-    }
 
 
 class Task:
@@ -244,12 +185,12 @@ class Task:
         raise NotImplementedError
 
     def validation_batches(self):
-        """Validation batches per round, or `None` for the whole validation split."""
+        """Validation batches per epoch, or `None` for the whole validation split."""
         return None
 
     def monitor(self):
-        """The validation metric whose best round the model ends with, or `None` for the
-        last round."""
+        """The validation metric whose best epoch the model ends with, or `None` for the
+        last epoch."""
         return None
 
     def describe(self, model, plan, strategy, jit_compile, start):
@@ -272,7 +213,7 @@ class Task:
         raise NotImplementedError
 
 
-def run(task, strategy=None, log=print):
+def run(task, strategy=None, log=print, callbacks=None):
     """Runs `task` the way every training run goes; returns the summary dict.
 
     Checks the options, then makes the strategy (`devices.make_strategy()`
@@ -281,21 +222,23 @@ def run(task, strategy=None, log=print):
     prepares the data and the step plan; records the run in `run.json`
     (`start_run`), or returns the summary of a finished one; builds the
     model inside the strategy's scope and saves the vocabulary; trains with
-    `loop.Trainer` (`fit`), with a validation pass every round; with a
-    `monitor`, restores the variables of the round that validated best;
+    `loop.Trainer`, with a validation pass every epoch; with a
+    `monitor`, restores the variables of the epoch that validated best;
     evaluates the whole test split; saves the model and writes `summary.json`.
 
     Args:
         task: a `Task`.
         strategy: a `tf.distribute.Strategy`, or `None`.
         log: callable for progress messages.
+        callbacks: list of `keras.callbacks.Callback` for the training
+            (see `loop.Trainer.fit`), or `None`.
     """
     start = time.perf_counter()
     config, corpus = task.config, task.corpus
     task.check()
     strategy = strategy or devices.make_strategy()
     jit_compile = devices.resolve_jit_compile(strategy, config.jit_compile)
-    chief = loop_lib.is_chief(strategy)
+    chief = devices.is_chief(strategy)
     output_dir = config.output_dir
     if chief:
         run_directory.check_output_dir(output_dir, task.name)
@@ -310,8 +253,9 @@ def run(task, strategy=None, log=print):
             "task": task.name,
             "corpus": corpus.name,
             **record,
-            "rounds": plan.rounds,
-            "steps_per_round": plan.steps_per_round,
+            # Named as in the run records of earlier versions, which then still resume.
+            "rounds": plan.epochs,
+            "steps_per_round": plan.steps_per_epoch,
             "batch_size": config.batch_size,
             "learning_rate": config.learning_rate,
             "seed": config.seed,
@@ -350,26 +294,35 @@ def run(task, strategy=None, log=print):
     test = distributed(corpus.test, False)
     log(task.describe(model, plan, strategy, jit_compile, start))
 
-    history, steps, fit_seconds, fit_cpu_seconds, selected = fit(
-        model, make_train, validation, plan, output_dir, config.profile_batches, strategy, log,
-        monitor=task.monitor(),
+    fit_start, fit_cpu_start = time.perf_counter(), time.process_time()
+    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor())
+    history, steps, _ = trainer.fit(
+        make_train, plan, validation, callbacks, config.update_freq, config.profile_batches
     )
+    # CPU time of all this process's threads: on a shared or paused machine it counts only
+    # this run's own work.
+    fit_seconds = time.perf_counter() - fit_start
+    fit_cpu_seconds = time.process_time() - fit_cpu_start
+    selected = trainer.restore_best() if task.monitor() else None
     results = loop_lib.evaluate(model, strategy, test)
     task.check_results(results)
     if chief:
         task.save(model, output_dir)
     summary = {
         **task.summary(results),
-        **training_summary(
-            history, steps, plan, config.batch_size * task.sequence_length, fit_seconds,
-            fit_cpu_seconds, start,
-        ),
+        "steps": steps,
+        "total_steps": plan.total_steps,
+        "tokens_per_second": steps * config.batch_size * task.sequence_length / fit_seconds,
+        "fit_seconds": fit_seconds,
+        "fit_cpu_seconds": fit_cpu_seconds,
+        "seconds": time.perf_counter() - start,
+        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
     }
     if selected is not None:
         step, value = selected
         summary.update(
             selected_step=step,
-            selected_round=step // plan.steps_per_round,
+            selected_round=step // plan.steps_per_epoch,
             **{f"selected_{task.monitor()}": value},
         )
     if chief:

@@ -130,7 +130,7 @@ def read_summary(output_dir):
 
 
 def scalars(log_dir):
-    """`{tag: [values in round order]}` from the TensorBoard event files in `log_dir`."""
+    """`{tag: [values in epoch order]}` from the TensorBoard event files in `log_dir`."""
     from keras_linformer.training import run_directory
 
     return {

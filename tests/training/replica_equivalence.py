@@ -56,7 +56,7 @@ def train_one_step(strategy, initial_weights, tokenizer, config, train, test):
         lambda skip: training.distribute(
             strategy, dataset(train, False), repeat=True, skip_steps=skip
         ),
-        training.StepPlan(rounds=1, steps_per_round=1),
+        training.StepPlan(epochs=1, steps_per_epoch=1),
     )
     results = loop.evaluate(model, strategy, training.distribute(strategy, dataset(test, False)))
     return {

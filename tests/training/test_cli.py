@@ -20,15 +20,6 @@ def test_the_names_the_flags_offer_are_the_librarys():
     assert cli.PROJECTION_INITIALIZERS == projection_initializers.PROJECTION_INITIALIZERS
 
 
-def test_the_default_architecture_is_the_librarys():
-    from keras_linformer import training
-
-    assert cli.DEFAULT_ARCHITECTURE == training.DEFAULT_ARCHITECTURE
-    assert all(cli.FROM_SCRATCH[name] == value
-               for name, value in training.DEFAULT_ARCHITECTURE.items()
-               if name in cli.FROM_SCRATCH)
-
-
 def test_padding_compensation_is_on_off_or_left_to_the_default():
     from keras_linformer.programs import finetune
 

@@ -1,7 +1,7 @@
 """The tf.distribute loop trainer survives SIGKILL and SIGTERM.
 
-One pretraining run is interrupted three times (SIGKILL after a round's
-checkpoint, SIGTERM mid-round, SIGKILL while it resumes) and restarted
+One pretraining run is interrupted three times (SIGKILL after an epoch's
+checkpoint, SIGTERM mid-epoch, SIGKILL while it resumes) and restarted
 with the same command each time, its `--output-dir` given as a relative
 path; it resumes from the right checkpoint each time, takes every step
 exactly once, and ends with the weights and optimizer state of an
@@ -52,12 +52,12 @@ def runs(reviews_file, tmp_path_factory):
     arguments = pretrain_arguments(reviews_file, relative)
     outputs = []
 
-    # 1. SIGKILL once the second round's checkpoint is written.
+    # 1. SIGKILL once the second epoch's checkpoint is written.
     run = Run(["training.pretrain", *arguments], interrupted / "part-1.log")
     run.wait_for(lambda: 20 in checkpoint_steps(interrupted), "checkpoint 20")
     outputs.append(run.stop(signal.SIGKILL))
 
-    # 2. SIGTERM after the fourth round's checkpoint: a mid-round save, exit 143.
+    # 2. SIGTERM after the fourth epoch's checkpoint: a mid-epoch save, exit 143.
     run = Run(["training.pretrain", *arguments], interrupted / "part-2.log")
     run.wait_for(lambda: 40 in checkpoint_steps(interrupted), "checkpoint 40")
     outputs.append(run.stop(signal.SIGTERM))

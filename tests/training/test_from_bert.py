@@ -38,7 +38,7 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
     assert classifier.backbone.padding_compensation is False
     losses = scalars(output / "logs" / "train")["epoch_loss"]
     assert len(losses) == 4 and losses[-1] < losses[0], losses
-    # --restore-best: the test split saw the round that validated best (the first of equals).
+    # --restore-best: the test split saw the epoch that validated best (the first of equals).
     assert record["monitor"] == "val_accuracy"
     validation = scalars(output / "logs" / "validation")["epoch_accuracy"]
     summary = json.loads((output / "summary.json").read_text())
@@ -46,7 +46,7 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
     assert summary["selected_round"] == 1 + validation.index(best), (summary, validation)
     assert summary["selected_val_accuracy"] == pytest.approx(best, abs=1e-6)
     assert summary["selected_step"] == summary["selected_round"] * summary["total_steps"] // 4
-    assert f"with the weights of round {summary['selected_round']}" in result.stdout
+    assert f"with the weights of epoch {summary['selected_round']}" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -13,15 +13,15 @@ from keras_linformer.training import checkpoints
 
 
 @pytest.mark.parametrize(
-    "total_steps, every, rounds, steps_per_round",
+    "total_steps, every, epochs, steps_per_epoch",
     [(642, 200, 4, 161), (600, 200, 3, 200), (10, 200, 1, 10), (7, 1, 7, 1)],
 )
 def test_plan_cuts_steps_into_equal_rounds_of_at_most_checkpoint_every(
-    total_steps, every, rounds, steps_per_round
+    total_steps, every, epochs, steps_per_epoch
 ):
     plan = training.plan_steps(total_steps, every)
-    assert (plan.rounds, plan.steps_per_round) == (rounds, steps_per_round)
-    assert total_steps <= plan.total_steps < total_steps + rounds
+    assert (plan.epochs, plan.steps_per_epoch) == (epochs, steps_per_epoch)
+    assert total_steps <= plan.total_steps < total_steps + epochs
 
 
 def test_plan_rejects_zero_steps():

@@ -80,13 +80,13 @@ def test_two_local_workers_pretrain_and_only_the_chief_writes(two_workers):
     output_dir, _, _, _, chief, other = two_workers
     # Both workers' replicas form one strategy: global steps on 2 replicas.
     for log in (chief, other):
-        assert f"{STEPS} steps of 8 on 2 replica(s), {STEPS // EVERY} rounds of {EVERY}" in log
-    assert re.search(rf"Round {STEPS // EVERY}/{STEPS // EVERY}: loss: [0-9.]+", chief)
-    assert "Round " not in other  # Progress and logs come from the chief only.
+        assert f"{STEPS} steps of 8 on 2 replica(s), {STEPS // EVERY} epochs of {EVERY}" in log
+    assert re.search(rf"Epoch {STEPS // EVERY}/{STEPS // EVERY}: loss: [0-9.]+", chief)
+    assert "Epoch " not in other  # Progress and logs come from the chief only.
     assert read_summary(output_dir)["total_steps"] == STEPS
     assert checkpoint_steps(output_dir)[-1] == STEPS
-    # Scalars of every round: those of the first launch, then the restart's
-    # (a round whose checkpoint the kill prevented is logged again).
+    # Scalars of every epoch: those of the first launch, then the restart's
+    # (an epoch whose checkpoint the kill prevented is logged again).
     assert len(scalars(output_dir / "logs" / "train")["epoch_loss"]) >= STEPS // EVERY
     assert json.loads((output_dir / "run.json").read_text())["batch_size"] == 8
 
@@ -96,8 +96,8 @@ def test_both_workers_hold_identical_variables_at_every_checkpoint(two_workers):
     # variables (the trainer stops if they differ) and the chief logs it.
     _, _, interrupted_at, _, chief, _ = two_workers
     agreed = re.findall(r"Variables identical on all 2 replicas \(fingerprint (\S+)\)", chief)
-    assert len(agreed) == (STEPS - interrupted_at) // EVERY  # The restarted run's rounds.
-    assert len(set(agreed)) == len(agreed)  # Training changed them every round.
+    assert len(agreed) == (STEPS - interrupted_at) // EVERY  # The restarted run's epochs.
+    assert len(set(agreed)) == len(agreed)  # Training changed them every epoch.
 
 
 def test_two_workers_killed_and_restarted_train_like_one_process_on_the_same_global_batches(

@@ -51,7 +51,7 @@ def finetuning(pretraining, reviews_file, tmp_path_factory):
 
 def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
     output_dir, stdout = pretraining
-    assert f"{ROUNDS * EVERY} steps of 8 on 2 replica(s), {ROUNDS} rounds of {EVERY}" in stdout
+    assert f"{ROUNDS * EVERY} steps of 8 on 2 replica(s), {ROUNDS} epochs of {EVERY}" in stdout
     assert re.search(
         r"Pretraining done: test perplexity [0-9.]+ .* \d+ steps, [0-9,]+ tokens/s", stdout
     )
@@ -61,22 +61,22 @@ def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
     assert summary["fit_cpu_seconds"] > 0 and summary["fit_seconds"] > 0
 
 
-def round_losses(stdout):
-    """The training loss of each round, from the trainer's round lines."""
+def epoch_losses(stdout):
+    """The training loss of each epoch, from the trainer's epoch lines."""
     return [
         float(loss)
-        for loss in re.findall(r"^Round \d+/\d+: loss: ([0-9.]+)", stdout, re.MULTILINE)
+        for loss in re.findall(r"^Epoch \d+/\d+: loss: ([0-9.]+)", stdout, re.MULTILINE)
     ]
 
 
 def test_pretraining_loss_decreases(pretraining):
-    losses = round_losses(pretraining[1])
+    losses = epoch_losses(pretraining[1])
     assert len(losses) == ROUNDS and losses[-1] < losses[0], losses
 
 
 def test_pretraining_writes_checkpoints_and_the_pretrained_model(pretraining):
     output_dir = pretraining[0]
-    # The last two rounds' checkpoints are kept.
+    # The last two epochs' checkpoints are kept.
     assert checkpoint_steps(output_dir) == [(ROUNDS - 1) * EVERY, ROUNDS * EVERY]
     for name in ("vocab.txt", "config.json", "model.weights.h5", "masked_lm.keras", "run.json"):
         assert (output_dir / name).is_file(), name
@@ -90,7 +90,7 @@ def test_pretraining_logs_loss_perplexity_accuracy_and_learning_rate(pretraining
     for tag in ("epoch_loss", "epoch_perplexity", "epoch_accuracy"):
         assert len(validation[tag]) >= 1, tag
     # exp(mean cross-entropy of the masked tokens): per batch, exp(loss).
-    # Over a round the loss averages batch means, the perplexity all tokens.
+    # Over an epoch the loss averages batch means, the perplexity all tokens.
     assert train["epoch_perplexity"][0] == pytest.approx(math.exp(train["epoch_loss"][0]), rel=0.02)
 
 
@@ -104,7 +104,7 @@ def test_profiling_writes_a_trace(pretraining):
 def test_finetuning_starts_from_the_pretrained_model_on_two_replicas(finetuning, pretraining):
     output_dir, stdout = finetuning
     assert f"classifier pretrained {pretraining[0]}" in stdout
-    assert "72 steps of 8 on 2 replica(s), 2 rounds of 36" in stdout
+    assert "72 steps of 8 on 2 replica(s), 2 epochs of 36" in stdout
     assert (output_dir / "vocab.txt").read_text() == (pretraining[0] / "vocab.txt").read_text()
     match = re.search(r"Test accuracy: ([0-9.]+) .* on (\d+) held-out examples", stdout)
     assert match and 0 <= float(match.group(1)) <= 1
@@ -112,7 +112,7 @@ def test_finetuning_starts_from_the_pretrained_model_on_two_replicas(finetuning,
 
 
 def test_finetuning_loss_decreases_and_logs_accuracy(finetuning):
-    losses = round_losses(finetuning[1])
+    losses = epoch_losses(finetuning[1])
     assert len(losses) == 2 and losses[-1] < losses[0], losses
     train = scalars(finetuning[0] / "logs" / "train")
     assert train["epoch_loss"] == pytest.approx(losses, abs=1e-4)

@@ -1,4 +1,4 @@
-"""`loop.Trainer(progress_every=...)`: long rounds log progress lines when there is no bar."""
+"""`loop.Trainer(progress_every=...)`: long epochs log progress lines when there is no bar."""
 
 import re
 
@@ -6,9 +6,9 @@ import pytest
 import tensorflow as tf
 
 from keras_linformer import training
-from tests.training.test_best_round import STEPS_PER_ROUND
-from tests.training.test_best_round import datasets
-from tests.training.test_best_round import make_model
+from tests.training.test_best_epoch import STEPS_PER_EPOCH
+from tests.training.test_best_epoch import datasets
+from tests.training.test_best_epoch import make_model
 
 
 def logged_lines(output_dir, **kwargs):
@@ -16,7 +16,7 @@ def logged_lines(output_dir, **kwargs):
     trainer = training.Trainer(make_model(), tf.distribute.get_strategy(), output_dir,
                                log=lines.append, **kwargs)
     train, validation = datasets(validation_labels_flipped=False)
-    trainer.fit(train, training.StepPlan(rounds=2, steps_per_round=STEPS_PER_ROUND), validation)
+    trainer.fit(train, training.StepPlan(epochs=2, steps_per_epoch=STEPS_PER_EPOCH), validation)
     return lines
 
 
@@ -24,9 +24,9 @@ def test_output_to_a_file_gets_a_line_per_step_at_interval_zero(tmp_path):
     # Under pytest stdout is captured, not a terminal: no progress bar, so lines.
     lines = logged_lines(tmp_path, progress_every=0)
     steps = [line for line in lines if line.startswith("  step ")]
-    # Every step but each round's last, which the round's own line reports.
+    # Every step but each epoch's last, which the epoch's own line reports.
     assert [int(re.match(r"  step (\d+) ", line).group(1)) for line in steps] == [1, 2, 3, 5, 6, 7]
-    assert re.fullmatch(r"  step 6 \(2/4 of round 2; [0-9.]+ s/step; loss [0-9.e-]+\)", steps[4])
+    assert re.fullmatch(r"  step 6 \(2/4 of epoch 2; [0-9.]+ s/step; loss [0-9.e-]+\)", steps[4])
 
 
 def test_by_default_a_fast_round_logs_no_progress_line(tmp_path):

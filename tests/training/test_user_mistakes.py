@@ -1,22 +1,51 @@
-"""A user's mistake costs no data or record, fails before training starts, and says so in one line.
+"""A user's mistake, or a failing resource, ends a program with a clear error or a documented
+recovery, and costs no data or record.
 
-Output directories that are not the program's own runs, flags out of range,
-files cut short, and a multi-worker cluster whose peer never comes.
+Each mistake is refused before training starts where it can be, in one line naming the flag
+or file, the value and what is valid, with exit status 2: output directories that are not the
+program's own runs, flags out of range, data files that are missing, empty or cut short,
+resuming with other options or data, another Keras backend, a multi-worker cluster whose peer
+never comes. A run refused once its data are read leaves its output directory as it found it.
+During training: a NaN loss, a port in use, a full disk and changed data files (the tests
+marked slow start training processes).
 """
 
 import json
+import os
+import resource
+import shutil
 import signal
 import socket
+import subprocess
+import sys
 import time
 
+import numpy
 import pytest
 
+from tests.training.harness import NEUTRAL
+from tests.training.harness import REPOSITORY
+from tests.training.harness import TINY_MODEL
 from tests.training.harness import Run
+from tests.training.harness import checkpoint_steps
+from tests.training.harness import checkpoint_values
+from tests.training.harness import program_environment
+from tests.training.harness import read_summary
 from tests.training.harness import run_in_process
+from tests.training.harness import run_program
 
 
 def contents(directory):
     return {path.name: path.read_bytes() for path in directory.iterdir()}
+
+
+def finetune_from(pretrained_dir, reviews_file, tmp_path, capsys):
+    """Runs the finetune program from `pretrained_dir`; returns (exit status, stderr)."""
+    from keras_linformer.programs import finetune
+
+    return run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
+    ], capsys)
 
 
 def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_path, capsys):
@@ -184,13 +213,10 @@ def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
 def test_a_truncated_pretrained_weights_file_is_named(
     pretrained_dir, reviews_file, tmp_path, capsys
 ):
-    from keras_linformer.programs import finetune
 
     weights = pretrained_dir / "model.weights.h5"
     weights.write_bytes(weights.read_bytes()[:2000])
-    status, stderr = run_in_process(finetune, [
-        "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
-    ], capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
     assert status == 2
     assert f"--pretrained: '{weights}' is unreadable or truncated" in stderr
 
@@ -290,3 +316,523 @@ def test_ctrl_c_ends_a_worker_inside_tensorflow_s_start_up(reviews_file, tmp_pat
         run.process.wait(timeout=30)
     assert run.process.returncode == -signal.SIGINT, run.output()[-3000:]
     assert time.monotonic() - started < 10
+
+
+def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path):
+    missing = tmp_path / "missing.csv"
+    result = run_program("training.finetune", "--table", missing, "--output-dir", tmp_path / "out")
+    assert result.returncode == 2
+    assert f"error: --table: '{missing}' does not exist or is not a file." in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_empty_table_is_refused(tmp_path, capsys):
+    from keras_linformer.programs import pretrain
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    status, stderr = run_in_process(pretrain, ["--table", empty], capsys)
+    assert status == 2 and f"--table: '{empty}' is empty." in stderr
+
+
+def test_missing_text_file_is_refused(tmp_path, capsys):
+    from keras_linformer.programs import pretrain
+
+    status, stderr = run_in_process(pretrain, ["--text-files", tmp_path / "none.txt"], capsys)
+    assert status == 2 and "none.txt' does not exist or is not a file." in stderr
+
+
+@pytest.mark.parametrize("program_name", ["pretrain", "finetune", "main"])
+def test_sequence_length_below_3_is_refused(program_name, capsys):
+    import importlib
+
+    program = importlib.import_module(f"keras_linformer.programs.{program_name}")
+    status, stderr = run_in_process(program, ["--sequence-length", 1], capsys)
+    assert status == 2
+    assert "--sequence-length: must be at least 3 ([CLS], one token and [SEP]), got 1" in stderr
+
+
+def test_checkpoint_of_another_configuration_is_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
+    from keras_linformer.programs import finetune
+
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--hidden-dim", 32,
+        "--attention", "transformer", "--projection", "linear", "--output-dir", tmp_path / "out",
+    ], capsys)
+    assert status == 2
+    assert "has a different configuration than requested" in stderr
+    assert "hidden_dim: 32 requested, 16 in the checkpoint" in stderr
+    assert "attention: 'transformer' requested, 'linformer' in the checkpoint" in stderr
+    assert "projection" not in stderr.split("requested (")[1]  # It matches.
+
+
+def test_checkpoint_with_another_vocabulary_is_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
+
+    with open(pretrained_dir / "vocab.txt", "a", encoding="utf-8") as file:
+        file.write("extra\n")
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
+    assert status == 2
+    assert "tokens but a backbone for" in stderr and "come from different runs" in stderr
+
+
+def test_weights_that_do_not_fit_the_config_are_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
+
+    config_file = pretrained_dir / "config.json"
+    saved = json.loads(config_file.read_text())
+    saved["config"]["num_layers"] = 2
+    config_file.write_text(json.dumps(saved))
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
+    assert status == 2 and "do not fit its config.json" in stderr
+
+
+def test_unfinished_pretraining_directory_is_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
+
+    (pretrained_dir / "model.weights.h5").unlink()
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
+    assert status == 2 and "lacks model.weights.h5" in stderr
+
+
+def test_inputs_longer_than_the_pretrained_model_are_refused(
+    pretrained_dir, reviews_file, tmp_path, capsys
+):
+    from keras_linformer.programs import finetune
+
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained_dir, "--sequence-length", 32,
+        "--output-dir", tmp_path / "out",
+    ], capsys)
+    assert status == 2
+    assert "32 is longer than the pretrained backbone's max_sequence_length 16" in stderr
+
+
+def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
+    from keras_linformer.programs import pretrain
+
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()  # The index of an unfinished run's checkpoints.
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\n')
+    (tmp_path / "run.json").write_text('{"task": "masked_lm", "batch_size": 16}')
+    status, stderr = run_in_process(pretrain, [
+        "--table", reviews_file, "--batch-size", 8, "--output-dir", tmp_path,
+    ], capsys)
+    assert status == 2
+    assert "holds the checkpoints of an unfinished run with another configuration or data" in stderr
+    assert "batch_size: 16 then, 8 now" in stderr
+
+
+def test_a_short_sequence_rate_is_recorded_and_another_one_is_not_resumed(
+    reviews_file, tmp_path, capsys
+):
+    from keras_linformer.programs import pretrain
+
+    arguments = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16,
+                 "--vocabulary-size", 100, "--batch-size", 8, "--max-steps", 2,
+                 "--max-eval-examples", 8, "--validation-batches", 1, "--output-dir", tmp_path]
+    pretrain.main([str(a) for a in [*arguments, "--short-sequence-rate", 0.3]])
+    assert json.loads((tmp_path / "run.json").read_text())["short_sequence_rate"] == 0.3
+    status, stderr = run_in_process(pretrain, arguments, capsys)
+    assert status == 2
+    assert "short_sequence_rate: 0.3 then, None now" in stderr
+
+
+REVIEWS = [(f"review number {i} was {'good' if i % 2 else 'bad'}", "pos" if i % 2 else "neg")
+           for i in range(60)]
+
+
+def csv_file(path, rows, header="text,label"):
+    path.write_text("\n".join([header] + rows) + "\n", encoding="utf-8")
+    return path
+
+
+def refused(program, arguments, capsys, tmp_path):
+    """Runs the program's main in this process; returns its stderr, checking the refusal."""
+    output = tmp_path / "run"
+    status, stderr = run_in_process(program, [*arguments, "--output-dir", output], capsys)
+    assert status == 2, stderr
+    assert not output.exists() or list(output.iterdir()) == [], list(output.iterdir())
+    return stderr
+
+
+@pytest.mark.parametrize("rows, message", [
+    # An unquoted comma: three fields under a two-column header.
+    ([f"{t},{l}" for t, l in REVIEWS] + ["great film, really good,pos"],
+     "line 62 has 3 fields, the header has 2"),
+    ([f"{t},{l}" for t, l in REVIEWS] + ["a lone field"], "line 62 has 1 fields"),
+    ([f"{t},{l}" for t, l in REVIEWS[:5]] + ['"never closed,pos'], "line 7: unexpected end"),
+])
+def test_rows_that_do_not_fit_the_header_are_named(rows, message, tmp_path, capsys):
+    from keras_linformer.programs import finetune
+
+    table = csv_file(tmp_path / "reviews.csv", rows)
+    stderr = refused(finetune, ["--table", table], capsys, tmp_path)
+    assert f"--table: '{table}'" in stderr and message in stderr
+
+
+@pytest.mark.parametrize("label, kind", [
+    ("true", "bool"), ("1.5", "float"), ('{"a": 1}', "dict"), ("[1]", "list"),
+])
+def test_json_labels_that_are_not_strings_or_integers_are_refused(label, kind, tmp_path,
+                                                                   capsys):
+    from keras_linformer.programs import finetune
+
+    table = tmp_path / "reviews.jsonl"
+    lines = [json.dumps({"text": t, "label": l}) for t, l in REVIEWS]
+    lines.insert(3, f'{{"text": "odd one", "label": {label}}}')
+    table.write_text("\n".join(lines))
+    stderr = refused(finetune, ["--table", table], capsys, tmp_path)
+    assert "line 4: the label" in stderr and f"is a JSON {kind}" in stderr
+
+
+def test_an_id_column_is_not_a_label_unless_the_user_says_so(tmp_path, capsys):
+    from keras_linformer.programs import finetune
+
+    table = csv_file(tmp_path / "ids.csv",
+                     [f"{t},id{i:04d}" for i, (t, _) in enumerate(REVIEWS * 10)],
+                     header="text,id")
+    stderr = refused(finetune, ["--table", table, "--label-column", "id"], capsys, tmp_path)
+    assert "has 600 classes in 600 rows, more than half the rows" in stderr
+    assert "... and 592 more]" in stderr and "--no-label-check" in stderr
+    assert len(stderr) < 800  # The 600 names are shortened.
+
+
+def test_a_run_never_reads_its_own_outputs(tmp_path):
+    # An --output-dir that holds the user's files is refused before any data is read
+    # (tested above); what is left is an input named inside the output directory.
+    from keras_linformer import data
+
+    run = tmp_path / "run"
+    run.mkdir()
+    table = csv_file(run / "inside.csv", [f"{t},{l}" for t, l in REVIEWS])
+    with pytest.raises(ValueError, match=f"path: '{table}' is inside the run's output dir"):
+        data.load_table(table, exclude=run)
+    with pytest.raises(ValueError, match=f"paths: '{table}' is inside the run's output dir"):
+        data.load_text_files([table], exclude=str(run))
+
+
+REFUSAL = ("error: the training and export programs need the TensorFlow backend "
+           "(tf.distribute, tf.data, TensorFlow checkpoints, SavedModel), but ")
+
+
+def run_with(environment, module, *arguments):
+    env = {**program_environment(), **environment}
+    env = {name: value for name, value in env.items() if value is not None}
+    return subprocess.run([sys.executable, "-m", module, *map(str, arguments)], cwd=REPOSITORY,
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def files_under(directory):
+    return sorted(str(path.relative_to(directory)) for path in directory.rglob("*"))
+
+
+def program_arguments(program, tmp_path):
+    """Arguments that would make `program` write under `tmp_path`."""
+    out = tmp_path / "out"
+    return {
+        "main": ["--output-dir", out, "--export-dir", tmp_path / "exports"],
+        "pretrain": ["--max-steps", "1", "--output-dir", out],
+        "finetune": ["--max-steps", "1", "--output-dir", out],
+        "export": [out, "--base-dir", tmp_path / "exports"],
+        "launch": ["--log-dir", tmp_path / "logs", "--", sys.executable, "-m",
+                   "training.pretrain", "--output-dir", out],
+        "verify": [tmp_path / "exports" / "linformer_classifier"],
+    }[program]
+
+
+@pytest.mark.parametrize("program",
+                         ["main", "pretrain", "finetune", "export", "launch", "verify"])
+def test_every_program_refuses_another_keras_backend_first(program, tmp_path):
+    result = run_with({"KERAS_BACKEND": "jax"}, f"training.{program}",
+                      *program_arguments(program, tmp_path))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr == (
+        f"python -m training.{program}: {REFUSAL}KERAS_BACKEND=jax was set: unset "
+        "KERAS_BACKEND or set it to tensorflow. Nothing was run or written. (The layers and "
+        "models themselves run on every Keras backend.)\n"
+    )
+    assert result.stdout == ""
+    assert files_under(tmp_path) == []
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_each_other_backend_is_named(backend, tmp_path):
+    result = run_with({"KERAS_BACKEND": backend}, "training.pretrain",
+                      *program_arguments("pretrain", tmp_path))
+    assert result.returncode == 2
+    assert f"but KERAS_BACKEND={backend} was set: unset KERAS_BACKEND" in result.stderr
+    assert files_under(tmp_path) == []
+
+
+def test_a_backend_from_keras_json_is_refused_naming_the_file(tmp_path):
+    home = tmp_path / "keras_home"
+    home.mkdir()
+    (home / "keras.json").write_text(json.dumps({"backend": "jax", "floatx": "float32"}))
+    result = run_with({"KERAS_HOME": str(home), "KERAS_BACKEND": None}, "training.finetune",
+                      *program_arguments("finetune", tmp_path))
+    assert result.returncode == 2
+    assert (f'{REFUSAL}Keras reads the backend jax from {home / "keras.json"} ("backend": '
+            '"jax"): set KERAS_BACKEND=tensorflow, or "backend": "tensorflow" in that file.'
+            ) in result.stderr
+    assert files_under(tmp_path) == ["keras_home", "keras_home/keras.json"]
+    # KERAS_BACKEND wins over keras.json, as in Keras; an empty one does not count.
+    assert run_with({"KERAS_HOME": str(home), "KERAS_BACKEND": "tensorflow"},
+                    "training.finetune", "--help").returncode == 0
+    assert run_with({"KERAS_HOME": str(home), "KERAS_BACKEND": ""},
+                    "training.finetune", "--help").returncode == 2
+
+
+def test_the_backend_is_refused_before_tensorflow_is_imported(tmp_path):
+    code = (
+        "import sys\n"
+        "from keras_linformer.programs import main\n"
+        "try:\n"
+        f"    main.main(['--output-dir', {str(tmp_path / 'out')!r}])\n"
+        "except SystemExit as stop:\n"
+        "    print(stop.code, sorted(name for name in ('tensorflow', 'keras', "
+        "'keras_linformer.layers') if name in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPOSITORY, capture_output=True,
+                            text=True, timeout=120,
+                            env={**program_environment(), "KERAS_BACKEND": "torch"})
+    assert result.stdout == "2 []\n", result.stdout + result.stderr
+    assert files_under(tmp_path) == []
+
+
+def test_a_run_its_options_cannot_build_leaves_no_directory(reviews_file, tmp_path, capsys):
+    from keras_linformer.programs import pretrain
+
+    output_dir = tmp_path / "runs" / "first"
+    status, stderr = run_in_process(pretrain, [
+        "--table", reviews_file, *TINY_MODEL, "--num-heads", "3", "--max-steps", "1",
+        "--vocabulary-size", "100", "--output-dir", output_dir,
+    ], capsys)
+    assert status == 2
+    assert "must be divisible by" in stderr
+    assert files_under(tmp_path) == []  # Not even the directories the run made.
+
+
+def test_a_refused_run_keeps_what_was_there_and_the_corrected_command_runs(
+        reviews_file, tmp_path, capsys):
+    from keras_linformer.programs import finetune
+
+    (tmp_path / "output.log").write_text("the shell's redirection\n")
+    flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", "16", "--max-steps",
+             "1", "--vocabulary-size", "100", "--output-dir", tmp_path]
+    status, stderr = run_in_process(
+        finetune, flags + ["--projection", "mean", "--projected-dim", "5"], capsys)
+    assert status == 2
+    assert "must be a multiple of `--projected-dim`" in stderr
+    assert files_under(tmp_path) == ["output.log"]
+    # Its run.json would have refused this one as "another configuration".
+    assert finetune.main([str(flag) for flag in flags])["steps"] == 1
+    assert {"run.json", "summary.json", "output.log"} <= set(os.listdir(tmp_path))
+
+
+def test_the_main_job_checks_both_stages_output_directories_before_pretraining(
+        tmp_path, capsys):
+    from keras_linformer.programs import main
+
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "notes.txt").write_text("the user's own file\n")
+    status, stderr = run_in_process(main, [
+        "--pretrain-documents", "20", "--pretrain-max-steps", "1", "--max-eval-examples",
+        "8", "--vocabulary-size", "100", "--output-dir", tmp_path,
+        "--export-dir", tmp_path / "exports",
+    ], capsys)
+    assert status == 2
+    assert (f"--output-dir: '{tmp_path / 'finetune'}' is not empty and is not a run"
+            in stderr)
+    assert files_under(tmp_path) == ["finetune", "finetune/notes.txt"]
+
+
+def test_a_run_with_a_checkpoint_or_an_earlier_record_is_kept(tmp_path):
+    from keras_linformer.programs import cli
+    from keras_linformer.training import loop  # noqa: F401 (what a training run imports)
+
+    started = tmp_path / "checkpointed"
+    cli.note_start(started)
+    (started / "checkpoints").mkdir(parents=True)
+    (started / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
+    (started / "run.json").write_text("{}")
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    (resumed / "run.json").write_text("{}")
+    cli.note_start(resumed)  # An earlier run's record: its files are not this run's.
+    (resumed / "vocab.txt").write_text("[PAD]\n")
+    assert cli.remove_unfinished_starts() == []
+    assert files_under(tmp_path) == [
+        "checkpointed", "checkpointed/checkpoints", "checkpointed/checkpoints/checkpoint",
+        "checkpointed/run.json", "resumed", "resumed/run.json", "resumed/vocab.txt"]
+
+
+def test_a_single_process_is_the_chief_that_checks_and_cleans_its_output_dir():
+    from keras_linformer.training import devices
+
+    worker = {"TF_CONFIG": json.dumps({"cluster": {"worker": ["a:1", "b:1"]},
+                                       "task": {"type": "worker", "index": 1}})}
+    assert devices.is_chief(environ={}) is True  # A single process writes its outputs.
+    assert devices.is_chief(environ=worker) is False
+    assert devices.is_chief(environ={"TF_CONFIG": worker["TF_CONFIG"].replace(
+        '"index": 1', '"index": 0')}) is True
+    with_chief = {"TF_CONFIG": json.dumps({"cluster": {"chief": ["c:1"], "worker": ["a:1"]},
+                                           "task": {"type": "worker", "index": 0}})}
+    assert devices.is_chief(environ=with_chief) is False
+
+
+SMALL = [
+    *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
+    "--epochs", 100, "--validation-batches", 1, "--max-eval-examples", 8,
+]
+
+
+@pytest.mark.slow
+def test_nan_loss_stops_with_status_3_and_keeps_the_last_good_checkpoint(reviews_file, tmp_path):
+    # A learning rate of 1e30 makes the first update blow the weights up to
+    # about 1e30 (finite, saved at step 1); the loss of step 2 is not finite.
+    result = run_program(
+        "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 10,
+        "--checkpoint-every", 1, "--learning-rate", 1e30, "--warmup-fraction", 0,
+        "--output-dir", tmp_path,
+    )
+    assert result.returncode == 3, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "The training loss became nan at step 2; stopped without saving" in result.stderr
+    assert checkpoint_steps(tmp_path) == [1]
+    assert all(numpy.isfinite(value).all() for value in checkpoint_values(tmp_path).values())
+    assert not (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.slow
+def test_a_port_in_use_is_named_before_training(tmp_path, monkeypatch):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        monkeypatch.setenv("TF_CONFIG", json.dumps({
+            "cluster": {"worker": [f"localhost:{port}", "localhost:1"]},
+            "task": {"type": "worker", "index": 0},
+        }))
+        result = run_program("training.pretrain", "--output-dir", tmp_path, "--max-steps", 1)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"this task (worker 0, localhost:{port}) cannot listen on port {port}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def limit_file_size(limit):
+    """For `preexec_fn`: files may grow to `limit` bytes; a larger write fails with EFBIG.
+
+    As on a full disk the write fails (EFBIG rather than ENOSPC); SIGXFSZ,
+    which would kill the process instead, is ignored.
+    """
+
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.slow
+def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
+    reviews_file, tmp_path
+):
+    arguments = [
+        "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 30,
+        "--checkpoint-every", 10, "--output-dir", tmp_path,
+    ]
+    # 1. A run whose last epoch is lost, as if it was killed before saving
+    #    it: its checkpoint index is put back to the one before.
+    result = run_program(*arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    index = tmp_path / "checkpoints" / "checkpoint"
+    index.write_text('model_checkpoint_path: "ckpt-20"\nall_model_checkpoint_paths: "ckpt-20"\n')
+    for path in (tmp_path / "checkpoints").glob("ckpt-30.*"):
+        path.unlink()
+    (tmp_path / "summary.json").unlink()
+    data_file = next((tmp_path / "checkpoints").glob("ckpt-20.data-*"))
+
+    # 2. Restarted where no file may exceed half a checkpoint: its save fails.
+    run = Run(
+        arguments, tmp_path / "part-2.log",
+        preexec_fn=limit_file_size(data_file.stat().st_size // 2),
+    )
+    run.process.wait(timeout=300)
+    output = run.output()
+    assert run.process.returncode == 74, output[-3000:]
+    assert "Could not write the checkpoint of step 30" in output and "File too large" in output
+    assert "The last complete checkpoint, ckpt-20, is intact" in output
+    assert checkpoint_steps(tmp_path) == [20]
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir() if "ckpt-30" in p.name] == []
+
+    # 3. With space again, the same command resumes from the intact checkpoint.
+    result = run_program(*arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (
+        f"Resuming from checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} at step 20"
+        in result.stdout
+    )
+    assert checkpoint_steps(tmp_path)[-1] == 30 and read_summary(tmp_path)["total_steps"] == 30
+
+    # 4. Run again, finished: reported, and the run's record is left as it is.
+    record = {name: (tmp_path / name).read_bytes() for name in ("run.json", "summary.json")}
+    result = run_program(*arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (
+        "holds a finished run of these options and data (summary.json); nothing to do"
+        in result.stdout
+    )
+    assert {name: (tmp_path / name).read_bytes() for name in record} == record
+
+
+@pytest.fixture()
+def text_files(tmp_path):
+    directory = tmp_path / "texts"
+    directory.mkdir()
+    rng = numpy.random.default_rng(0)
+    for index in range(40):
+        (directory / f"{index:02d}.txt").write_text(" ".join(rng.choice(NEUTRAL, size=30)))
+    return directory
+
+
+@pytest.mark.slow
+def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resume(
+    text_files, tmp_path
+):
+    output_dir = tmp_path / "out"
+    arguments = [
+        "training.pretrain", "--text-files", text_files, *SMALL, "--max-steps", 30,
+        "--checkpoint-every", 10, "--output-dir", output_dir,
+    ]
+    saved = tmp_path / "saved"
+    run = Run(arguments, tmp_path / "run.log")
+    run.wait_for(lambda: checkpoint_steps(output_dir), "a checkpoint")
+    # Mid-run, the data files become unreadable (here: gone): the corpus was
+    # read and checked before step 1, and training never reads them again.
+    # The run is paused while they go, so it cannot finish first.
+    run.process.send_signal(signal.SIGSTOP)
+    try:
+        assert run.process.poll() is None, "the run ended before its files were removed"
+        assert max(checkpoint_steps(output_dir)) < 30, "the run finished before the files went"
+        shutil.move(text_files, saved)
+    finally:
+        run.process.send_signal(signal.SIGCONT)
+    run.process.wait(timeout=300)
+    assert run.process.returncode == 0, run.output()[-3000:]
+    assert read_summary(output_dir)["total_steps"] == 30
+
+    # Run again on changed files, the checkpoints (of other data) are refused.
+    shutil.move(saved, text_files)
+    (text_files / "00.txt").write_text("a different first document")
+    result = run_program(*arguments)
+    assert result.returncode == 2
+    assert (
+        "holds the checkpoints of a finished run with another configuration or data"
+        in result.stderr
+    )
+    assert "data_sha256: '" in result.stderr

@@ -1,4 +1,4 @@
-"""`loop.Trainer(monitor=...)`: the best validated round is kept, and restored at the end."""
+"""`loop.Trainer(monitor=...)`: the best validated epoch is kept, and restored at the end."""
 
 import keras
 import numpy as np
@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_linformer import training
 
-STEPS_PER_ROUND = 4
+STEPS_PER_EPOCH = 4
 
 
 def make_model():
@@ -44,7 +44,7 @@ def datasets(validation_labels_flipped):
     return train, validation
 
 
-def fit(output_dir, rounds, monitor, flipped):
+def fit(output_dir, epochs, monitor, flipped):
     model = make_model()
     trainer = training.Trainer(
         model, tf.distribute.get_strategy(), output_dir, log=lambda message: None,
@@ -52,7 +52,7 @@ def fit(output_dir, rounds, monitor, flipped):
     )
     train, validation = datasets(flipped)
     history, _, _ = trainer.fit(
-        train, training.StepPlan(rounds=rounds, steps_per_round=STEPS_PER_ROUND), validation
+        train, training.StepPlan(epochs=epochs, steps_per_epoch=STEPS_PER_EPOCH), validation
     )
     return model, trainer, history
 
@@ -65,49 +65,49 @@ def checkpoint_weights(output_dir, step):
 
 
 def test_a_validation_loss_that_only_rises_restores_the_first_round(tmp_path):
-    # Training learns labels that the validation split has flipped: every round
-    # validates worse than the one before, so round 1 is the best.
-    model, trainer, history = fit(tmp_path, rounds=2, monitor="val_loss", flipped=True)
+    # Training learns labels that the validation split has flipped: every epoch
+    # validates worse than the one before, so epoch 1 is the best.
+    model, trainer, history = fit(tmp_path, epochs=2, monitor="val_loss", flipped=True)
     assert history["val_loss"][0] < history["val_loss"][1]
     last = [w.copy() for w in model.get_weights()]
     step, value = trainer.restore_best()
-    assert step == STEPS_PER_ROUND
+    assert step == STEPS_PER_EPOCH
     assert value == pytest.approx(history["val_loss"][0])
     for restored, saved, final in zip(model.get_weights(), checkpoint_weights(tmp_path, step),
                                       last):
         np.testing.assert_array_equal(restored, saved)
         assert not np.array_equal(restored, final)
-    # Training went on from the last round: the step and optimizer are untouched.
-    assert int(trainer.step.numpy()) == 2 * STEPS_PER_ROUND
+    # Training went on from the last epoch: the step and optimizer are untouched.
+    assert int(trainer.step.numpy()) == 2 * STEPS_PER_EPOCH
 
 
 def test_an_improving_metric_restores_the_last_round(tmp_path):
-    model, trainer, history = fit(tmp_path, rounds=2, monitor="val_loss", flipped=False)
+    model, trainer, history = fit(tmp_path, epochs=2, monitor="val_loss", flipped=False)
     assert history["val_loss"][1] < history["val_loss"][0]
     last = [w.copy() for w in model.get_weights()]
     step, _ = trainer.restore_best()
-    assert step == 2 * STEPS_PER_ROUND
+    assert step == 2 * STEPS_PER_EPOCH
     for restored, final in zip(model.get_weights(), last):
         np.testing.assert_array_equal(restored, final)
 
 
 def test_the_best_round_survives_a_restart(tmp_path):
-    fit(tmp_path, rounds=2, monitor="val_loss", flipped=True)
+    fit(tmp_path, epochs=2, monitor="val_loss", flipped=True)
     # A new trainer on the finished directory has nothing left to train, and still
-    # knows which round was best from the last checkpoint.
-    model, trainer, history = fit(tmp_path, rounds=2, monitor="val_loss", flipped=True)
+    # knows which epoch was best from the last checkpoint.
+    model, trainer, history = fit(tmp_path, epochs=2, monitor="val_loss", flipped=True)
     assert history == {}
     step, _ = trainer.restore_best()
-    assert step == STEPS_PER_ROUND
+    assert step == STEPS_PER_EPOCH
     for restored, saved in zip(model.get_weights(), checkpoint_weights(tmp_path, step)):
         np.testing.assert_array_equal(restored, saved)
 
 
 def test_accuracy_is_maximised_and_loss_minimised(tmp_path):
-    _, accuracy_trainer, history = fit(tmp_path / "a", rounds=2, monitor="val_accuracy",
+    _, accuracy_trainer, history = fit(tmp_path / "a", epochs=2, monitor="val_accuracy",
                                        flipped=False)
     assert accuracy_trainer.best_value.numpy() == max(history["val_accuracy"])
-    _, loss_trainer, history = fit(tmp_path / "b", rounds=2, monitor="val_loss", flipped=False)
+    _, loss_trainer, history = fit(tmp_path / "b", epochs=2, monitor="val_loss", flipped=False)
     assert loss_trainer.best_value.numpy() == min(history["val_loss"])
 
 
@@ -119,11 +119,11 @@ def test_monitor_must_name_a_validation_metric(tmp_path, monitor):
 
 def test_an_unknown_validation_metric_is_named_with_the_known_ones(tmp_path):
     with pytest.raises(ValueError, match=r"monitor: 'val_f1' is not a metric.*'val_accuracy'"):
-        fit(tmp_path, rounds=1, monitor="val_f1", flipped=False)
+        fit(tmp_path, epochs=1, monitor="val_f1", flipped=False)
 
 
 def test_restore_best_without_a_monitor_is_an_error(tmp_path):
-    _, trainer, _ = fit(tmp_path, rounds=1, monitor=None, flipped=False)
+    _, trainer, _ = fit(tmp_path, epochs=1, monitor=None, flipped=False)
     with pytest.raises(ValueError, match="restore_best: this Trainer was made without a monitor"):
         trainer.restore_best()
     assert not (tmp_path / "checkpoints" / "best").exists()
