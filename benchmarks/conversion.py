@@ -229,10 +229,10 @@ def measure(args):
 def load_adapted(directory, vocabulary, sequence_length):
     """The backbone an adaptation of the BERT left in `directory`, checked against the
     BERT's vocabulary and the texts' n."""
-    from keras_linformer.training import checkpoints
+    from keras_linformer.training import starting_points
 
     with cli.flag_names(pretrained="--adapted"):
-        backbone, adapted_vocabulary = checkpoints.load_pretrained(directory)
+        backbone, adapted_vocabulary = starting_points.load_pretrained(directory)
     if backbone.attention != "linformer" or backbone.max_sequence_length != sequence_length:
         raise ValueError(f"--adapted: {directory!r} holds a {backbone.attention} at n = "
                          f"{backbone.max_sequence_length}; the texts are encoded at n = "

@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 LONGEST_FIRST = (
     "tests/training/test_fault_tolerance.py",  # about 110 s
     "tests/training/test_multi_worker.py",  # 100 s
-    "tests/training/test_hardened_inputs.py",  # 80 s
+    "tests/training/test_user_mistakes.py",  # 80 s
     "tests/benchmarks/test_quality.py",  # 75 s
     "tests/training/test_programs.py",  # 70 s
     "tests/layers/test_linformer_encoder_stack.py",  # 50 s

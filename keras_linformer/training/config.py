@@ -125,7 +125,7 @@ class PretrainingConfig(RunConfig):
         from_bert: str or `None`, a BERT preset or directory to convert and
             continue pretraining (a masked-LM adaptation of the converted
             model, with a new masked-LM head). `architecture` may then hold
-            only the conversion's options (`checkpoints.CONVERSION_KEYS`),
+            only the conversion's options (`starting_points.CONVERSION_KEYS`),
             `max_sequence_length` (default: the BERT's) and `dropout`.
             Defaults to `None`.
 
@@ -152,7 +152,7 @@ class DistillationConfig(RunConfig):
         from_bert: str, the BERT preset or directory to convert and
             reproduce (the teacher).
         architecture: dict or `None`, the conversion's options
-            (`checkpoints.CONVERSION_KEYS`), `max_sequence_length` (default:
+            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` (default:
             the BERT's) and `dropout`. Defaults to `None`: `from_bert`'s
             conversion (mean pooling, layerwise sharing), which needs
             `projected_dim`.

@@ -30,9 +30,9 @@ import math
 import keras
 from keras import ops
 
-from keras_linformer.training import checkpoints
 from keras_linformer.training import pretraining
 from keras_linformer.training import runs
+from keras_linformer.training import starting_points
 from keras_linformer.training.config import DistillationConfig
 
 # Keeps a text whose teacher output is all zeros from dividing by zero.
@@ -262,7 +262,7 @@ class DistillationTask(pretraining.MaskedLMTask):
                 )
 
     def save(self, model, output_dir):
-        checkpoints.save_pretrained(model.student, self.vocabulary, output_dir)
+        starting_points.save_pretrained(model.student, self.vocabulary, output_dir)
 
     def summary(self, results):
         return {

@@ -10,9 +10,9 @@ import keras
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
-from keras_linformer.training import checkpoints
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
+from keras_linformer.training import starting_points
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.config import FinetuningConfig
 from keras_linformer.utils.validation import check_number
@@ -46,9 +46,9 @@ def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, *
     With `pretrained` (a pretraining output directory), the classifier
     starts from that backbone and reads texts with its vocabulary; a
     checkpoint whose configuration differs from `architecture` is refused
-    (`checkpoints.load_pretrained`). With `from_bert` (a BERT preset or
+    (`starting_points.load_pretrained`). With `from_bert` (a BERT preset or
     Hugging Face BERT directory keras-hub loads), it starts from that BERT
-    converted by `LinformerBackbone.from_bert` with the `checkpoints.CONVERSION_KEYS` of
+    converted by `LinformerBackbone.from_bert` with the `starting_points.CONVERSION_KEYS` of
     `architecture` (`attention="transformer"` keeps full attention), and
     reads texts with the BERT's own vocabulary. Without it, a WordPiece vocabulary is
     trained on the training texts and the backbone starts from random
@@ -115,12 +115,13 @@ class ClassificationTask(runs.Task):
         sequence_length = config.sequence_length
         self.bert = None
         if config.from_bert is not None:
-            self.bert, self.vocabulary, self.conversion, backbone_config = checkpoints.bert_start(
+            start = starting_points.bert_start(
                 config.from_bert, config.architecture, sequence_length, config.dropout
             )
+            self.bert, self.vocabulary, self.conversion, backbone_config = start
             sequence_length = backbone_config["max_sequence_length"]
         elif config.pretrained is not None:
-            backbone_config = checkpoints.read_pretrained_config(
+            backbone_config = starting_points.read_pretrained_config(
                 config.pretrained, config.architecture
             )
             if sequence_length is None:
@@ -156,8 +157,8 @@ class ClassificationTask(runs.Task):
             "pretrained": (
                 None if config.pretrained is None else os.path.abspath(config.pretrained)
             ),
-            "from_bert": checkpoints.preset_record(config.from_bert),
-            "backbone": checkpoints.architecture_of(backbone_config),
+            "from_bert": starting_points.preset_record(config.from_bert),
+            "backbone": starting_points.architecture_of(backbone_config),
             "sequence_length": sequence_length,
         }
         if config.restore_best:  # Only then, so that earlier runs still resume.
@@ -175,7 +176,7 @@ class ClassificationTask(runs.Task):
                 **self.conversion,
             )
         elif config.pretrained is not None:
-            backbone, self.vocabulary = checkpoints.load_pretrained(
+            backbone, self.vocabulary = starting_points.load_pretrained(
                 config.pretrained, architecture=config.architecture, dropout=config.dropout
             )
         else:

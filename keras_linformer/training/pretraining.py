@@ -10,10 +10,10 @@ import keras_hub
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
-from keras_linformer.training import checkpoints
 from keras_linformer.training import inputs
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
+from keras_linformer.training import starting_points
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.config import PretrainingConfig
 from keras_linformer.utils.validation import check_number
@@ -88,7 +88,7 @@ def pretrain(corpus, config=None, *, strategy=None, log=print, callbacks=None, *
     killed run resumes from it when started again with the same arguments;
     SIGTERM saves one first), TensorBoard scalars and a log line. At the end it
     reports the perplexity on the whole test split and writes what fine-tuning
-    needs (`checkpoints.save_pretrained`): `vocab.txt`, `config.json`,
+    needs (`starting_points.save_pretrained`): `vocab.txt`, `config.json`,
     `model.weights.h5`; the whole masked LM as `masked_lm.keras`; and
     `summary.json` (see `run_directory`).
 
@@ -151,13 +151,13 @@ class MaskedLMTask(runs.Task):
             options = {key: value for key, value in self.architecture.items()
                        if key not in ("max_sequence_length", "dropout")}
             self.bert, self.vocabulary, self.conversion, self.architecture = (
-                checkpoints.bert_start(
+                starting_points.bert_start(
                     config.from_bert, options, self.sequence_length,
                     self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"]),
                 )
             )
             self.sequence_length = self.architecture["max_sequence_length"]
-            record["from_bert"] = checkpoints.preset_record(config.from_bert)
+            record["from_bert"] = starting_points.preset_record(config.from_bert)
         else:
             self.vocabulary = runs.vocabulary_for(
                 config.output_dir, corpus.train.texts, config.vocabulary_size,
@@ -232,7 +232,7 @@ class MaskedLMTask(runs.Task):
         check_results(results, self.config.mask_selection_rate)
 
     def save(self, model, output_dir):
-        checkpoints.save_pretrained(model.backbone, self.vocabulary, output_dir)
+        starting_points.save_pretrained(model.backbone, self.vocabulary, output_dir)
         # The whole masked LM (backbone and tied head), for fill-mask use and export.
         model.save(os.path.join(output_dir, run_directory.MASKED_LM_FILE))
 

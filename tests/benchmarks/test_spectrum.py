@@ -14,12 +14,12 @@ TINY = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16, projec
 
 def test_command_line_on_a_pretrained_checkpoint_writes_every_output(tmp_path, capsys):
     from keras_linformer import data
-    from keras_linformer.training import checkpoints
+    from keras_linformer.training import starting_points
 
     vocabulary = list(data.SPECIAL_TOKENS) + [
         "the", "a", "of", "to", "and", "in", "said", "is", "for", "on", "that", "with",
     ]
-    checkpoints.save_pretrained(
+    starting_points.save_pretrained(
         LinformerBackbone(**dict(TINY, vocabulary_size=len(vocabulary))), vocabulary,
         tmp_path / "model",
     )

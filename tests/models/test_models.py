@@ -201,16 +201,16 @@ def test_the_baseline_has_no_linformer_arguments():
 
 
 def test_a_baseline_checkpoint_ignores_requested_linformer_arguments(tmp_path):
-    from keras_linformer.training import checkpoints
+    from keras_linformer.training import starting_points
 
     backbone = LinformerBackbone(**{**CONFIG, "vocabulary_size": 6}, attention="transformer")
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]
-    checkpoints.save_pretrained(backbone, vocabulary, tmp_path)
-    loaded, _ = checkpoints.load_pretrained(
+    starting_points.save_pretrained(backbone, vocabulary, tmp_path)
+    loaded, _ = starting_points.load_pretrained(
         tmp_path, architecture=dict(attention="transformer", projected_dim=16, sharing="none")
     )
     assert isinstance(loaded.encoder, TransformerEncoderStack)
     for expected, found in zip(backbone.get_weights(), loaded.get_weights()):
         np.testing.assert_array_equal(found, expected)
     with pytest.raises(ValueError, match="attention: 'linformer' requested, 'transformer'"):
-        checkpoints.load_pretrained(tmp_path, architecture=dict(attention="linformer"))
+        starting_points.load_pretrained(tmp_path, architecture=dict(attention="linformer"))

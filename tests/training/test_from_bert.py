@@ -94,7 +94,7 @@ def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path):
 def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_file, tmp_path):
     """`training.pretrain --from-bert`: a masked-LM adaptation that starts from the BERT's
     weights and vocabulary and leaves what `training.finetune --pretrained` loads."""
-    from keras_linformer.training import checkpoints
+    from keras_linformer.training import starting_points
 
     output = tmp_path / "adapted"
     result = run_program(
@@ -107,7 +107,7 @@ def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_f
     assert "masked LM converted from BERT" in result.stdout
     record = json.loads((output / "run.json").read_text())
     assert record["from_bert"] == str(tiny_bert)
-    backbone, vocabulary = checkpoints.load_pretrained(output)
+    backbone, vocabulary = starting_points.load_pretrained(output)
     assert vocabulary == keras_hub.models.BertTokenizer.from_preset(
         str(tiny_bert)).get_vocabulary()
     assert (backbone.attention, backbone.projected_dim, backbone.max_sequence_length) == (
@@ -122,9 +122,9 @@ def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_f
 
 
 def test_a_conversion_without_options_is_from_berts_default_recorded(tiny_bert):
-    from keras_linformer.training import checkpoints
+    from keras_linformer.training import starting_points
 
-    _, _, conversion, config = checkpoints.bert_start(str(tiny_bert), {"projected_dim": 8},
+    _, _, conversion, config = starting_points.bert_start(str(tiny_bert), {"projected_dim": 8},
                                                       16, 0.0)
     assert conversion == {"attention": "linformer", "projection": "mean",
                           "sharing": "layerwise", "padding_compensation": False,

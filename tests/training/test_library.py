@@ -9,7 +9,7 @@ import pytest
 
 from keras_linformer import training
 from keras_linformer.programs import cli
-from keras_linformer.training import checkpoints
+from keras_linformer.training import starting_points
 
 
 @pytest.mark.parametrize(
@@ -64,8 +64,8 @@ def test_weight_decay_spares_biases_and_layer_norm():
 
 def test_architecture_differences_name_each_differing_key():
     saved = dict(hidden_dim=16, num_layers=2, attention="linformer", dropout=0.1)
-    assert checkpoints.architecture_differences(dict(hidden_dim=16, dropout=0.3), saved) == []
-    assert checkpoints.architecture_differences(
+    assert starting_points.architecture_differences(dict(hidden_dim=16, dropout=0.3), saved) == []
+    assert starting_points.architecture_differences(
         dict(hidden_dim=32, attention="transformer"), saved
     ) == [
         "hidden_dim: 32 requested, 16 in the checkpoint",

@@ -16,7 +16,7 @@ import keras
 from keras_linformer import data
 from keras_linformer.layers import sequence_projection as sp
 from keras_linformer.models import LinformerBackbone
-from keras_linformer.models import bert_presets
+from keras_linformer.models import pretrained_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
@@ -213,7 +213,7 @@ def bert_start(preset, architecture, sequence_length, dropout):
 
     Args:
         preset: a keras-hub BERT preset or Hugging Face BERT directory
-            (`bert_presets.load_bert`).
+            (`pretrained_bert.load_bert`).
         architecture: dict or `None`, the conversion's options (only
             `CONVERSION_KEYS`; the rest is the BERT's). Default:
             `from_bert`'s (a Linformer with mean pooling, layerwise
@@ -246,7 +246,7 @@ def bert_start(preset, architecture, sequence_length, dropout):
             "projected_dim: a Linformer converted from a BERT needs k (e.g. 128). "
             "Received: projected_dim=None"
         )
-    bert, vocabulary = bert_presets.load_bert(preset, argument="from_bert")
+    bert, vocabulary = pretrained_bert.load_bert(preset, argument="from_bert")
     sequence_length = sequence_length or bert.max_sequence_length
     if sequence_length > bert.max_sequence_length:
         raise ValueError(
