@@ -113,7 +113,8 @@ def load_vocabulary(path):
     Raises:
         FileNotFoundError: `path` does not exist.
         ValueError: the file is not UTF-8, lacks the special tokens with
-            `[PAD]` first, repeats a token, or has a blank line.
+            `[PAD]` first, repeats a token, or has an empty line or a
+            Windows line end.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -133,10 +134,10 @@ def load_vocabulary(path):
     check_vocabulary(vocabulary, where)
     first = {}
     for line, token in enumerate(vocabulary, start=1):
-        if token.strip() != token or not token:
+        if not token or token.endswith("\r"):
             raise ValueError(
                 f"{where}: line {line} holds {token!r}; a vocabulary has one token per "
-                "line, without blank lines or surrounding spaces."
+                "line, without empty lines or Windows line ends (\\r\\n)."
             )
         if token in first:
             raise ValueError(

@@ -231,6 +231,7 @@ def test_a_walk_skips_the_runs_own_output_directory(tmp_path, capsys):
 @pytest.mark.parametrize("tokens, message", [
     (["the", "cat", "the"], "the token 'the' is on lines 6 and 8"),
     (["the", "", "cat"], "line 7 holds ''"),
+    (["the", " ", "the"], "the token 'the' is on lines 6 and 8"),
     (["the\r", "cat"], r"line 6 holds 'the\\r'"),
 ])
 def test_a_vocabulary_with_a_repeated_or_blank_token_is_refused(tokens, message, tmp_path):
