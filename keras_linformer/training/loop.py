@@ -594,7 +594,7 @@ class TensorBoard(keras.callbacks.TensorBoard):
     left it. `profile_batch` still counts the batches of this call. Epoch
     scalars are numbered by the epochs completed (1 for the first), as in
     the event files of earlier versions, which readers of a run's curves
-    (`benchmarks.quality_report`) expect.
+    (`benchmarks.studies.quality_report`) expect.
     """
 
     def on_epoch_end(self, epoch, logs=None):
