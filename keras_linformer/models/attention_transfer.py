@@ -26,11 +26,13 @@ import numpy as np
 from keras import ops
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
-from keras_linformer.training import distillation
 from keras_linformer.utils import validation
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 CHECKPOINT = "attention_transfer.npz"
+# What a training run (`--attention-transfer`) transfers on: its first training texts.
+RUN_TEXTS = 256
+RUN_DIRECTORY = "attention_transfer"
 
 
 def linformer_only_variables(backbone):
@@ -104,6 +106,8 @@ class _Layers:
 
     def loss(self, inputs):
         """The squared relative error of each layer's attention output, averaged."""
+        from keras_linformer.training import distillation  # Which imports the runs, and this.
+
         mask = inputs["padding_mask"]
         errors = [ops.mean(distillation.squared_relative_error(mask, stacked))
                   for stacked in self.outputs(inputs)]
@@ -127,6 +131,8 @@ def measure(linformer, bert, inputs, batch_size=8):
         BERT's input to the layer); and the mean cosine of the two models'
         sentence embeddings (`distillation.embedding_cosine`).
     """
+    from keras_linformer.training import distillation
+
     _check(linformer, bert, inputs)
     layers = _Layers(linformer, bert)
     errors, cosines = [], []
@@ -249,6 +255,57 @@ def transfer_attention(
         "epochs": epochs,
         "seconds": seconds,
     }
+
+
+def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,
+                     log=print):
+    """Converts `bert` and transfers its attention on a run's first `RUN_TEXTS` texts.
+
+    What `--attention-transfer` does before a run trains the conversion: the
+    texts are encoded as fine-tuning encodes them (`data.TextEncoder`), and
+    the transfer checkpoints to (and resumes from) `output_dir/attention_transfer`.
+
+    Args:
+        bert: the BERT backbone.
+        conversion: `LinformerBackbone.from_bert` options.
+        sequence_length: int. n.
+        texts: the run's training texts (labels are not used).
+        tokenizer: the run's tokenizer (the BERT's vocabulary).
+        epochs: int. Epochs of `transfer_attention`.
+        output_dir: str. The run's output directory.
+        log: callable for progress lines.
+
+    Returns:
+        The values of `linformer_only_variables`, for `assign_transferred`.
+    """
+    from keras_linformer import data
+    from keras_linformer.models.linformer_backbone import LinformerBackbone
+
+    linformer = LinformerBackbone.from_bert(bert, max_sequence_length=sequence_length,
+                                            **conversion)
+    encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:RUN_TEXTS])
+    inputs = {key: np.asarray(value) for key, value in encoded.items()}
+    transfer_attention(linformer, bert, inputs, epochs=epochs, log=log,
+                       checkpoint_dir=os.path.join(output_dir, RUN_DIRECTORY))
+    return [ops.convert_to_numpy(v) for v in linformer_only_variables(linformer)]
+
+
+def check_run_option(epochs, from_bert):
+    """Refuses a run's `attention_transfer_epochs` unless it is an int >= 0, and > 0 only
+    with `from_bert`."""
+    validation.check_positive_int("attention_transfer_epochs", epochs, minimum=0)
+    if epochs and from_bert is None:
+        raise ValueError(
+            "attention_transfer_epochs: attention transfer trains a BERT conversion; it "
+            f"needs from_bert. Received: attention_transfer_epochs={epochs}, from_bert=None"
+        )
+
+
+def assign_transferred(backbone, values):
+    """Gives `backbone` (a conversion made like `transfer_for_run`'s) the transferred
+    projections."""
+    for variable, value in zip(linformer_only_variables(backbone), values, strict=True):
+        variable.assign(value)
 
 
 def _train_step(layers, variables, optimizer):
