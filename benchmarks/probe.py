@@ -88,7 +88,8 @@ def parse_args(argv=None):
                         help="Unlabelled news articles the attention transfer trains on.")
     parser.add_argument("--transfer-epochs", type=cli.positive_int, default=2,
                         help="Epochs of attention transfer.")
-    parser.add_argument("--transfer-learning-rate", type=float, default=1e-3,
+    parser.add_argument("--transfer-learning-rate", type=cli.number_in(0, include_low=False),
+                        default=1e-3,
                         help="Adam's learning rate for the attention transfer.")
     parser.add_argument("--batch-size", type=cli.positive_int, default=8,
                         help="Texts per forward pass (and per transfer step).")
@@ -96,8 +97,9 @@ def parse_args(argv=None):
                         help="Interleaved rounds of the throughput measurement.")
     parser.add_argument("--throughput-texts", type=cli.positive_int, default=32,
                         help="Texts each model embeds per round (the dataset's first ones).")
-    parser.add_argument("--output-dir", default="benchmarks/results/transfer",
-                        help="Where embeddings, checkpoints, CSVs and the report go.")
+    parser.add_argument("--output-dir", default="artifacts/probe",
+                        help="Where embeddings, checkpoints, CSVs and the report go (copy the "
+                             "CSVs and the report to benchmarks/results/transfer/ to keep them).")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     for name in args.datasets:
@@ -106,16 +108,15 @@ def parse_args(argv=None):
         if misfits:
             parser.error(f"--projected-dims: every k must divide n = {n} of {name} (mean "
                          f"pooling's windows are n / k positions). Received: {misfits}")
-    if not args.transfer_learning_rate > 0:
-        parser.error(f"--transfer-learning-rate: must be positive. Received: "
-                     f"{args.transfer_learning_rate}")
     return parser, args
 
 
 def model_names(projected_dims):
+    """The BERT, then per k (in the order given) the transferred conversion first: the one
+    a partial run should have measured soonest."""
     names = [REFERENCE]
     for k in projected_dims:
-        names += [f"mean-k{k}", f"linear-k{k}", f"linear-k{k}-transfer"]
+        names += [f"linear-k{k}-transfer", f"mean-k{k}", f"linear-k{k}"]
     return names
 
 
@@ -246,17 +247,24 @@ def build_model(name, bert, n, args, transfer_inputs, log):
     return model
 
 
-def embed(model, inputs, batch_size, log, prefix, chunk=256):
-    """Sentence embeddings of every text (`conversion.embeddings`, a chunk at a time)."""
-    pieces, start_time = [], time.perf_counter()
-    count = len(inputs["token_ids"])
+def embed(model, inputs, batch_size, log, prefix, path, chunk=256):
+    """Sentence embeddings of every text (`conversion.embeddings`, a chunk at a time), saved
+    to `path`; each chunk is kept until then, so that a stopped run resumes mid-model."""
+    start_time, count, computed = time.perf_counter(), len(inputs["token_ids"]), 0
+    parts = []
     for start in range(0, count, chunk):
-        piece = {key: value[start:start + chunk] for key, value in inputs.items()}
-        pieces.append(conversion.embeddings(model, piece, batch_size)[0])
-        done = min(start + chunk, count)
-        log(f"{prefix} embedded {done}/{count} texts, "
-            f"{done / (time.perf_counter() - start_time):.1f} texts/s")
-    return np.concatenate(pieces)
+        parts.append(f"{path}.{start}.npy")
+        if not os.path.exists(parts[-1]):
+            piece = {key: value[start:start + chunk] for key, value in inputs.items()}
+            np.save(parts[-1] + ".tmp.npy", conversion.embeddings(model, piece, batch_size)[0])
+            os.replace(parts[-1] + ".tmp.npy", parts[-1])
+            computed += len(piece["token_ids"])
+            log(f"{prefix} embedded {min(start + chunk, count)}/{count} texts, "
+                f"{computed / (time.perf_counter() - start_time):.1f} texts/s")
+    np.save(path + ".tmp.npy", np.concatenate([np.load(part) for part in parts]))
+    os.replace(path + ".tmp.npy", path)
+    for part in parts:
+        os.remove(part)
 
 
 def throughput(models, inputs, rounds, batch_size, log, prefix):
@@ -326,9 +334,7 @@ def evaluate(args, command):
             models[name] = build_model(name, bert, n, args, transfer_inputs,
                                        lambda line, p=prefix: cli.log(f"{p} {line}"))
             if not os.path.exists(path):
-                np.save(path + ".tmp.npy", embed(models[name], inputs, args.batch_size,
-                                                 cli.log, prefix))
-                os.replace(path + ".tmp.npy", path)
+                embed(models[name], inputs, args.batch_size, cli.log, prefix, path)
             embeddings = np.load(path)
             scores[name] = (embeddings, probe_correct(embeddings, labels, fold),
                             knn_correct(embeddings, labels, args.neighbours))

@@ -66,11 +66,11 @@ def test_runs_end_to_end_and_resumes_without_recomputing(tiny_bert, tmp_path, ca
     rows, command = outputs.read_csv(tmp_path / "out" / "probe.csv")
     assert command.startswith("python -m benchmarks.probe --bert")
     assert [r["model"] for r in rows] == [
-        "bert", "mean-k4", "linear-k4", "linear-k4-transfer",
-        "mean-k16", "linear-k16", "linear-k16-transfer"]
+        "bert", "linear-k4-transfer", "mean-k4", "linear-k4",
+        "linear-k16-transfer", "mean-k16", "linear-k16"]
     assert all(r["texts"] == 40 and r["texts_per_second"] > 0 for r in rows)
     # Mean pooling at k = n is the BERT exactly: the same embeddings, the same scores.
-    exact = rows[4]
+    exact = rows[5]
     assert exact["embedding_cosine"] == pytest.approx(1.0, abs=1e-5)
     assert (exact["probe_difference"], exact["probe_low"], exact["probe_high"]) == (0, 0, 0)
     assert (exact["knn_difference"], exact["knn_low"], exact["knn_high"]) == (0, 0, 0)
@@ -84,6 +84,8 @@ def test_runs_end_to_end_and_resumes_without_recomputing(tiny_bert, tmp_path, ca
     assert "**Targets**: not decided yet" in report  # Only one dataset.
     folds = json.loads((tmp_path / "out" / "rotten_tomatoes-folds.json").read_text())
     assert sorted(set(folds["fold"])) == [0, 1, 2]
+    embeddings = sorted(p.name for p in (tmp_path / "out" / "embeddings").iterdir())
+    assert embeddings == sorted(f"rotten_tomatoes-{r['model']}.npy" for r in rows)  # No parts.
     first = capsys.readouterr().out
     assert "embedded 40/40 texts" in first and "Attention transfer: after" in first
 
