@@ -369,6 +369,29 @@ def check_from_bert_flags(parser, args):
                      "unless --attention transformer keeps full attention")
 
 
+def add_attention_transfer_flag(group):
+    """--attention-transfer EPOCHS, for the programs that take --from-bert."""
+    group.add_argument(
+        "--attention-transfer", type=integer_in(0, 1000, "an integer from 0 to 1000"),
+        default=0, metavar="EPOCHS",
+        help="With --from-bert and a learned projection (--projection linear or conv): "
+             "first train only the conversion's projections, EPOCHS passes over the first 256 "
+             "training texts, so that each attention layer reproduces the BERT's "
+             "(keras_linformer.models.attention_transfer); resumes from "
+             "OUTPUT_DIR/attention_transfer. 0: none.")
+
+
+def check_attention_transfer_flag(parser, args):
+    if not args.attention_transfer:
+        return
+    if not args.from_bert:
+        parser.error("argument --attention-transfer: needs --from-bert (the BERT whose "
+                     "attention the conversion learns)")
+    if args.projection not in ("linear", "conv"):
+        parser.error(f"argument --attention-transfer: --projection {args.projection or 'mean'} "
+                     "has no weights to train; use --projection linear or conv")
+
+
 VOCABULARY_DEFAULTS = {"vocabulary_size": 4096, "vocabulary_characters": 1_000_000}
 
 

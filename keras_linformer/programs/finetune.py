@@ -46,6 +46,7 @@ def parse_args(argv=None):
                             "Default: train from scratch.")
     start.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
                        help=cli.FROM_BERT_HELP)
+    cli.add_attention_transfer_flag(group)
     cli.add_model_flags(parser, from_checkpoint=True)
     cli.add_training_flags(parser, batch_size=32, epochs=2.0, learning_rate=3e-4,
                            checkpoint_every=None)
@@ -63,6 +64,7 @@ def parse_args(argv=None):
         "--pretrained" if args.pretrained else "--from-bert" if args.from_bert else None)
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
+    cli.check_attention_transfer_flag(parser, args)
     # Else the checkpoint's positions, which fitted, cap the length.
     if args.pretrained is None and args.from_bert is None:
         cli.check_sequence_length_fits(parser, args)
@@ -101,6 +103,7 @@ def config_from(args):
         vocabulary_characters=args.vocabulary_characters,
         dropout=args.dropout,
         restore_best=args.restore_best,
+        attention_transfer_epochs=args.attention_transfer,
         **cli.training_options(args),
     )
 

@@ -75,6 +75,7 @@ def parse_args(argv=None):
                        help="masked_lm: predict masked tokens. distillation (with "
                             "--from-bert): reproduce the BERT's sequence output on the "
                             "texts' real tokens, the BERT frozen as the teacher.")
+    cli.add_attention_transfer_flag(group)
     cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
                            checkpoint_every=200)
@@ -96,6 +97,7 @@ def parse_args(argv=None):
                          "distillation (the unconverted BERT is the teacher itself)")
     elif args.mask_rate is None:
         args.mask_rate = 0.15
+    cli.check_attention_transfer_flag(parser, args)
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
     else:
@@ -142,6 +144,7 @@ def config_from(args):
         architecture=architecture,
         short_sequence_rate=args.short_sequence_rate,
         validation_batches=args.validation_batches,
+        attention_transfer_epochs=args.attention_transfer,
         **cli.training_options(args),
     )
     if args.objective == "distillation":

@@ -128,6 +128,10 @@ class PretrainingConfig(RunConfig):
             only the conversion's options (`starting_points.CONVERSION_KEYS`),
             `max_sequence_length` (default: the BERT's) and `dropout`.
             Defaults to `None`.
+        attention_transfer_epochs: int, with `from_bert`: epochs of attention
+            transfer (`models.attention_transfer.transfer_for_run`) on the
+            first training texts before training starts. Defaults to `0`
+            (none).
 
     The defaults of `RunConfig`'s fields: `batch_size=64`, `epochs=1.0`,
     `learning_rate=1e-3`, `checkpoint_every=200`.
@@ -142,6 +146,7 @@ class PretrainingConfig(RunConfig):
     short_sequence_rate: float = 0.0
     validation_batches: int = 20
     from_bert: str | None = None
+    attention_transfer_epochs: int = 0
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -161,6 +166,7 @@ class DistillationConfig(RunConfig):
             also learns on short, padded sequences. Defaults to `0.0`.
         validation_batches: int, validation batches per epoch. Defaults to
             `20`.
+        attention_transfer_epochs: int, as in `PretrainingConfig`.
 
     The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=1.0`,
     `learning_rate=1e-4`, `checkpoint_every=200`.
@@ -174,6 +180,7 @@ class DistillationConfig(RunConfig):
     architecture: dict | None = None
     short_sequence_rate: float = 0.0
     validation_batches: int = 20
+    attention_transfer_epochs: int = 0
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -201,6 +208,7 @@ class FinetuningConfig(RunConfig):
             equals), as `keras.callbacks.EarlyStopping(restore_best_weights=True)`
             would, instead of the last epoch's. The test split and the saved
             classifier then use those. Defaults to `False`.
+        attention_transfer_epochs: int, as in `PretrainingConfig`.
 
     The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=2.0`,
     `learning_rate=3e-4`, `checkpoint_every=None` (one pass over the
@@ -218,3 +226,4 @@ class FinetuningConfig(RunConfig):
     sequence_length: int | None = None
     dropout: float = 0.1
     restore_best: bool = False
+    attention_transfer_epochs: int = 0

@@ -10,6 +10,7 @@ import keras
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
+from keras_linformer.models import attention_transfer
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 from keras_linformer.training import starting_points
@@ -104,6 +105,8 @@ class ClassificationTask(runs.Task):
         if config.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("sequence_length", config.sequence_length, minimum=3)
         check_number("epochs", config.epochs, 0, include_low=False)
+        attention_transfer.check_run_option(config.attention_transfer_epochs,
+                                            config.from_bert)
         if config.pretrained is not None and config.from_bert is not None:
             raise ValueError(
                 "pretrained and from_bert are two starting points; give one. Received: "
@@ -120,6 +123,10 @@ class ClassificationTask(runs.Task):
             )
             self.bert, self.vocabulary, self.conversion, backbone_config = start
             sequence_length = backbone_config["max_sequence_length"]
+            if config.attention_transfer_epochs:
+                self.transferred = attention_transfer.transfer_for_run(
+                    self.bert, self.conversion, sequence_length, corpus.train.texts,
+                    self.tokenizer(), config.attention_transfer_epochs, config.output_dir, log)
         elif config.pretrained is not None:
             backbone_config = starting_points.read_pretrained_config(
                 config.pretrained, config.architecture
@@ -175,6 +182,8 @@ class ClassificationTask(runs.Task):
                 self.bert, max_sequence_length=self.sequence_length, dropout=config.dropout,
                 **self.conversion,
             )
+            if config.attention_transfer_epochs:
+                attention_transfer.assign_transferred(backbone, self.transferred)
         elif config.pretrained is not None:
             backbone, self.vocabulary = starting_points.load_pretrained(
                 config.pretrained, architecture=config.architecture, dropout=config.dropout

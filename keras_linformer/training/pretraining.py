@@ -10,6 +10,7 @@ import keras_hub
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
+from keras_linformer.models import attention_transfer
 from keras_linformer.training import inputs
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
@@ -139,6 +140,8 @@ class MaskedLMTask(runs.Task):
 
     def check_sequences(self):
         """Checks the options of `sequences`, which every task on it shares."""
+        attention_transfer.check_run_option(self.config.attention_transfer_epochs,
+                                            self.config.from_bert)
         if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
         check_number("epochs", self.config.epochs, 0, include_low=False)
@@ -158,6 +161,10 @@ class MaskedLMTask(runs.Task):
             )
             self.sequence_length = self.architecture["max_sequence_length"]
             record["from_bert"] = starting_points.preset_record(config.from_bert)
+            if config.attention_transfer_epochs:
+                self.transferred = attention_transfer.transfer_for_run(
+                    self.bert, self.conversion, self.sequence_length, corpus.train.texts,
+                    self.tokenizer(), config.attention_transfer_epochs, config.output_dir, log)
         else:
             self.vocabulary = runs.vocabulary_for(
                 config.output_dir, corpus.train.texts, config.vocabulary_size,
@@ -186,10 +193,13 @@ class MaskedLMTask(runs.Task):
     def new_backbone(self):
         """The backbone training starts from: the converted BERT, or a new one."""
         if self.bert is not None:
-            return LinformerBackbone.from_bert(
+            backbone = LinformerBackbone.from_bert(
                 self.bert, max_sequence_length=self.sequence_length,
                 dropout=self.architecture["dropout"], **self.conversion,
             )
+            if self.config.attention_transfer_epochs:
+                attention_transfer.assign_transferred(backbone, self.transferred)
+            return backbone
         return LinformerBackbone(**self.backbone_config)
 
     def build_model(self, optimizer, jit_compile):

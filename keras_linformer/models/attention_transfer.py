@@ -1,0 +1,363 @@
+"""Attention transfer: a BERT conversion's projections learn the BERT's attention, layer by layer.
+
+`LinformerBackbone.from_bert` copies every weight of a BERT, but the
+projection of keys and values to k slots changes what each attention layer
+computes. `transfer_attention` trains only what the conversion adds (the
+projections E/F) so that each Linformer attention layer gives the output of
+the BERT's softmax attention layer on the same input (stage 1 of LoLCATs,
+Zhang et al. 2024), with everything else frozen. Every layer is fed the
+BERT's own hidden states (teacher forcing), so all layers train at once on
+one pass of the BERT per batch, on unlabelled text.
+
+```python
+from keras_linformer.models import LinformerBackbone, attention_transfer
+
+linformer = LinformerBackbone.from_bert(bert, projected_dim=64, projection="linear")
+report = attention_transfer.transfer_attention(linformer, bert, inputs, epochs=2)
+report["layer_error_before"], report["layer_error_after"]
+```
+"""
+
+import os
+import time
+
+import keras
+import numpy as np
+from keras import ops
+from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
+
+from keras_linformer.utils import validation
+
+INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
+CHECKPOINT = "attention_transfer.npz"
+# What a training run (`--attention-transfer`) transfers on: its first training texts.
+RUN_TEXTS = 256
+RUN_DIRECTORY = "attention_transfer"
+
+
+def linformer_only_variables(backbone):
+    """The variables of `backbone` that a BERT does not have: its projections E/F.
+
+    Null slots and pooling projections have no weights, so a mean-pooling
+    conversion has none.
+    """
+    return [v for v in backbone.weights if "projection" in v.path.rsplit("/", 1)[-1]]
+
+
+def _check(linformer, bert, inputs):
+    if getattr(linformer, "attention", None) != "linformer":
+        raise TypeError(
+            "linformer: must be a LinformerBackbone with attention='linformer' (from "
+            f"`LinformerBackbone.from_bert`). Received: {type(linformer).__name__}"
+            + (f" with attention={linformer.attention!r}"
+               if hasattr(linformer, "attention") else "")
+        )
+    blocks = getattr(bert, "transformer_layers", None)
+    if blocks is None or len(blocks) != linformer.num_layers or (
+            bert.hidden_dim != linformer.hidden_dim):
+        raise ValueError(
+            "bert: must be the BERT `linformer` was converted from (a keras_hub "
+            "BertBackbone or LinformerBackbone(attention='transformer') with "
+            f"{linformer.num_layers} layers of {linformer.hidden_dim} units). Received: "
+            f"{type(bert).__name__}"
+        )
+    if not isinstance(inputs, dict) or set(INPUT_KEYS) - set(inputs):
+        raise ValueError(
+            f"inputs: must be a dict of arrays with keys {INPUT_KEYS} (a "
+            "`data.TextEncoder`'s output). Received: "
+            f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}"
+        )
+    length = np.shape(inputs["token_ids"])[1]
+    if length > linformer.max_sequence_length:
+        raise ValueError(
+            f"inputs: sequences of {length} tokens exceed the Linformer's n = "
+            f"{linformer.max_sequence_length} (max_sequence_length)."
+        )
+
+
+class _Layers:
+    """Runs the BERT once per batch and both models' attention layers on its hidden states."""
+
+    def __init__(self, linformer, bert):
+        self.teacher_blocks = bert.transformer_layers
+        self.student_blocks = linformer.encoder.blocks
+        self.projection_kernel = linformer.encoder.shared_projection
+        self.embed = keras.Model(bert.inputs, bert.get_layer("embeddings_dropout").output)
+
+    def outputs(self, inputs):
+        """Per layer, `(B, S, 2, H)`: the Linformer's and the BERT's attention output on the
+        BERT's input to that layer."""
+        mask = inputs["padding_mask"]
+        x = self.embed({key: inputs[key] for key in INPUT_KEYS}, training=False)
+        stacked = []
+        for teacher, student in zip(self.teacher_blocks, self.student_blocks):
+            x = ops.stop_gradient(x)
+            attention_input = teacher._self_attention_layer_norm(x) if (
+                teacher.normalize_first) else x
+            expected = teacher._self_attention_layer(
+                query=attention_input, value=attention_input, training=False,
+                attention_mask=merge_padding_and_attention_mask(x, mask, None))
+            found = student._self_attention_layer(
+                query=attention_input, value=attention_input, value_mask=mask,
+                training=False, projection_kernel=self.projection_kernel)
+            stacked.append(ops.stack([found, ops.stop_gradient(expected)], axis=2))
+            x = teacher(x, padding_mask=mask, training=False)
+        return stacked
+
+    def loss(self, inputs):
+        """The squared relative error of each layer's attention output, averaged."""
+        from keras_linformer.training import distillation  # Which imports the runs, and this.
+
+        mask = inputs["padding_mask"]
+        errors = [ops.mean(distillation.squared_relative_error(mask, stacked))
+                  for stacked in self.outputs(inputs)]
+        return ops.mean(ops.stack(errors))
+
+
+def _batches(inputs, batch_size, order=None):
+    count = len(inputs["token_ids"])
+    order = np.arange(count) if order is None else order
+    for start in range(0, count, batch_size):
+        index = order[start:start + batch_size]
+        yield {key: np.asarray(inputs[key])[index] for key in INPUT_KEYS}
+
+
+def measure(linformer, bert, inputs, batch_size=8):
+    """How far the conversion is from the BERT on `inputs`.
+
+    Returns:
+        `(layer_errors, embedding_cosine)`: per layer, the mean over texts of
+        the attention output's relative error (over real tokens, given the
+        BERT's input to the layer); and the mean cosine of the two models'
+        sentence embeddings (`distillation.embedding_cosine`).
+    """
+    from keras_linformer.training import distillation
+
+    _check(linformer, bert, inputs)
+    layers = _Layers(linformer, bert)
+    errors, cosines = [], []
+    for batch in _batches(inputs, batch_size):
+        mask = batch["padding_mask"]
+        errors.append([ops.convert_to_numpy(distillation.relative_error(mask, stacked))
+                       for stacked in layers.outputs(batch)])
+        sequences = [model(batch, training=False)["sequence_output"]
+                     for model in (linformer, bert)]
+        cosines.append(ops.convert_to_numpy(
+            distillation.embedding_cosine(mask, ops.stack(sequences, axis=2))))
+    layer_errors = np.concatenate([np.stack(e, 1) for e in errors]).mean(0)
+    return layer_errors, float(np.concatenate(cosines).mean())
+
+
+def transfer_attention(
+    linformer,
+    bert,
+    inputs,
+    evaluation_inputs=None,
+    epochs=1,
+    batch_size=8,
+    learning_rate=1e-3,
+    seed=0,
+    checkpoint_dir=None,
+    log=print,
+    log_every=10,
+):
+    """Trains a conversion's projections to reproduce the BERT's attention layers.
+
+    Only `linformer_only_variables(linformer)` change; every weight copied from
+    the BERT stays as it is. The loss is the mean over layers of the squared
+    relative error between each Linformer attention layer's output and the
+    BERT's attention layer's output (over each text's real tokens), both given
+    the BERT's hidden state at that layer. With `checkpoint_dir`, the
+    projections, the optimizer state and the epoch are saved there after
+    every epoch, and a later call with the same directory resumes after the
+    last saved epoch.
+
+    Args:
+        linformer: a `LinformerBackbone` from `LinformerBackbone.from_bert(bert,
+            ...)` with a learned projection (`"linear"` or `"conv"`).
+        bert: the BERT it was converted from (`keras_hub.models.BertBackbone`
+            or `LinformerBackbone(attention="transformer")`), frozen.
+        inputs: dict of `token_ids`, `segment_ids`, `padding_mask` arrays
+            `(texts, S)`: the unlabelled training texts.
+        evaluation_inputs: the same for the texts the report measures on.
+            Defaults to the first 64 texts of `inputs`.
+        epochs: int. Passes over `inputs`. Defaults to 1.
+        batch_size: int. Texts per step. Defaults to 8.
+        learning_rate: float. Adam's learning rate. Defaults to 1e-3.
+        seed: int. Seeds the order of texts in each epoch. Defaults to 0.
+        checkpoint_dir: str or None. Where to save and resume from.
+        log: callable for progress lines (None: silent). Defaults to `print`.
+        log_every: int. Steps between progress lines. Defaults to 10.
+
+    Returns:
+        A dict: `layer_error_before`/`layer_error_after` (lists, one relative
+        error per layer), `embedding_cosine_before`/`embedding_cosine_after`,
+        `steps`, `epochs`, `seconds` (of this call's training).
+
+    Raises:
+        ValueError: the conversion has no weights of its own to train (mean or
+            max pooling), or an argument is out of range.
+    """
+    _check(linformer, bert, inputs)
+    for name, value in (("epochs", epochs), ("batch_size", batch_size),
+                        ("log_every", log_every)):
+        validation.check_positive_int(name, value)
+    if not learning_rate > 0:
+        raise ValueError(f"learning_rate: must be positive. Received: {learning_rate!r}")
+    variables = linformer_only_variables(linformer)
+    if not variables:
+        raise ValueError(
+            f"linformer: projection={linformer.projection!r} has no weights of its own, so "
+            "attention transfer has nothing to train. Convert with projection='linear' "
+            "(whose default start is mean pooling) or 'conv'."
+        )
+    log = log or (lambda message: None)
+    evaluation_inputs = evaluation_inputs or {
+        key: np.asarray(inputs[key])[:64] for key in INPUT_KEYS}
+    layer_error_before, cosine_before = measure(linformer, bert, evaluation_inputs, batch_size)
+    log(f"Attention transfer: before, relative error per layer "
+        f"{_format(layer_error_before)}, sentence-embedding cosine {cosine_before:.4f}")
+
+    bert.trainable = False
+    layers = _Layers(linformer, bert)
+    optimizer = keras.optimizers.Adam(learning_rate)
+    optimizer.build(variables)
+    first_epoch = _restore(checkpoint_dir, variables, optimizer, log)
+    train_step = _train_step(layers, variables, optimizer)
+    count = len(inputs["token_ids"])
+    steps_per_epoch = -(-count // batch_size)
+    start = time.perf_counter()
+    for epoch in range(first_epoch, epochs):
+        order = np.random.default_rng([seed, epoch]).permutation(count)
+        losses = []
+        for step, batch in enumerate(_batches(inputs, batch_size, order), 1):
+            losses.append(float(train_step(batch)))
+            if step % log_every == 0 or step == steps_per_epoch:
+                log(f"Attention transfer: epoch {epoch + 1}/{epochs}, step "
+                    f"{step}/{steps_per_epoch}, loss {np.mean(losses[-log_every:]):.4f}")
+        if not np.isfinite(losses).all():
+            raise ValueError(
+                f"learning_rate: the attention transfer diverged at {learning_rate!r} (loss "
+                f"{losses[-1]!r} in epoch {epoch + 1}); try a smaller one."
+            )
+        _save(checkpoint_dir, variables, optimizer, epoch + 1)
+    seconds = time.perf_counter() - start
+
+    layer_error_after, cosine_after = measure(linformer, bert, evaluation_inputs, batch_size)
+    log(f"Attention transfer: after, relative error per layer "
+        f"{_format(layer_error_after)}, sentence-embedding cosine {cosine_after:.4f}")
+    return {
+        "layer_error_before": [float(e) for e in layer_error_before],
+        "layer_error_after": [float(e) for e in layer_error_after],
+        "embedding_cosine_before": cosine_before,
+        "embedding_cosine_after": cosine_after,
+        "steps": (epochs - first_epoch) * steps_per_epoch,
+        "epochs": epochs,
+        "seconds": seconds,
+    }
+
+
+def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,
+                     log=print):
+    """Converts `bert` and transfers its attention on a run's first `RUN_TEXTS` texts.
+
+    What `--attention-transfer` does before a run trains the conversion: the
+    texts are encoded as fine-tuning encodes them (`data.TextEncoder`), and
+    the transfer checkpoints to (and resumes from) `output_dir/attention_transfer`.
+
+    Args:
+        bert: the BERT backbone.
+        conversion: `LinformerBackbone.from_bert` options.
+        sequence_length: int. n.
+        texts: the run's training texts (labels are not used).
+        tokenizer: the run's tokenizer (the BERT's vocabulary).
+        epochs: int. Epochs of `transfer_attention`.
+        output_dir: str. The run's output directory.
+        log: callable for progress lines.
+
+    Returns:
+        The values of `linformer_only_variables`, for `assign_transferred`.
+    """
+    from keras_linformer import data
+    from keras_linformer.models.linformer_backbone import LinformerBackbone
+
+    linformer = LinformerBackbone.from_bert(bert, max_sequence_length=sequence_length,
+                                            **conversion)
+    encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:RUN_TEXTS])
+    inputs = {key: np.asarray(value) for key, value in encoded.items()}
+    transfer_attention(linformer, bert, inputs, epochs=epochs, log=log,
+                       checkpoint_dir=os.path.join(output_dir, RUN_DIRECTORY))
+    return [ops.convert_to_numpy(v) for v in linformer_only_variables(linformer)]
+
+
+def check_run_option(epochs, from_bert):
+    """Refuses a run's `attention_transfer_epochs` unless it is an int >= 0, and > 0 only
+    with `from_bert`."""
+    validation.check_positive_int("attention_transfer_epochs", epochs, minimum=0)
+    if epochs and from_bert is None:
+        raise ValueError(
+            "attention_transfer_epochs: attention transfer trains a BERT conversion; it "
+            f"needs from_bert. Received: attention_transfer_epochs={epochs}, from_bert=None"
+        )
+
+
+def assign_transferred(backbone, values):
+    """Gives `backbone` (a conversion made like `transfer_for_run`'s) the transferred
+    projections."""
+    for variable, value in zip(linformer_only_variables(backbone), values, strict=True):
+        variable.assign(value)
+
+
+def _train_step(layers, variables, optimizer):
+    import tensorflow as tf
+
+    @tf.function(reduce_retracing=True)
+    def step(batch):
+        with tf.GradientTape() as tape:
+            loss = layers.loss(batch)
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    return step
+
+
+def _format(errors):
+    return "[" + ", ".join(f"{e:.3f}" for e in errors) + "]"
+
+
+def _save(directory, variables, optimizer, epoch):
+    if directory is None:
+        return
+    os.makedirs(directory, exist_ok=True)
+    arrays = {f"variable_{i}": ops.convert_to_numpy(v) for i, v in enumerate(variables)}
+    arrays.update({f"optimizer_{i}": ops.convert_to_numpy(v)
+                   for i, v in enumerate(optimizer.variables)})
+    path = os.path.join(directory, CHECKPOINT)
+    with open(path + ".tmp", "wb") as file:  # np.savez would add ".npz" to a name.
+        np.savez(file, epoch=epoch, **arrays)
+    os.replace(path + ".tmp", path)
+
+
+def _restore(directory, variables, optimizer, log):
+    """The epoch to start from: 0, or the one after the checkpoint in `directory`."""
+    path = None if directory is None else os.path.join(directory, CHECKPOINT)
+    if path is None or not os.path.exists(path):
+        return 0
+    with np.load(path) as saved:
+        names = [f"variable_{i}" for i in range(len(variables))] + [
+            f"optimizer_{i}" for i in range(len(optimizer.variables))]
+        if set(names) != set(saved.files) - {"epoch"}:
+            raise ValueError(
+                f"checkpoint_dir: {path} holds another model's or optimizer's state; use a "
+                "new directory for this conversion."
+            )
+        for variable, name in zip([*variables, *optimizer.variables], names):
+            if tuple(saved[name].shape) != tuple(variable.shape):
+                raise ValueError(
+                    f"checkpoint_dir: {path} holds {name} of shape {saved[name].shape}, this "
+                    f"conversion's is {tuple(variable.shape)}; use a new directory."
+                )
+            variable.assign(saved[name])
+        epoch = int(saved["epoch"])
+    log(f"Attention transfer: resumed from {path} after epoch {epoch}")
+    return epoch

@@ -1,0 +1,91 @@
+"""Attention transfer trains only a conversion's projections, toward the BERT's attention."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import attention_transfer
+from tests.models.test_bert_conversion import N
+from tests.models.test_bert_conversion import padded_inputs
+from tests.models.test_bert_conversion import random_keras_hub_bert
+
+
+def weights(model):
+    return {v.path: keras.ops.convert_to_numpy(v).copy() for v in model.weights}
+
+
+@pytest.fixture
+def bert():
+    keras.utils.set_random_seed(0)
+    return random_keras_hub_bert()
+
+
+@pytest.fixture
+def texts(rng):
+    return padded_inputs(rng, [N, 30, 20, 12, N, 25, 7, 16])
+
+
+def test_only_the_projection_changes_and_the_error_goes_down(bert, texts):
+    linformer = LinformerBackbone.from_bert(bert, projected_dim=4, projection="linear",
+                                            max_sequence_length=N)
+    before, bert_before = weights(linformer), weights(bert)
+    report = attention_transfer.transfer_attention(
+        linformer, bert, texts, epochs=15, batch_size=4, learning_rate=1e-2, log=None)
+    after = weights(linformer)
+    changed = sorted(p for p in before if not np.array_equal(before[p], after[p]))
+    assert changed == ["linformer_encoder/shared_projection"]
+    assert all(np.array_equal(bert_before[p], v) for p, v in weights(bert).items())
+    assert np.mean(report["layer_error_after"]) < 0.7 * np.mean(report["layer_error_before"])
+    assert report["embedding_cosine_after"] > report["embedding_cosine_before"]
+    assert report["steps"] == 15 * 2
+
+
+def test_identity_projection_at_k_equal_n_is_exact_before_and_after(bert, rng):
+    # Unpadded: a learned E keeps slots of padding in the softmax, pooling does not.
+    texts = padded_inputs(rng, [N] * 8)
+    linformer = LinformerBackbone.from_bert(
+        bert, projected_dim=N, projection="linear", max_sequence_length=N,
+        projection_initializer=keras.initializers.Identity())
+    report = attention_transfer.transfer_attention(
+        linformer, bert, texts, epochs=2, batch_size=4, learning_rate=1e-3, log=None)
+    assert max(report["layer_error_before"]) < 1e-5
+    assert max(report["layer_error_after"]) < 1e-3
+    assert report["embedding_cosine_after"] > 1 - 1e-5
+
+
+def test_resumes_after_the_last_saved_epoch(bert, texts, tmp_path):
+    def converted():
+        keras.utils.set_random_seed(1)  # The same start: window averages plus noise.
+        return LinformerBackbone.from_bert(bert, projected_dim=4, projection="linear",
+                                           max_sequence_length=N)
+
+    def run(model, epochs, lines):
+        return attention_transfer.transfer_attention(
+            model, bert, texts, epochs=epochs, batch_size=4, learning_rate=1e-2,
+            checkpoint_dir=str(tmp_path), log=lines.append)
+
+    straight = converted()
+    attention_transfer.transfer_attention(straight, bert, texts, epochs=3, batch_size=4,
+                                          learning_rate=1e-2, log=None)
+    resumed, lines = converted(), []
+    run(resumed, 2, [])
+    report = run(resumed := converted(), 3, lines)
+    assert any("resumed" in line and "after epoch 2" in line for line in lines)
+    assert report["steps"] == 2  # Only the third epoch ran.
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(resumed.encoder.shared_projection),
+        keras.ops.convert_to_numpy(straight.encoder.shared_projection), atol=1e-5)
+
+
+def test_mean_pooling_has_nothing_to_transfer(bert, texts):
+    linformer = LinformerBackbone.from_bert(bert, projected_dim=4, max_sequence_length=N)
+    with pytest.raises(ValueError, match="projection='mean' has no weights"):
+        attention_transfer.transfer_attention(linformer, bert, texts, log=None)
+
+
+def test_refuses_inputs_without_a_padding_mask(bert, texts):
+    linformer = LinformerBackbone.from_bert(bert, projected_dim=4, projection="linear",
+                                            max_sequence_length=N)
+    with pytest.raises(ValueError, match="inputs: must be a dict"):
+        attention_transfer.transfer_attention(linformer, bert, {"token_ids": texts["token_ids"]})
