@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 # place after them; the order changes no test's outcome.
 LONGEST_FIRST = (
     "tests/training/test_fault_tolerance.py",  # about 110 s
+    "tests/test_install.py",  # 90 s
     "tests/training/test_multi_worker.py",  # 100 s
     "tests/training/test_user_mistakes.py",  # 80 s
     "tests/benchmarks/test_quality.py",  # 75 s
