@@ -99,8 +99,8 @@ class LinformerAttention(keras.layers.Layer):
             projection weights start: a name from `PROJECTION_INITIALIZERS`
             (linear E only) or a Keras initializer. Defaults to None, the
             projection's default (see above).
-        kernel_regularizer, bias_regularizer, activity_regularizer,
-        projection_regularizer: regularizers. Default to None.
+        kernel_regularizer, bias_regularizer, activity_regularizer, projection_regularizer:
+            regularizers. Default to None.
         kernel_constraint, bias_constraint, projection_constraint: constraints.
             Default to None.
         seed: int. Seed for dropout and the default projection initializer.

@@ -42,10 +42,10 @@ class LinformerEncoderStack(keras.layers.Layer):
             to `"linear"`.
         sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
             Defaults to `"layerwise"`, the paper's best downstream setting.
-        dropout, activation, layer_norm_epsilon, kernel_initializer,
-        bias_initializer, projection_initializer, normalize_first,
-        padding_compensation, null_slots: as in
-            `LinformerEncoderBlock`.
+        dropout, activation, layer_norm_epsilon, kernel_initializer, bias_initializer:
+            as in `LinformerEncoderBlock`.
+        projection_initializer, normalize_first, padding_compensation, null_slots:
+            as in `LinformerEncoderBlock`.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
     Call arguments:

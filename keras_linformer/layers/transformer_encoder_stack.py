@@ -24,10 +24,10 @@ class TransformerEncoderStack(keras.layers.Layer):
         num_layers: int. Number of encoder blocks.
         intermediate_dim: int. Hidden size of each feedforward network.
         num_heads: int. Number of attention heads; must divide the hidden size.
-        dropout, activation, layer_norm_epsilon, kernel_initializer,
-        bias_initializer, normalize_first: as in
-            `keras_hub.layers.TransformerEncoder` (and `LinformerEncoderBlock`),
-            with the same defaults.
+        dropout, activation, layer_norm_epsilon, kernel_initializer, bias_initializer:
+            as in `keras_hub.layers.TransformerEncoder` (and
+            `LinformerEncoderBlock`), with the same defaults.
+        normalize_first: as in `keras_hub.layers.TransformerEncoder`.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
     Call arguments:
