@@ -11,9 +11,11 @@ on the bundled news articles (`training.pretrain --from-bert`,
 `--adaptation-steps` steps) and fine-tune that; `linear+distill` and
 `mean+distill` adapt it instead by distillation, learning to reproduce the
 BERT's outputs on the same articles (`training.pretrain --objective
-distillation`). BBC News runs at n = 512 (long documents), Rotten Tomatoes
-at n = 128. Every fine-tuning has the same batch, learning rate and steps,
-and tests the weights of the round that validated best (`training.finetune
+distillation`); `linear+transfer` first trains the learned E by attention
+transfer (`training.finetune --attention-transfer`) in each run. BBC News
+runs at n = 512 (long documents), Rotten Tomatoes at n = 128. Every
+fine-tuning has the same batch, learning rate and steps, and tests the
+weights of the round that validated best (`training.finetune
 --restore-best`). Every run is its own process and directory under
 `--output-dir`; rerunning the same command skips finished runs and resumes
 an interrupted one. Writes, under `--results-dir`, a CSV of every run, and a
@@ -38,9 +40,12 @@ DATASETS = {
     "rotten_tomatoes": (128, (32, 64), "1", 67),
 }
 MODELS = ("transformer", "linear", "mean", "linear-compensated", "mean-null4", "linear+mlm",
-          "mean+mlm", "linear+distill", "mean+distill")
+          "mean+mlm", "linear+distill", "mean+distill", "linear+transfer")
 # A model name's adaptation suffix: the `training.pretrain` flags of its adaptation.
 ADAPTATIONS = {"+mlm": [], "+distill": ["--objective", "distillation"]}
+# A model fine-tuned after attention transfer, in its own run (`training.finetune
+# --attention-transfer EPOCHS`, on the first texts of that seed's training split).
+TRANSFER_SUFFIX, TRANSFER_EPOCHS = "+transfer", 2
 # The null slots of a `-null<S>` model (`--null-slots S`).
 NULL_SUFFIX = "-null"
 DEFAULT_MODELS = ("transformer", "linear", "mean", "linear+mlm")
@@ -71,7 +76,9 @@ def parse_args(argv=None):
                         help="transformer: the BERT itself; linear, mean: converted, at each "
                              "of the dataset's k; linear-compensated: linear with padding "
                              "compensation; +mlm: adapted as a masked LM first; +distill: "
-                             "adapted by distillation from the BERT first.")
+                             "adapted by distillation from the BERT first; +transfer: "
+                             f"attention transfer ({TRANSFER_EPOCHS} epochs) in each run "
+                             "before fine-tuning.")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS),
                         default=list(DATASETS),
                         help="bbc_news at n = 512, k = 64 and 128, 2 epochs; rotten_tomatoes "
@@ -112,13 +119,18 @@ def adaptation_of(model):
     return next((suffix for suffix in ADAPTATIONS if model.endswith(suffix)), "")
 
 
+def suffix_of(model):
+    """A model name's adaptation or transfer suffix, or ""."""
+    return TRANSFER_SUFFIX if model.endswith(TRANSFER_SUFFIX) else adaptation_of(model)
+
+
 def base_of(model):
-    """A model name without its adaptation suffix: the conversion it adapts."""
-    return model[:len(model) - len(adaptation_of(model))]
+    """A model name without its adaptation or transfer suffix: the conversion it adapts."""
+    return model[:len(model) - len(suffix_of(model))]
 
 
 def model_name(model, k):
-    return model if model == "transformer" else f"{base_of(model)}-k{k}{adaptation_of(model)}"
+    return model if model == "transformer" else f"{base_of(model)}-k{k}{suffix_of(model)}"
 
 
 def projection_of(model):
@@ -191,6 +203,8 @@ def plan(args):
                 else:
                     start = ["--from-bert", args.bert, "--projected-dim", str(k),
                              *conversion_flags(model)]
+                    if model.endswith(TRANSFER_SUFFIX):
+                        start += ["--attention-transfer", str(TRANSFER_EPOCHS)]
                 argv = [*common, "--dataset", dataset, "--sequence-length", str(length),
                         "--epochs", str(args.epochs or epochs), "--checkpoint-every",
                         str(every), "--learning-rate", str(args.learning_rate),
@@ -204,7 +218,7 @@ def plan(args):
                     padding_compensation=(model.startswith("linear-compensated") if
                                           projection_of(model) == "linear" else None),
                     null_slots=None if model == "transformer" else null_slots_of(model),
-                    adapted=adaptation_of(model)[1:] or False, sequence_length=length,
+                    adapted=suffix_of(model)[1:] or False, sequence_length=length,
                     seed=seed, start=f"BERT {args.bert}", directory=directory,
                     adaptation=adapted.get((model, k)), module=runner.FINETUNE, argv=argv,
                 ))

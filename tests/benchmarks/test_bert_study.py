@@ -36,9 +36,10 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
         "transformer", "linear-k64", "linear-k128", "mean-k64", "mean-k128",
         "linear-compensated-k64", "linear-compensated-k128", "mean-null4-k64", "mean-null4-k128",
         "linear-k64+mlm", "linear-k128+mlm", "mean-k64+mlm", "mean-k128+mlm",
-        "linear-k64+distill", "linear-k128+distill", "mean-k64+distill", "mean-k128+distill"])
+        "linear-k64+distill", "linear-k128+distill", "mean-k64+distill", "mean-k128+distill",
+        "linear-k64+transfer", "linear-k128+transfer"])
     starting_point = {"from_bert", "pretrained", "attention", "projection", "projected_dim",
-                      "padding_compensation", "null_slots", "output_dir"}
+                      "padding_compensation", "null_slots", "attention_transfer", "output_dir"}
     reference = {k: v for k, v in parsed["transformer"].items() if k not in starting_point}
     for model, flags in parsed.items():
         assert {k: v for k, v in flags.items() if k not in starting_point} == reference, model
@@ -58,6 +59,12 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
         "linear-compensated-k64": ("linear", True), "mean-null4-k64": ("mean", None)}
     assert [parsed[m]["null_slots"] for m in ("mean-null4-k64", "mean-k64", "linear-k64")] == [
         4, None, None]
+    # Attention transfer runs inside the +transfer model's own fine-tuning, and only there.
+    assert {m for m, flags in parsed.items() if flags["attention_transfer"]} == {
+        "linear-k64+transfer", "linear-k128+transfer"}
+    assert parsed["linear-k128+transfer"]["attention_transfer"] == study.TRANSFER_EPOCHS
+    assert (parsed["linear-k128+transfer"]["projection"],
+            parsed["linear-k128+transfer"]["padding_compensation"]) == ("linear", False)
     rows = {r["model"]: r for r in runs if r["stage"] == "finetune"}
     assert rows["linear-compensated-k64"]["projection"] == "linear"
     assert [rows[m]["padding_compensation"] for m in (
