@@ -69,19 +69,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def program_parser(program, doc, epilog=None):
-    """The argument parser of a program.
+    """The argument parser of a program: a name of `programs.PROGRAMS` (`"pretrain"`),
+    named as this process runs it, or a module run with `python -m` (`"benchmarks.quality"`).
 
-    `program` is a name of `keras_linformer.programs.PROGRAMS` (`"pretrain"`), whose
-    usage line names it as this process does (`programs.command`), or a module run with
-    `python -m` (`"benchmarks.quality"`). The description is the module docstring `doc`
-    up to the first example command (a line starting with four spaces and `python` or a
-    console script's name), its help shows defaults (`HelpFormatter`); in both, and in
-    `epilog`, every console script's name (`keras-linformer-finetune`) becomes the
-    command that runs that program here.
-
-    Every program of this package starts here, so a training or export program first
-    refuses a Keras backend other than TensorFlow (`check_tensorflow_backend`), before it
-    parses a flag, imports TensorFlow or writes a file.
+    The description is the module docstring `doc` up to its first example command
+    (`EXAMPLE_COMMAND`). Every program of this package starts here, so a training or
+    export program refuses a Keras backend other than TensorFlow before it parses a flag,
+    imports TensorFlow or writes a file.
     """
     is_program = program in programs.PROGRAMS
     parser = argparse.ArgumentParser(
@@ -115,10 +109,9 @@ def name_commands(text):
 def keras_backend(environ=None):
     """`(backend, where it was set)`: the Keras backend a program gets, read without Keras.
 
-    As Keras decides it on import: a non-empty KERAS_BACKEND, else the "backend" of
-    keras.json in KERAS_HOME (default ~/.keras, or /tmp/.keras where the home directory is
-    not writable), else "tensorflow". Once Keras is imported its backend is fixed, and it
-    is the one returned.
+    As Keras decides it on import (or did, once imported): a non-empty KERAS_BACKEND, else
+    the "backend" of keras.json in KERAS_HOME (default ~/.keras, or /tmp/.keras where the
+    home directory is not writable), else "tensorflow".
     """
     keras = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "backend") and hasattr(keras.backend, "backend"):
@@ -143,12 +136,7 @@ def keras_backend(environ=None):
 
 
 def check_tensorflow_backend(environ=None):
-    """A one-line refusal when Keras would run on another backend than TensorFlow, or None.
-
-    The training and export programs need TensorFlow: tf.distribute strategies, tf.data
-    pipelines, TensorFlow checkpoints and SavedModel exports for TF Serving. The layers and
-    models of keras_linformer run on every Keras backend.
-    """
+    """A one-line refusal when Keras would run on another backend than TensorFlow, or None."""
     backend, source = keras_backend(environ)
     if backend == "tensorflow":
         return None
@@ -288,17 +276,13 @@ def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
     """The LinformerBackbone's options. With `from_checkpoint`, they default to None
     (`fill_from_scratch_defaults` fills them without a checkpoint), and their help names
     `checkpoint_flag`."""
-    from_scratch_default = FROM_SCRATCH
-    if from_checkpoint:
-        defaults = dict.fromkeys(from_scratch_default)
-        note = (" Default: {} from scratch; with " + checkpoint_flag + ", the checkpoint's "
-                "(another value is refused).")
-    else:
-        defaults = from_scratch_default
-        note = ""
+    defaults = dict.fromkeys(FROM_SCRATCH) if from_checkpoint else FROM_SCRATCH
 
     def described(text, key):
-        return text + (note.format(from_scratch_default[key]) if note else "")
+        if not from_checkpoint:
+            return text
+        return (f"{text} Default: {FROM_SCRATCH[key]} from scratch; with {checkpoint_flag}, "
+                "the checkpoint's (another value is refused).")
 
     group = parser.add_argument_group("model")
     group.add_argument("--attention", choices=ATTENTIONS,
@@ -522,19 +506,10 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
 def training_options(args):
     """The `RunConfig` fields that `add_training_flags`'s flags set (see
     keras_linformer.training)."""
-    return dict(
-        batch_size=args.batch_size,
-        epochs=args.epochs,
-        max_steps=args.max_steps,
-        learning_rate=args.learning_rate,
-        warmup_fraction=args.warmup_fraction,
-        weight_decay=args.weight_decay,
-        checkpoint_every=args.checkpoint_every,
-        update_freq=args.update_freq,
-        profile_batches=args.profile_batches,
-        jit_compile=args.jit_compile,
-        seed=args.seed,
-    )
+    return {name: getattr(args, name) for name in (
+        "batch_size", "epochs", "max_steps", "learning_rate", "warmup_fraction", "weight_decay",
+        "checkpoint_every", "update_freq", "profile_batches", "jit_compile", "seed",
+    )}
 
 
 def set_up_hardware(args):
@@ -606,14 +581,10 @@ def failure(error):
         return 3, f"error: {error}"
     if loop is not None and isinstance(error, loop.Preempted):
         return 143, f"{error} Run the same command again to resume."
-    return 1, (f"error: {type(error).__name__}: {one_line(error)} "
+    # The first line only: TensorFlow's messages run on for pages.
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:1000]
+    return 1, (f"error: {type(error).__name__}: {first} "
                "(run again with --debug for the traceback)")
-
-
-def one_line(error):
-    """The first line of an unexpected error's message (TensorFlow's run on for pages)."""
-    lines = str(error).strip().splitlines()
-    return lines[0][:1000] if lines else type(error).__name__
 
 
 # The library's parameters that every training program sets with a flag.
@@ -710,15 +681,13 @@ def note_start(path):
 
 
 def remove_unfinished_starts():
-    """Removes what the runs noted by `note_start` wrote, where one stopped before its first
-    checkpoint.
+    """Removes what a run noted by `note_start` wrote if it stopped before its first
+    checkpoint; returns the paths removed.
 
-    Such a run (refused by the model's options, a checkpoint that does not fit, data that
-    yield no batch, a divergence in the first epoch, ...) has nothing to resume, but its
-    run.json would refuse the corrected command ("another configuration"). Files that were
-    there before it (a driver's command.txt, a shell's output.log) stay; a directory the
-    run created goes, parents included, once empty. A run with a checkpoint is kept: the
-    same command resumes it. Returns the paths removed.
+    Such a run (refused options, data that yield no batch, a divergence in the first
+    epoch, ...) has nothing to resume, but its run.json would refuse the corrected command.
+    Files that were there before it (a driver's command.txt, a shell's output.log) stay; a
+    directory the run created goes, parents included, once empty.
     """
     if not STARTED_RUNS:
         return []  # Imports nothing: `run` calls it after every failure.
@@ -756,13 +725,6 @@ def remove_unfinished_starts():
     return removed
 
 
-def physical_memory_bytes():
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def training_memory_lower_bound(args, sequence_length):
     """Bytes that one training step at `sequence_length` needs at least, in float32.
 
@@ -786,8 +748,11 @@ def training_memory_lower_bound(args, sequence_length):
 
 def check_sequence_length_fits(parser, args):
     """Refuses a `--sequence-length` whose training step cannot fit in this machine's memory."""
-    memory = physical_memory_bytes()
-    if args.sequence_length is None or memory is None:
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if args.sequence_length is None:
         return
     needed = training_memory_lower_bound(args, args.sequence_length)
     if needed > memory:

@@ -1,17 +1,13 @@
 """Training: masked-LM pretraining, distillation of a converted BERT and classifier
 fine-tuning on tf.distribute.
 
-One trainer (`Trainer`, in `loop`) runs a compiled model's own `train_step`
-under `strategy.run` on one device, `MirroredStrategy` and
-`MultiWorkerMirroredStrategy` alike (Keras 3's `fit` cannot drive the
-last: keras-team/keras#20585), with checkpoints that survive SIGKILL and
-SIGTERM. The other pieces are separate functions: `devices` (replicas,
-strategy, precision, XLA checks; `set_up_devices` does all of it, from
-`TF_CONFIG` when set), `inputs` (distributed tf.data input and
-the step plan), `optimizers`, `checkpoints` (pretrained models on disk),
-and the model builders. `pretrain`, `distill` and `finetune` take their
-options as a config object (`PretrainingConfig`, `DistillationConfig`,
-`FinetuningConfig`) or as keyword arguments, and share one run flow
+One trainer (`Trainer`, in `loop`) serves every `tf.distribute` strategy, multi-worker
+included, with checkpoints that survive SIGKILL and SIGTERM. The other pieces are
+separate: `devices` (`set_up_devices`: replicas, strategy, precision, XLA checks, from
+`TF_CONFIG` when set), `inputs` (distributed input, the step plan), `optimizers`,
+`starting_points` (pretrained models on disk, BERTs) and the model builders. `pretrain`,
+`distill` and `finetune` take their options as a config object (`PretrainingConfig`,
+`DistillationConfig`, `FinetuningConfig`) or as keyword arguments, and share one run flow
 (`runs.run`).
 
 Typical use:
@@ -35,32 +31,20 @@ from typing import TYPE_CHECKING
 # The names this package offers and the modules that define them, imported when first used,
 # so that its TensorFlow-free modules (`config`, `run_directory`) import without TensorFlow
 # (the programs parse their flags before it starts).
-_NAMES = {
-    "DEFAULT_ARCHITECTURE": "config",
-    "DistillationConfig": "config",
-    "FinetuningConfig": "config",
-    "PretrainingConfig": "config",
-    "RunConfig": "config",
-    "StepPlan": "inputs",
-    "Trainer": "loop",
-    "build_classifier": "finetuning",
-    "build_distiller": "distillation",
-    "build_masked_lm": "pretraining",
-    "check_jit_compile": "devices",
-    "configure_cpu_replicas": "devices",
-    "distill": "distillation",
-    "distribute": "inputs",
-    "finetune": "finetuning",
-    "load_pretrained": "starting_points",
-    "make_optimizer": "optimizers",
-    "make_strategy": "devices",
-    "plan_steps": "inputs",
-    "pretrain": "pretraining",
-    "resolve_jit_compile": "devices",
-    "save_pretrained": "starting_points",
-    "set_mixed_precision": "devices",
-    "set_up_devices": "devices",
+_MODULES = {
+    "config": ("DEFAULT_ARCHITECTURE", "DistillationConfig", "FinetuningConfig",
+               "PretrainingConfig", "RunConfig"),
+    "devices": ("check_jit_compile", "configure_cpu_replicas", "make_strategy",
+                "resolve_jit_compile", "set_mixed_precision", "set_up_devices"),
+    "distillation": ("build_distiller", "distill"),
+    "finetuning": ("build_classifier", "finetune"),
+    "inputs": ("StepPlan", "distribute", "plan_steps"),
+    "loop": ("Trainer",),
+    "optimizers": ("make_optimizer",),
+    "pretraining": ("build_masked_lm", "pretrain"),
+    "starting_points": ("load_pretrained", "save_pretrained"),
 }
+_NAMES = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = sorted(_NAMES)
 

@@ -35,35 +35,29 @@ DEFAULT_ARCHITECTURE = dict(
 
 @dataclasses.dataclass(kw_only=True)
 class RunConfig:
-    """What every training run takes.
+    """What every training run takes (the defaults are the fields').
 
     Args:
         output_dir: str, where everything is written (see `run_directory`).
         batch_size: int, the global batch size, split among replicas.
         epochs: float, passes over the training data.
-        max_steps: int or `None`, a cap on the optimizer steps. Defaults to
-            `None`.
+        max_steps: int or `None`, a cap on the optimizer steps.
         learning_rate: float, the peak AdamW learning rate.
         warmup_fraction: float, the share of steps of linear warmup.
-            Defaults to `0.1`.
-        weight_decay: float, AdamW's weight decay. Defaults to `0.01`.
-        checkpoint_every: int or `None`, the most steps between
-            checkpoints (and validation passes, log lines).
-        vocabulary_size: int, the largest WordPiece vocabulary to train
-            (when the run trains one). Defaults to `4096`.
-        vocabulary_characters: int, the size in characters of the document
-            sample the vocabulary is trained on. Defaults to `1_000_000`.
-        update_freq: int, `"batch"` or `"epoch"`: steps between the
-            TensorBoard points of the training loss and metrics (as
-            `keras.callbacks.TensorBoard`'s); each epoch's are written too.
-            Defaults to `10`.
+        weight_decay: float, AdamW's weight decay.
+        checkpoint_every: int or `None`, the most steps between checkpoints (and
+            validation passes, log lines).
+        vocabulary_size: int, the largest WordPiece vocabulary to train (when the run
+            trains one).
+        vocabulary_characters: int, the size in characters of the document sample the
+            vocabulary is trained on.
+        update_freq: int, `"batch"` or `"epoch"`: steps between the TensorBoard points of
+            the training loss and metrics (as `keras.callbacks.TensorBoard`'s); each
+            epoch's are written too.
         profile_batches: `(first, last)` or `None`, batches to profile.
-            Defaults to `None`.
-        jit_compile: bool or `None`, whether to compile the training step
-            with XLA; `None` compiles it on one replica (see
-            `devices.resolve_jit_compile`). Defaults to `None`.
-        seed: int, seeds the vocabulary sample, weights, shuffling and
-            masks. Defaults to `0`.
+        jit_compile: bool or `None`, whether to compile the training step with XLA; `None`
+            compiles it on one replica (see `devices.resolve_jit_compile`).
+        seed: int, seeds the vocabulary sample, weights, shuffling and masks.
     """
 
     output_dir: str
@@ -86,9 +80,8 @@ class RunConfig:
         """A config of this class from a config, or an output directory, and keyword options.
 
         Args:
-            config: an instance (`options` replace its fields), an output
-                directory (str or path), or `None` (`options` must then
-                hold `output_dir`).
+            config: an instance (`options` replace its fields), an output directory (str
+                or path), or `None` (`options` must then hold `output_dir`).
             **options: fields of the config.
 
         Raises:
@@ -111,30 +104,21 @@ class PretrainingConfig(RunConfig):
 
     Args:
         architecture: dict or `None`, `LinformerBackbone` arguments (without
-            `vocabulary_size`, which is the trained vocabulary's); missing
-            ones take `DEFAULT_ARCHITECTURE`'s values. `max_sequence_length`
-            is the sequence length. Defaults to `None`.
-        mask_selection_rate: float, the share of tokens to predict. Defaults
-            to `0.15`.
-        short_sequence_rate: float in [0, 1], the share of training
-            sequences cut in two at a random point, so that the model also
-            learns on short, padded sequences
-            (`data.pretraining_dataset`). Defaults to `0.0`.
-        validation_batches: int, validation batches per epoch. Defaults to
-            `20`.
-        from_bert: str or `None`, a BERT preset or directory to convert and
-            continue pretraining (a masked-LM adaptation of the converted
-            model, with a new masked-LM head). `architecture` may then hold
-            only the conversion's options (`starting_points.CONVERSION_KEYS`),
-            `max_sequence_length` (default: the BERT's) and `dropout`.
-            Defaults to `None`.
-        attention_transfer_epochs: int, with `from_bert`: epochs of attention
-            transfer (`models.attention_transfer.transfer_for_run`) on the
-            first training texts before training starts. Defaults to `0`
-            (none).
-
-    The defaults of `RunConfig`'s fields: `batch_size=64`, `epochs=1.0`,
-    `learning_rate=1e-3`, `checkpoint_every=200`.
+            `vocabulary_size`, which is the trained vocabulary's); missing ones take
+            `DEFAULT_ARCHITECTURE`'s values. `max_sequence_length` is the sequence length.
+        mask_selection_rate: float, the share of tokens to predict.
+        short_sequence_rate: float in [0, 1], the share of training sequences cut in two at
+            a random point, so that the model also learns on short, padded sequences
+            (`data.pretraining_dataset`).
+        validation_batches: int, validation batches per epoch.
+        from_bert: str or `None`, a BERT preset or directory to convert and continue
+            pretraining (a masked-LM adaptation of the converted model, with a new
+            masked-LM head). `architecture` may then hold only the conversion's options
+            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` (default: the
+            BERT's) and `dropout`.
+        attention_transfer_epochs: int, with `from_bert`: epochs of attention transfer
+            (`models.attention_transfer.transfer_for_run`) on the first training texts
+            before training starts; `0`: none.
     """
 
     batch_size: int = 64
@@ -154,22 +138,15 @@ class DistillationConfig(RunConfig):
     """What a distillation run takes (`distillation.distill`), beyond `RunConfig`.
 
     Args:
-        from_bert: str, the BERT preset or directory to convert and
-            reproduce (the teacher).
+        from_bert: str, the BERT preset or directory to convert and reproduce (the
+            teacher).
         architecture: dict or `None`, the conversion's options
-            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` (default:
-            the BERT's) and `dropout`. Defaults to `None`: `from_bert`'s
-            conversion (mean pooling, layerwise sharing), which needs
-            `projected_dim`.
-        short_sequence_rate: float in [0, 1], the share of training
-            sequences cut in two at a random point, so that the student
-            also learns on short, padded sequences. Defaults to `0.0`.
-        validation_batches: int, validation batches per epoch. Defaults to
-            `20`.
+            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` (default: the
+            BERT's) and `dropout`; `None`: `from_bert`'s conversion (mean pooling,
+            layerwise sharing), which needs `projected_dim`.
+        short_sequence_rate: float in [0, 1], as in `PretrainingConfig`.
+        validation_batches: int, validation batches per epoch.
         attention_transfer_epochs: int, as in `PretrainingConfig`.
-
-    The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=1.0`,
-    `learning_rate=1e-4`, `checkpoint_every=200`.
     """
 
     from_bert: str | None = None
@@ -188,32 +165,24 @@ class FinetuningConfig(RunConfig):
     """What a classifier fine-tuning run takes (`finetuning.finetune`), beyond `RunConfig`.
 
     Args:
-        pretrained: str or `None`, a pretraining output directory to start
-            from. Defaults to `None`.
-        from_bert: str or `None`, a BERT preset or directory to convert and
-            start from. Defaults to `None`.
-        architecture: dict or `None`, `LinformerBackbone` arguments. From
-            scratch, missing ones take `DEFAULT_ARCHITECTURE`'s values; with
-            `pretrained`, they must equal the checkpoint's; with
-            `from_bert`, only the conversion's options may be given.
-            Defaults to `None`.
-        sequence_length: int or `None`, tokens per text. From scratch it is
-            also the backbone's `max_sequence_length` (default 64); with
-            `pretrained` it defaults to, and may not exceed, the
-            checkpoint's. Defaults to `None`.
+        pretrained: str or `None`, a pretraining output directory to start from.
+        from_bert: str or `None`, a BERT preset or directory to convert and start from.
+        architecture: dict or `None`, `LinformerBackbone` arguments. From scratch,
+            missing ones take `DEFAULT_ARCHITECTURE`'s values; with `pretrained`, they must
+            equal the checkpoint's; with `from_bert`, only the conversion's options may be
+            given.
+        sequence_length: int or `None`, tokens per text. From scratch it is also the
+            backbone's `max_sequence_length` (default 64); with `pretrained` it defaults
+            to, and may not exceed, the checkpoint's.
         dropout: float, in the backbone and before the output layer.
-            Defaults to `0.1`.
-        restore_best: bool, whether the model ends with the variables of
-            the epoch with the best validation accuracy (the earliest of
-            equals), as `keras.callbacks.EarlyStopping(restore_best_weights=True)`
-            would, instead of the last epoch's. The test split and the saved
-            classifier then use those. Defaults to `False`.
+        restore_best: bool, whether the model ends with the variables of the epoch with
+            the best validation accuracy (the earliest of equals), as
+            `keras.callbacks.EarlyStopping(restore_best_weights=True)` would, instead of
+            the last epoch's. The test split and the saved classifier then use those.
         attention_transfer_epochs: int, as in `PretrainingConfig`.
 
-    The defaults of `RunConfig`'s fields: `batch_size=32`, `epochs=2.0`,
-    `learning_rate=3e-4`, `checkpoint_every=None` (one pass over the
-    training texts); `vocabulary_size` and `vocabulary_characters` apply
-    from scratch only.
+    `checkpoint_every=None` is one pass over the training texts; `vocabulary_size` and
+    `vocabulary_characters` apply from scratch only.
     """
 
     batch_size: int = 32

@@ -23,23 +23,17 @@ from keras_linformer.utils.validation import check_positive_int
 def configure_cpu_replicas(cpu_replicas):
     """Splits the CPU into `cpu_replicas` logical devices, for MirroredStrategy without GPUs.
 
-    Multi-replica training (gradients all-reduced across replicas, the
-    global batch split among them) then runs, and can be tested, on a
-    machine without GPUs. The replicas share the same cores, so this is for
-    checking distributed code, not for speed.
-
-    Must be called before TensorFlow initialises its devices, i.e. before
-    the first TensorFlow op or device query of the process.
+    Multi-replica training then runs, and can be tested, on a machine without
+    GPUs; the replicas share the same cores, so this is for checking
+    distributed code, not for speed.
 
     Args:
-        cpu_replicas: int, the number of logical CPU devices; `1` leaves the
-            CPU as it is.
+        cpu_replicas: int, the number of logical CPU devices; `1` leaves the CPU as it is.
 
     Raises:
-        ValueError: `cpu_replicas` is not a positive int, or GPUs are
-            visible (MirroredStrategy then uses them).
-        RuntimeError: TensorFlow has already initialised its devices with a
-            different split.
+        ValueError: `cpu_replicas` is not a positive int, or GPUs are visible
+            (MirroredStrategy then uses them).
+        RuntimeError: TensorFlow has already initialised its devices with another split.
     """
     check_positive_int("cpu_replicas", cpu_replicas)
     if cpu_replicas == 1:
@@ -69,24 +63,15 @@ def configure_cpu_replicas(cpu_replicas):
 def make_strategy():
     """Returns the strategy for the visible devices.
 
-    `tf.distribute.MirroredStrategy` over every visible GPU; without GPUs,
-    over the logical CPU devices if `configure_cpu_replicas` made more than
-    one; otherwise TensorFlow's default (single-device) strategy, so that
-    the same code (`strategy.scope()`,
-    `strategy.distribute_datasets_from_function`) runs in every case.
+    `tf.distribute.MirroredStrategy` over every visible GPU; without GPUs, over the
+    logical CPU devices if `configure_cpu_replicas` made more than one; otherwise
+    TensorFlow's default (single-device) strategy, so that the same code
+    (`strategy.scope()`, `strategy.distribute_datasets_from_function`) runs in every case.
     """
-    gpus = tf.config.list_logical_devices("GPU")
-    if gpus:
-        return tf.distribute.MirroredStrategy([device.name for device in gpus])
-    cpus = tf.config.list_logical_devices("CPU")
-    if len(cpus) > 1:
-        return tf.distribute.MirroredStrategy([device.name for device in cpus])
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+    if len(devices) > 1 or devices[0].device_type == "GPU":
+        return tf.distribute.MirroredStrategy([device.name for device in devices])
     return tf.distribute.get_strategy()
-
-
-def strategy_devices(strategy):
-    """The device names the strategy's replicas run on."""
-    return tuple(strategy.extended.worker_devices)
 
 
 def check_jit_compile(strategy, jit_compile):
@@ -98,7 +83,7 @@ def check_jit_compile(strategy, jit_compile):
     """
     if not jit_compile or strategy.num_replicas_in_sync == 1:
         return
-    devices = strategy_devices(strategy)
+    devices = strategy.extended.worker_devices
     if all("GPU" not in device.upper() for device in devices):
         raise ValueError(
             f"jit_compile=True does not work with MirroredStrategy over "
@@ -158,39 +143,28 @@ def set_mixed_precision(enabled):
     return name
 
 
-def set_up_devices(
-    cpu_replicas=1,
-    mixed_precision=False,
-    jit_compile=None,
-    deterministic=False,
-    connect_timeout=300.0,
-    log=print,
-):
+def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, deterministic=False,
+                   connect_timeout=300.0, log=print):
     """Configures TensorFlow's devices for a training run and returns its strategy.
 
     With `TF_CONFIG` in the environment, this process is one worker of a
-    `MultiWorkerMirroredStrategy` (`make_multi_worker_strategy`); without
-    it, the CPU is split into `cpu_replicas` logical devices
-    (`configure_cpu_replicas`) and the strategy mirrors over what is visible
-    (`make_strategy`). Then XLA is checked against the strategy
-    (`check_jit_compile`) and the dtype policy set (`set_mixed_precision`).
-    Call it before any TensorFlow op runs, and before building models.
+    `MultiWorkerMirroredStrategy` (`make_multi_worker_strategy`); without it, the CPU is
+    split into `cpu_replicas` logical devices (`configure_cpu_replicas`) and the strategy
+    mirrors over what is visible (`make_strategy`). Then XLA is checked against the
+    strategy (`check_jit_compile`) and the dtype policy set (`set_mixed_precision`). Call
+    it before any TensorFlow op runs, and before building models.
 
     Args:
-        cpu_replicas: int, logical CPU devices without GPUs; must be `1`
-            with `TF_CONFIG` (one worker per host or device). Defaults to
-            `1`.
-        mixed_precision: bool, see `set_mixed_precision`. Defaults to
-            `False`.
-        jit_compile: bool or `None`, whether the run will compile its step
-            with XLA; `True` is refused where XLA cannot work, `None`
-            chooses (see `resolve_jit_compile`). Defaults to `None`.
+        cpu_replicas: int, logical CPU devices without GPUs; must be `1` with `TF_CONFIG`
+            (one worker per host or device).
+        mixed_precision: bool, see `set_mixed_precision`.
+        jit_compile: bool or `None`, whether the run will compile its step with XLA;
+            `True` is refused where XLA cannot work (`None` chooses: `resolve_jit_compile`).
         deterministic: bool, makes every TensorFlow op deterministic
-            (`tf.config.experimental.enable_op_determinism`): slower, but a
-            run gives the same weights bit for bit. Defaults to `False`.
-        connect_timeout: float, with `TF_CONFIG`: seconds to wait for the
-            other workers. Defaults to `300.0`.
-        log: callable for progress messages. Defaults to `print`.
+            (`tf.config.experimental.enable_op_determinism`): slower, but a run gives the
+            same weights bit for bit.
+        connect_timeout: float, with `TF_CONFIG`: seconds to wait for the other workers.
+        log: callable for progress messages.
 
     Returns:
         The `tf.distribute.Strategy` to train under.
@@ -287,10 +261,9 @@ def read_tf_config(environ=None):
 def is_chief(strategy=None, environ=None):
     """Whether this process is the chief, the one that writes a run's files.
 
-    The chief is the `chief` task, or worker 0 of a cluster without one; a
-    process outside a cluster is its own chief. The cluster is `strategy`'s
-    when it has one, else `TF_CONFIG`'s (`read_tf_config`) when no
-    `strategy` is given.
+    The chief is the `chief` task, or worker 0 of a cluster without one; a process outside
+    a cluster is its own chief. The cluster is `strategy`'s when it has one, else
+    `TF_CONFIG`'s (`read_tf_config`) when no `strategy` is given.
     """
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is not None and resolver.cluster_spec().as_dict():
@@ -305,13 +278,6 @@ def is_chief(strategy=None, environ=None):
         )
     return task_type == "chief" or (task_type == "worker" and task_id == 0
                                     and "chief" not in cluster)
-
-
-def is_multi_worker(strategy):
-    """Whether `strategy` is a `MultiWorkerMirroredStrategy` over more than one worker."""
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
-        strategy.extended._num_workers > 1  # noqa: SLF001 (no public count)
-    )
 
 
 def make_multi_worker_strategy(connect_timeout=300.0, log=print):
@@ -348,7 +314,8 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
     address = config["cluster"][task["type"]][task["index"]]
     port = int(address.rpartition(":")[2])
     deadline = time.monotonic() + connect_timeout
-    with _signals_end_process():
+    # SIGTERM and SIGINT end the process at once (the default action), also inside C++ code.
+    with signal_handlers(signal.SIG_DFL, signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
         # TensorFlow's gRPC server listens on all interfaces at this task's
         # port; when that is taken it fails with "Could not start gRPC server".
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
@@ -362,10 +329,8 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
                     "worker)."
                 ) from None
             listener.listen(128)
-            peers = [
-                peer for addresses in config["cluster"].values() for peer in addresses
-                if peer != address
-            ]
+            peers = [peer for addresses in config["cluster"].values() for peer in addresses
+                     if peer != address]
             log(f"Waiting up to {connect_timeout:g} s for the other tasks ({', '.join(peers)}).")
             wait_for_addresses(peers, deadline, connect_timeout)
         # Should a task vanish between answering and joining, TensorFlow would
@@ -411,16 +376,16 @@ def wait_for_addresses(addresses, deadline, connect_timeout):
 
 
 @contextlib.contextmanager
-def _signals_end_process():
-    """SIGTERM and SIGINT end the process at once (the default action), also inside C++ code."""
+def signal_handlers(handler, *numbers):
+    """Sets `handler` for the signals `numbers` inside the block, and the previous ones after
+    it; outside the main thread, which cannot set them, leaves them as they are."""
     try:
-        previous = {number: signal.signal(number, signal.SIG_DFL)
-                    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
-    except ValueError:  # Not the main thread: signals stay as they are.
+        previous = {number: signal.signal(number, handler) for number in numbers}
+    except ValueError:  # Not the main thread.
         yield
         return
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number, earlier in previous.items():
+            signal.signal(number, earlier)

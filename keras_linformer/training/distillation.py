@@ -39,13 +39,6 @@ from keras_linformer.training.config import DistillationConfig
 _EPSILON = 1e-12
 
 
-def _split(outputs, padding_mask):
-    """The student's and the teacher's outputs and the real-token mask, as float32."""
-    outputs = ops.cast(outputs, "float32")
-    mask = ops.expand_dims(ops.cast(padding_mask, "float32"), -1)
-    return outputs[:, :, 0, :], outputs[:, :, 1, :], mask
-
-
 def squared_relative_error(padding_mask, outputs):
     """Per text: sum of |student - teacher|^2 over its real tokens / sum of |teacher|^2.
 
@@ -58,7 +51,9 @@ def squared_relative_error(padding_mask, outputs):
         `(B,)`: 0 when the student reproduces the teacher on every real
         token; 1 when it outputs zeros.
     """
-    student, teacher, mask = _split(outputs, padding_mask)
+    outputs = ops.cast(outputs, "float32")
+    student, teacher = outputs[:, :, 0, :], outputs[:, :, 1, :]
+    mask = ops.expand_dims(ops.cast(padding_mask, "float32"), -1)
     error = ops.sum(ops.square(student - teacher) * mask, axis=(1, 2))
     scale = ops.sum(ops.square(teacher) * mask, axis=(1, 2))
     return error / ops.maximum(scale, _EPSILON)
@@ -178,26 +173,19 @@ def build_distiller(student, teacher, optimizer, jit_compile=False):
 def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Distils a BERT into its Linformer conversion on the texts of `corpus`.
 
-    Converts `from_bert` (`LinformerBackbone.from_bert`, with the
-    conversion options in `architecture`) and trains the conversion to
-    reproduce the BERT's sequence output on `corpus`'s training documents,
-    cut into `[CLS] ... [SEP]` sequences of `max_sequence_length` tokens as
-    masked-LM pretraining cuts them (`data.pretraining_dataset`, nothing
-    masked; `short_sequence_rate` adds short, padded ones), under the
-    training flow every run shares (`runs.run`: checkpoints, resume,
-    TensorBoard, `tf.distribute`). Writes what
-    `finetune(pretrained=output_dir)` needs: `vocab.txt` (the BERT's),
-    `config.json`, `model.weights.h5`; and `summary.json` with the test
-    split's `test_token_error` and `test_embedding_cosine`.
+    Converts `from_bert` (with the conversion options in `architecture`) and trains the
+    conversion to reproduce the BERT's sequence output on `corpus`'s training documents,
+    cut into sequences as masked-LM pretraining cuts them (nothing masked), in the flow
+    every run shares (`runs.run`). Writes what `finetune(pretrained=output_dir)` needs:
+    `vocab.txt` (the BERT's), `config.json`, `model.weights.h5`; and `summary.json` with
+    the test split's `test_token_error` and `test_embedding_cosine`.
+
+    `strategy`, `log` and `callbacks` are `runs.run`'s (a strategy, default
+    `devices.make_strategy()`; a callable for progress messages; Keras callbacks).
 
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
         config: a `config.DistillationConfig`, or the output directory.
-        strategy: a `tf.distribute.Strategy`, or `None` for
-            `devices.make_strategy()`.
-        log: callable for progress messages. Defaults to `print`.
-        callbacks: list of `keras.callbacks.Callback`, called as `Model.fit`
-            calls them (see `loop.Trainer.fit`). Defaults to `None`.
         **options: `DistillationConfig` fields, replacing `config`'s.
 
     Returns:

@@ -28,7 +28,7 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
         backbone: a `LinformerBackbone`, new or pretrained.
         num_classes: int.
         optimizer: a `keras.optimizers.Optimizer`.
-        dropout: float, dropout before the output layer. Defaults to `0.1`.
+        dropout: float, dropout before the output layer.
         jit_compile: bool, whether to compile the train step with XLA.
     """
     model = LinformerTextClassifier(backbone, num_classes=num_classes, dropout=dropout)
@@ -44,38 +44,32 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
 def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
-    With `pretrained` (a pretraining output directory), the classifier
-    starts from that backbone and reads texts with its vocabulary; a
-    checkpoint whose configuration differs from `architecture` is refused
-    (`starting_points.load_pretrained`). With `from_bert` (a BERT preset or
-    Hugging Face BERT directory keras-hub loads), it starts from that BERT
-    converted by `LinformerBackbone.from_bert` with the `starting_points.CONVERSION_KEYS` of
-    `architecture` (`attention="transformer"` keeps full attention), and
-    reads texts with the BERT's own vocabulary. Without it, a WordPiece vocabulary is
-    trained on the training texts and the backbone starts from random
-    weights. Texts become `[CLS] tokens [SEP]` of `sequence_length` tokens
-    (longer ones keep their head). Training, checkpoints and logs
-    work as in `pretraining.pretrain` (`runs.run`), with a validation pass
-    over the whole validation split every epoch; the test split is
-    evaluated once at the end, with the last epoch's weights or, with
-    `restore_best`, those of the epoch with the best validation accuracy
-    (`selected_round` and `selected_val_accuracy` in the summary). Writes
-    `vocab.txt`, `classifier.keras`, `labels.txt` (the class names, one per
-    line in class-index order) and `summary.json` (see `run_directory`).
+    With `pretrained` (a pretraining output directory), the classifier starts from that
+    backbone and reads texts with its vocabulary; a checkpoint whose configuration differs
+    from `architecture` is refused (`starting_points.load_pretrained`). With `from_bert` (a
+    BERT preset or Hugging Face BERT directory keras-hub loads), it starts from that BERT
+    converted by `LinformerBackbone.from_bert` with the `starting_points.CONVERSION_KEYS`
+    of `architecture` (`attention="transformer"` keeps full attention), and reads texts
+    with the BERT's own vocabulary. Without either, a WordPiece vocabulary is trained on
+    the training texts and the backbone starts from random weights. Texts become `[CLS]
+    tokens [SEP]` of `sequence_length` tokens (longer ones keep their head). Training,
+    checkpoints and logs work as in `pretraining.pretrain` (`runs.run`), validating on the
+    whole validation split every epoch; the test split is evaluated at the end, with the
+    last epoch's weights or, with `restore_best`, the best epoch's (`selected_round` and
+    `selected_val_accuracy` in the summary). Writes `vocab.txt`, `classifier.keras`,
+    `labels.txt` (the class names, one per line in class-index order) and `summary.json`.
 
     ```python
     finetune(corpus, "runs/finetune", pretrained="runs/pretrain")
     finetune(corpus, FinetuningConfig(output_dir="runs/finetune", pretrained="runs/pretrain"))
     ```
 
+    `strategy`, `log` and `callbacks` are `runs.run`'s (a strategy, default
+    `devices.make_strategy()`; a callable for progress messages; Keras callbacks).
+
     Args:
         corpus: `data.Corpus` with labels.
         config: a `config.FinetuningConfig`, or the output directory (str).
-        strategy: a `tf.distribute.Strategy`, or `None` for
-            `devices.make_strategy()`.
-        log: callable for progress messages. Defaults to `print`.
-        callbacks: list of `keras.callbacks.Callback`, called as `Model.fit`
-            calls them (see `loop.Trainer.fit`). Defaults to `None`.
         **options: `FinetuningConfig` fields (`pretrained`, `from_bert`,
             `architecture`, `sequence_length`, `batch_size`, `epochs`,
             `dropout`, `jit_compile`, `seed`, ...), replacing `config`'s.
@@ -116,17 +110,11 @@ class ClassificationTask(runs.Task):
     def prepare(self, strategy, log, start):
         config, corpus = self.config, self.corpus
         sequence_length = config.sequence_length
-        self.bert = None
         if config.from_bert is not None:
-            start = starting_points.bert_start(
-                config.from_bert, config.architecture, sequence_length, config.dropout
+            backbone_config = self.convert_bert(
+                config.architecture, sequence_length, config.dropout, log
             )
-            self.bert, self.vocabulary, self.conversion, backbone_config = start
-            sequence_length = backbone_config["max_sequence_length"]
-            if config.attention_transfer_epochs:
-                self.transferred = attention_transfer.transfer_for_run(
-                    self.bert, self.conversion, sequence_length, corpus.train.texts,
-                    self.tokenizer(), config.attention_transfer_epochs, config.output_dir, log)
+            sequence_length = self.sequence_length
         elif config.pretrained is not None:
             backbone_config = starting_points.read_pretrained_config(
                 config.pretrained, config.architecture
@@ -169,21 +157,13 @@ class ClassificationTask(runs.Task):
             "sequence_length": sequence_length,
         }
         if config.restore_best:  # Only then, so that earlier runs still resume.
-            record["monitor"] = self.monitor()
+            record["monitor"] = self.monitor
         return plan, record
-
-    def monitor(self):
-        return "val_accuracy" if self.config.restore_best else None
 
     def build_model(self, optimizer, jit_compile):
         config = self.config
         if self.bert is not None:
-            backbone = LinformerBackbone.from_bert(
-                self.bert, max_sequence_length=self.sequence_length, dropout=config.dropout,
-                **self.conversion,
-            )
-            if config.attention_transfer_epochs:
-                attention_transfer.assign_transferred(backbone, self.transferred)
+            backbone = self.converted_backbone(config.dropout)
         elif config.pretrained is not None:
             backbone, self.vocabulary = starting_points.load_pretrained(
                 config.pretrained, architecture=config.architecture, dropout=config.dropout

@@ -32,13 +32,11 @@ class StepPlan:
 
 
 def plan_steps(total_steps, checkpoint_every):
-    """Cuts `total_steps` into the fewest epochs of at most `checkpoint_every` steps.
+    """Cuts `total_steps` into the fewest epochs of at most `checkpoint_every` steps; returns
+    a `StepPlan`.
 
-    Epochs are equal, so the run may take up to `epochs - 1` steps more
-    than `total_steps` (e.g. 642 steps every 200 become 4 epochs of 161).
-
-    Returns:
-        A `StepPlan`.
+    Epochs are equal, so the run may take up to `epochs - 1` steps more than `total_steps`
+    (e.g. 642 steps every 200 become 4 epochs of 161).
     """
     check_positive_int("total_steps", total_steps)
     check_positive_int("checkpoint_every", checkpoint_every)
@@ -49,21 +47,18 @@ def plan_steps(total_steps, checkpoint_every):
 def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=None):
     """`strategy.distribute_datasets_from_function` over a data-layer pipeline.
 
-    `make_dataset(input_context)` must return batches of the per-replica
-    size for that input pipeline, as `keras_linformer.data`'s
-    `pretraining_dataset` and `classification_dataset` do when given the
-    `input_context`. Each step of the distributed dataset then feeds the
-    global batch, one per-replica batch to every replica.
+    Each step of the distributed dataset feeds the global batch, one per-replica batch to
+    every replica.
 
     Args:
         strategy: a `tf.distribute.Strategy` (the default strategy works too).
-        make_dataset: callable taking a `tf.distribute.InputContext`.
-        repeat: bool, whether to repeat the data forever (training with a
-            step count). Defaults to `False`.
-        skip_steps: int, global steps to skip first, to resume a run where
-            it stopped. Defaults to `0`.
-        max_steps: int or `None`, the most global steps to yield (a fixed
-            validation subset). Defaults to `None`.
+        make_dataset: callable taking a `tf.distribute.InputContext` and returning batches
+            of the per-replica size for that input pipeline, as `keras_linformer.data`'s
+            `pretraining_dataset` and `classification_dataset` do given `input_context`.
+        repeat: bool, whether to repeat the data forever (training with a step count).
+        skip_steps: int, global steps to skip first, to resume a run where it stopped.
+        max_steps: int or `None`, the most global steps to yield (a fixed validation
+            subset).
 
     Returns:
         A `tf.distribute.DistributedDataset`, for `loop.Trainer` and

@@ -1,49 +1,39 @@
 """A training loop on `tf.distribute` that serves every strategy, multi-worker included.
 
 Keras 3's `Model.fit` cannot run under `tf.distribute.MultiWorkerMirroredStrategy`
-(keras-team/keras#20585). `Trainer` drives the same compiled model with the
-same training logic (the model's own `train_step` and `test_step`: its
-loss, metrics, optimizer and learning-rate schedule) through `strategy.run`
-over a distributed dataset, and works under the default strategy,
-`MirroredStrategy` and `MultiWorkerMirroredStrategy` alike. It calls Keras
-callbacks (`keras.callbacks.CallbackList`) where `fit` calls them, and logs
-to TensorBoard and the profiler with `keras.callbacks.TensorBoard`.
+(keras-team/keras#20585). `Trainer` drives the compiled model's own `train_step` and
+`test_step` (its loss, metrics, optimizer and learning-rate schedule) through
+`strategy.run` over a distributed dataset, under the default strategy, `MirroredStrategy`
+and `MultiWorkerMirroredStrategy` alike, and calls Keras callbacks where `fit` calls them
+(TensorBoard and the profiler through `keras.callbacks.TensorBoard`).
 
 Fault tolerance:
 
-- **Checkpoints** (`tf.train.CheckpointManager`, every epoch and on
-  preemption) hold the model's variables (dropout seed states included),
-  the optimizer's (its step count, hence the learning-rate schedule's
-  position, and moments) and the global step. TensorFlow writes a
-  checkpoint under a temporary name and renames it when complete, and the
-  `checkpoint` index file is replaced atomically after that, so a kill
-  during a write leaves the previous checkpoint in force. A checkpoint that
-  does not restore (truncated, corrupted) is reported and the one before
-  it is used.
-- **Data position**: the input pipelines are deterministic for a seed, so a
-  resumed run skips the global batches the restored step consumed and sees
-  the data it would have seen.
-- **Preemption**: SIGTERM makes every worker save a checkpoint at the same
-  step (the workers agree through an all-reduce) and stop; the run
-  resumes there. SIGKILL costs at most the steps since the last
-  checkpoint.
-- **NaN loss**: the run stops with `FloatingPointError` before saving
-  anything non-finite; the last good checkpoint stays.
-- **Best epoch** (with `monitor`): after each epoch's validation pass, a
-  epoch that improves the monitored metric also saves the model's
-  variables to `checkpoints/best/`, before the epoch's own checkpoint, which
-  records the best step and value; `restore_best` loads them at the end.
-  A resumed run keeps the best epoch of the epochs it resumes after.
-- **Agreement**: under several workers, before each checkpoint the workers
-  all-gather a fingerprint of their variables and stop with an error if
-  any differs, so a checkpoint always holds the state every worker has.
+- **Checkpoints** (`tf.train.CheckpointManager`, every epoch and on preemption) hold the
+  model's variables (dropout seed states included), the optimizer's (its step count,
+  hence the schedule's position, and moments) and the global step. TensorFlow writes a
+  checkpoint under a temporary name, renames it when complete, then replaces the
+  `checkpoint` index atomically, so a kill during a write leaves the previous checkpoint
+  in force; one that does not restore (truncated, corrupted) is reported and the one
+  before it is used.
+- **Data position**: the input pipelines are deterministic for a seed, so a resumed run
+  skips the global batches the restored step consumed and sees the data it would have.
+- **Preemption**: SIGTERM makes every worker save a checkpoint at the same step (the
+  workers agree through an all-reduce) and stop. SIGKILL costs at most the steps since
+  the last checkpoint.
+- **NaN loss**: the run stops with `FloatingPointError` before saving anything
+  non-finite; the last good checkpoint stays.
+- **Best epoch** (with `monitor`): an epoch that improves the monitored validation metric
+  also saves the model's variables to `checkpoints/best/`, before the epoch's own
+  checkpoint, which records the best step and value; `restore_best` loads them at the
+  end. A resumed run keeps the best epoch of the epochs it resumes after.
+- **Agreement**: under several workers, before each checkpoint the workers all-gather a
+  fingerprint of their variables and stop with an error if any differs.
 
-Only the chief (worker 0) writes TensorBoard events, logs and the real
-checkpoints; other workers take part in every save (a multi-worker save is
-collective) but write to a scratch directory of their own.
+Only the chief (worker 0) writes TensorBoard events, logs and the real checkpoints;
+other workers take part in every save (a multi-worker save is collective) but write to
+a scratch directory of their own.
 """
-
-import contextlib
 import math
 import os
 import re
@@ -128,41 +118,37 @@ class CheckpointWriteError(OSError):
 class Trainer:
     """Trains a compiled Keras model with `strategy.run`, checkpointing every epoch.
 
-    Build and compile the model inside `strategy.scope()` first. A `Trainer`
-    over an `output_dir` that holds checkpoints of an earlier, interrupted
-    run restores the latest usable one and continues from its step.
+    Build and compile the model inside `strategy.scope()` first. A `Trainer` over an
+    `output_dir` that holds checkpoints of an earlier, interrupted run restores the latest
+    usable one and continues from its step.
 
     Args:
         model: a compiled `keras.Model` built under `strategy`.
         strategy: the `tf.distribute.Strategy` the model was built under.
-        output_dir: str, where checkpoints (`checkpoints/`) and
-            TensorBoard events (`logs/train`, `logs/validation`) go.
-        max_to_keep: int, checkpoints kept (at least 2, so that a corrupted
-            latest one has a predecessor). Defaults to `2`.
+        output_dir: str, where checkpoints (`checkpoints/`) and TensorBoard events
+            (`logs/train`, `logs/validation`) go.
+        max_to_keep: int, checkpoints kept (at least 2, so that a corrupted latest one has
+            a predecessor).
         log: callable for progress messages (called on the chief only).
-            Defaults to `print`.
-        monitor: str or `None`, a validation metric of the epochs (e.g.
-            `"val_accuracy"`) whose best epoch `restore_best` loads: the
-            lowest for a name with "loss" in it, else the highest (Keras's
-            `mode="auto"`). Defaults to `None` (no best epoch is kept).
-        progress_every: float, seconds between the progress lines logged
-            inside an epoch when there is no progress bar (output to a file
-            or a pipe), so that long epochs show they are moving; `None`:
-            one line per epoch only. Defaults to `60.0`.
+        monitor: str or `None`, a validation metric of the epochs (e.g. `"val_accuracy"`)
+            whose best epoch `restore_best` loads: the lowest for a name with "loss" in it,
+            else the highest (Keras's `mode="auto"`); `None`: no best epoch is kept.
+        progress_every: float, seconds between the progress lines logged inside an epoch
+            when there is no progress bar (output to a file or a pipe), so that long epochs
+            show they are moving; `None`: one line per epoch only.
     """
 
     def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
                  progress_every=60.0):
         if model.optimizer is None:
             raise ValueError("`model` must be compiled (with an optimizer) before training.")
-        # At least 2, so that a corrupted latest checkpoint has a predecessor.
         check_positive_int("max_to_keep", max_to_keep, minimum=2)
         if monitor is not None and not (isinstance(monitor, str) and monitor.startswith("val_")):
             raise ValueError(
                 "monitor: expected the name of a validation metric, starting with 'val_' "
                 f"(e.g. 'val_accuracy' or 'val_loss'). Received: monitor={monitor!r}"
             )
-        if progress_every is not None:  # Seconds; None: no lines inside an epoch.
+        if progress_every is not None:
             check_number("progress_every", progress_every, 0)
         self.progress_every = progress_every
         self.monitor = monitor
@@ -170,7 +156,9 @@ class Trainer:
         self.strategy = strategy
         self.output_dir = os.fspath(output_dir)
         self.chief = devices.is_chief(strategy)
-        self.multi_worker = devices.is_multi_worker(strategy)
+        self.multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+            strategy.extended._num_workers > 1  # noqa: SLF001 (no public count)
+        )
         self.log = log if self.chief else (lambda message: None)
         with strategy.scope():
             if not model.optimizer.built:
@@ -180,11 +168,8 @@ class Trainer:
             self.best_value = tf.Variable(math.nan, dtype="float64", trainable=False,
                                           name="best_value")
             self.best_step = tf.Variable(-1, dtype="int64", trainable=False, name="best_step")
-        tracked = dict(
-            model_variables=list(model.variables),
-            optimizer_variables=list(model.optimizer.variables),
-            step=self.step,
-        )
+        tracked = dict(model_variables=list(model.variables),
+                       optimizer_variables=list(model.optimizer.variables), step=self.step)
         if monitor is not None:
             tracked.update(best_value=self.best_value, best_step=self.best_step)
         self.checkpoint = tf.train.Checkpoint(**tracked)
@@ -197,12 +182,8 @@ class Trainer:
                 tf.train.Checkpoint(model_variables=list(model.variables)), BEST_DIR, 2
             )
         self._terminate_requested = False
-        self._train_function = None
-        self._test_function = None
         self._agree_function = None
         self._fingerprints_function = None
-
-    # Checkpoints.
 
     def _manager(self, checkpoint, subdirectory, max_to_keep):
         """A CheckpointManager writing under output_dir (chief) or a scratch directory."""
@@ -248,16 +229,12 @@ class Trainer:
         )
 
     def save(self, manager=None):
-        """Writes a checkpoint at the current step (collective: every worker calls it).
-
-        Args:
-            manager: the `tf.train.CheckpointManager` to save with. Defaults
-                to the run's own checkpoints.
+        """Writes a checkpoint at the current step with `manager` (default: the run's own
+        checkpoints); collective: every worker calls it.
 
         Raises:
-            CheckpointWriteError: the write failed (disk full, file too
-                large, no permission); the checkpoint index still names the
-                previous checkpoints, which a restart resumes from.
+            CheckpointWriteError: the write failed (disk full, file too large, no
+                permission); the checkpoint index still names the previous checkpoints.
         """
         manager = manager or self.manager
         step = int(self.step.numpy())
@@ -266,16 +243,12 @@ class Trainer:
             path = manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
             # TensorFlow writes into a temporary name first; drop what it left.
-            leftovers = [
-                name
-                for pattern in (f"ckpt-{step}.*", f"ckpt-{step}_temp*")
-                for name in tf.io.gfile.glob(os.path.join(manager.directory, pattern))
-            ]
-            for leftover in leftovers:
-                if tf.io.gfile.isdir(leftover):
-                    tf.io.gfile.rmtree(leftover)
-                else:
-                    tf.io.gfile.remove(leftover)
+            for pattern in (f"ckpt-{step}.*", f"ckpt-{step}_temp*"):
+                for leftover in tf.io.gfile.glob(os.path.join(manager.directory, pattern)):
+                    if tf.io.gfile.isdir(leftover):
+                        tf.io.gfile.rmtree(leftover)
+                    else:
+                        tf.io.gfile.remove(leftover)
             message = getattr(error, "message", None) or str(error)
             message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
             raise CheckpointWriteError(
@@ -294,14 +267,6 @@ class Trainer:
             shutil.rmtree(manager.directory, ignore_errors=True)
         return path
 
-    def _improves(self, value):
-        best = float(self.best_value.numpy())
-        if not math.isfinite(value):
-            return False
-        if math.isnan(best):
-            return True
-        return value < best if "loss" in self.monitor else value > best
-
     def _keep_if_best(self, epoch_logs):
         """Saves the epoch's variables as the best ones if they improve the monitored metric."""
         if self.monitor is None:
@@ -311,21 +276,22 @@ class Trainer:
                 f"monitor: {self.monitor!r} is not a metric of the epochs; they have "
                 f"{sorted(epoch_logs)}. (Validation metrics need a validation dataset.)"
             )
-        value = epoch_logs[self.monitor]
-        if self._improves(value):
+        value, best = epoch_logs[self.monitor], float(self.best_value.numpy())
+        if math.isfinite(value) and (
+            math.isnan(best) or (value < best if "loss" in self.monitor else value > best)
+        ):
             self.best_value.assign(value)
             self.best_step.assign(self.step)
             self.save(self.best_manager)
 
     def restore_best(self):
-        """Loads the model variables of the best epoch; returns `(step, value)`.
+        """After `fit`, loads the model variables of the best epoch; returns `(step, value)`.
 
-        Call it after `fit`. The optimizer's state and the step stay those of
-        the last epoch.
+        The optimizer's state and the step stay those of the last epoch.
 
         Raises:
-            ValueError: the trainer has no `monitor`, no epoch was validated,
-                or the best epoch's checkpoint is missing.
+            ValueError: the trainer has no `monitor`, no epoch was validated, or the best
+                epoch's checkpoint is missing.
         """
         if self.monitor is None:
             raise ValueError("restore_best: this Trainer was made without a monitor.")
@@ -348,23 +314,6 @@ class Trainer:
         self.log(f"Restored the best epoch's variables: step {step}, {self.monitor} {value:.4g}.")
         return step, value
 
-    # Signals.
-
-    @contextlib.contextmanager
-    def _sigterm_saves(self):
-        def request_stop(signum, frame):
-            self._terminate_requested = True
-
-        try:
-            previous = signal.signal(signal.SIGTERM, request_stop)
-        except ValueError:  # Not the main thread: leave signals alone.
-            yield
-            return
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-
     def _agreed(self, *flags):
         """Each flag OR-ed over the workers, so that they all stop, or go on, together."""
         if not self.multi_worker:
@@ -380,13 +329,15 @@ class Trainer:
         summed = self._agree_function(tf.constant([int(bool(flag)) for flag in flags]))
         return tuple(bool(value > 0) for value in summed.numpy())
 
-    def worker_fingerprints(self):
-        """One fingerprint of the model and optimizer variables per replica, gathered from all.
+    def check_workers_agree(self):
+        """Raises RuntimeError unless every worker holds the same variables (multi-worker only).
 
-        The fingerprint is a position-weighted float64 sum of every value,
-        so replicas that differ in any variable differ in it (except by
-        a negligible coincidence).
+        Each replica's fingerprint is a position-weighted float64 sum of every value of the
+        model's and optimizer's variables, so replicas that differ in any variable differ in
+        it (except by a negligible coincidence); the replicas all-gather them.
         """
+        if not self.multi_worker:
+            return
         if self._fingerprints_function is None:
             variables = list(self.model.variables) + list(self.model.optimizer.variables)
 
@@ -399,19 +350,9 @@ class Trainer:
                 context = tf.distribute.get_replica_context()
                 return context.all_gather(tf.reshape(total, [1]), axis=0)
 
-            @tf.function
-            def gather():
-                return self.strategy.run(fingerprint)
-
-            self._fingerprints_function = gather
+            self._fingerprints_function = tf.function(lambda: self.strategy.run(fingerprint))
         gathered = self.strategy.experimental_local_results(self._fingerprints_function())
-        return [float(value) for value in gathered[0].numpy()]
-
-    def check_workers_agree(self):
-        """Raises RuntimeError unless every worker holds the same variables (multi-worker only)."""
-        if not self.multi_worker:
-            return
-        fingerprints = self.worker_fingerprints()
+        fingerprints = [float(value) for value in gathered[0].numpy()]
         if len(set(fingerprints)) != 1:
             raise RuntimeError(
                 f"The workers' variables diverged at step {int(self.step.numpy())} "
@@ -423,61 +364,34 @@ class Trainer:
             f"(fingerprint {fingerprints[0]:.17g})."
         )
 
-    # Steps.
-
-    def _make_functions(self):
-        strategy, model = self.strategy, self.model
-
-        # As in Keras's own fit, XLA (`model.jit_compile`) compiles the
-        # per-replica step; the loop around it stays a plain graph.
-        train_step = model.train_step
-        if model.jit_compile:
-            train_step = tf.function(train_step, jit_compile=True, reduce_retracing=True)
-
-        @tf.function
-        def train(iterator):
-            logs = _reduce(strategy, strategy.run(train_step, args=(next(iterator),)))
-            self.step.assign_add(1)
-            return logs
-
-        self._train_function = train
-        self._test_function = _test_function(model, strategy)
-
     def fit(self, make_train_dataset, plan, validation=None, callbacks=None, update_freq="epoch",
             profile_batches=None):
         """Trains for `plan` (a `StepPlan`); returns `(history, steps run, seconds)`.
 
-        `callbacks` are called as `Model.fit` calls them: `on_train_begin`,
-        `on_epoch_begin(epoch)`, `on_train_batch_begin(batch)`,
-        `on_train_batch_end(batch, logs)` with the step's loss and metrics,
-        `on_epoch_end(epoch, logs)` with the epoch's metrics and the `val_`
-        ones, `on_train_end(logs)`. Epochs are the plan's epochs, numbered
-        from 0 over the whole run (a resumed run starts at its checkpoint's
-        epoch); batches count within the epoch. A callback that sets
-        `model.stop_training` ends the epoch after that batch (the epoch is
-        then validated and checkpointed) or ends training after that epoch;
-        under several workers, any worker's request stops them all. Callback
-        state is not checkpointed: a resumed run starts it anew.
+        `callbacks` are called as `Model.fit` calls them, with the step's loss and metrics
+        after each batch and the epoch's (and the `val_` ones) after each epoch. Epochs are
+        the plan's, numbered from 0 over the whole run (a resumed run starts at its
+        checkpoint's epoch); batches count within the epoch. A callback that sets
+        `model.stop_training` ends the epoch after that batch (the epoch is then validated
+        and checkpointed) or ends training after that epoch; under several workers, any
+        worker's request stops them all. Callback state is not checkpointed.
 
         Args:
-            make_train_dataset: callable `skip_steps -> DistributedDataset`
-                yielding global batches forever from the given step on
+            make_train_dataset: callable `skip_steps -> DistributedDataset` yielding global
+                batches forever from the given step on
                 (e.g. `inputs.distribute(..., repeat=True, skip_steps=...)`).
             plan: `inputs.StepPlan`, the epochs and steps per epoch.
-            validation: a finite `DistributedDataset` evaluated after every
-                epoch, or `None`.
+            validation: a finite `DistributedDataset` evaluated after every epoch, or `None`.
             callbacks: list of `keras.callbacks.Callback`, or `None`.
-            update_freq: `"epoch"`, or int: the chief also writes each
-                `update_freq`-th step's loss and metrics to TensorBoard
-                (`logs/train`, tags `batch_*`, numbered by optimizer step),
-                as `keras.callbacks.TensorBoard(update_freq=...)` does.
-            profile_batches: `(first, last)` or `None`: steps of this call
-                (counted from 1) to trace with the TensorFlow profiler into
-                `logs/train/plugins/profile/` (chief only).
+            update_freq: `"epoch"`, or int: the chief also writes each `update_freq`-th
+                step's loss and metrics to TensorBoard (`logs/train`, tags `batch_*`,
+                numbered by optimizer step), as `keras.callbacks.TensorBoard` does.
+            profile_batches: `(first, last)` or `None`: steps of this call (counted from 1)
+                to trace with the TensorFlow profiler into `logs/train/plugins/profile/`.
 
         Returns:
-            `(history, steps, seconds)`: `history` is `History.history` (each
-            metric's per-epoch values); `steps` are the steps this call ran.
+            `(history, steps, seconds)`: `history` is `History.history` (each metric's
+            per-epoch values); `steps` are the steps this call ran.
 
         Raises:
             Preempted: SIGTERM arrived; a checkpoint was saved first.
@@ -502,7 +416,20 @@ class Trainer:
             steps=plan.steps_per_epoch,
         )
         start_step = self.restore()
-        self._make_functions()
+        strategy, model = self.strategy, self.model
+        # As in Keras's own fit, XLA (`model.jit_compile`) compiles the per-replica step;
+        # the loop around it stays a plain graph.
+        train_step = model.train_step
+        if model.jit_compile:
+            train_step = tf.function(train_step, jit_compile=True, reduce_retracing=True)
+
+        @tf.function
+        def train_function(iterator):
+            logs = _reduce(strategy, strategy.run(train_step, args=(next(iterator),)))
+            self.step.assign_add(1)
+            return logs
+
+        test_function = _test_function(model, strategy)
         start = time.perf_counter()
         step = start_step
         if step >= plan.total_steps:
@@ -512,7 +439,10 @@ class Trainer:
         self.model.stop_training = False
         epoch_logs = {}
         callbacks.on_train_begin()
-        with self._sigterm_saves():
+        def request_stop(signum, frame):
+            self._terminate_requested = True
+
+        with devices.signal_handlers(request_stop, signal.SIGTERM):
             while step < plan.total_steps and not self.model.stop_training:
                 epoch = step // plan.steps_per_epoch
                 epoch_first = epoch * plan.steps_per_epoch
@@ -530,7 +460,7 @@ class Trainer:
                 epoch_start = last_line = time.perf_counter()
                 while step < epoch_end and not self.model.stop_training:
                     callbacks.on_train_batch_begin(step - epoch_first)
-                    logs = {k: float(v) for k, v in self._train_function(iterator).items()}
+                    logs = {k: float(v) for k, v in train_function(iterator).items()}
                     if not math.isfinite(logs.get("loss", 0.0)):
                         latest = self.manager.latest_checkpoint if self.chief else None
                         raise FloatingPointError(
@@ -567,7 +497,7 @@ class Trainer:
                     self.model.stop_training = stop
                 epoch_logs = _metric_results(self.model)
                 if validation is not None:
-                    results = evaluate(self.model, self.strategy, validation, self._test_function)
+                    results = evaluate(model, strategy, validation, test_function)
                     epoch_logs.update({f"val_{k}": v for k, v in results.items()})
                 callbacks.on_epoch_end(epoch, epoch_logs)
                 (self.model.stop_training,) = self._agreed(self.model.stop_training)

@@ -8,9 +8,8 @@ from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 
-def make_optimizer(
-    learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01, end_fraction=0.0
-):
+def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01,
+                   end_fraction=0.0):
     """Returns `keras.optimizers.AdamW` on a warmup-then-cosine schedule.
 
     The learning rate rises linearly from 0 to `learning_rate` over the first
@@ -25,11 +24,8 @@ def make_optimizer(
         learning_rate: float, the peak learning rate.
         total_steps: int, the number of optimizer steps of the whole run.
         warmup_fraction: float in [0, 1), the share of steps spent warming up.
-            Defaults to `0.1`.
-        weight_decay: float, AdamW's decoupled weight decay. Defaults to
-            `0.01`.
-        end_fraction: float, the final learning rate as a fraction of the
-            peak. Defaults to `0.0`.
+        weight_decay: float, AdamW's decoupled weight decay.
+        end_fraction: float, the final learning rate as a fraction of the peak.
     """
     check_number("learning_rate", learning_rate, 0, include_low=False)
     check_positive_int("total_steps", total_steps)

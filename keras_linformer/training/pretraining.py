@@ -25,11 +25,9 @@ def build_masked_lm(backbone_config, optimizer, jit_compile=False):
     """A compiled `LinformerMaskedLM`. Call it inside the strategy's scope.
 
     The pooler (`pooled_dense`) is frozen. The loss is the mean cross-entropy over the
-    selected (masked) tokens
-    only (`reduction="mean_with_sample_weight"`: the padding of
-    `mask_positions` has weight 0), so `exp(loss)` is the perplexity, which
-    is also tracked as a metric (`keras_hub.metrics.Perplexity`), with the
-    masked-token accuracy.
+    selected (masked) tokens only (`reduction="mean_with_sample_weight"`: the padding of
+    `mask_positions` has weight 0), so `exp(loss)` is the perplexity, which is also tracked
+    as a metric (`keras_hub.metrics.Perplexity`), with the masked-token accuracy.
 
     Args:
         backbone_config: dict of `LinformerBackbone` arguments for a new
@@ -78,34 +76,27 @@ def pretrain(corpus, config=None, *, strategy=None, log=print, callbacks=None, *
     """Pretrains a LinformerBackbone as a masked language model on `corpus`.
 
     Trains a WordPiece vocabulary on (a sample of) the training documents (with
-    `from_bert`: converts that BERT with `LinformerBackbone.from_bert` and
-    keeps its vocabulary, adding a new masked-LM head), cuts them into `[CLS]
-    ... [SEP]` sequences of `max_sequence_length` tokens with dynamic 15%
-    masking (`data.pretraining_dataset`), and trains with `loop.Trainer` under
-    `strategy` (one device, `MirroredStrategy` or
-    `MultiWorkerMirroredStrategy`) on the global `batch_size`, split among
-    replicas. Every `checkpoint_every` steps at most: a validation pass on the
-    first `validation_batches` batches of the validation split, a checkpoint (a
-    killed run resumes from it when started again with the same arguments;
-    SIGTERM saves one first), TensorBoard scalars and a log line. At the end it
-    reports the perplexity on the whole test split and writes what fine-tuning
-    needs (`starting_points.save_pretrained`): `vocab.txt`, `config.json`,
-    `model.weights.h5`; the whole masked LM as `masked_lm.keras`; and
-    `summary.json` (see `run_directory`).
+    `from_bert`: converts that BERT with `LinformerBackbone.from_bert` and keeps its
+    vocabulary, adding a new masked-LM head), cuts them into `[CLS] ... [SEP]` sequences of
+    `max_sequence_length` tokens with dynamic masking (`data.pretraining_dataset`), and
+    trains in the flow every run shares (`runs.run`: `loop.Trainer` under `strategy`; every
+    `checkpoint_every` steps at most a validation pass on the first `validation_batches`
+    batches, a checkpoint that a killed run resumes from, TensorBoard scalars and a log
+    line). At the end it reports the perplexity on the whole test split and writes what
+    fine-tuning needs (`starting_points.save_pretrained`): `vocab.txt`, `config.json`,
+    `model.weights.h5`; the whole masked LM as `masked_lm.keras`; and `summary.json`.
 
     ```python
     pretrain(corpus, "runs/pretrain", max_steps=100)
     pretrain(corpus, PretrainingConfig(output_dir="runs/pretrain", max_steps=100))
     ```
 
+    `strategy`, `log` and `callbacks` are `runs.run`'s (a strategy, default
+    `devices.make_strategy()`; a callable for progress messages; Keras callbacks).
+
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
         config: a `config.PretrainingConfig`, or the output directory (str).
-        strategy: a `tf.distribute.Strategy`, or `None` for
-            `devices.make_strategy()`.
-        log: callable for progress messages. Defaults to `print`.
-        callbacks: list of `keras.callbacks.Callback`, called as `Model.fit`
-            calls them (see `loop.Trainer.fit`). Defaults to `None`.
         **options: `PretrainingConfig` fields (`architecture`, `batch_size`,
             `epochs`, `max_steps`, `learning_rate`, `mask_selection_rate`,
             `short_sequence_rate`, `jit_compile`, `seed`, ...), replacing `config`'s.
@@ -126,7 +117,6 @@ class MaskedLMTask(runs.Task):
 
     def __init__(self, corpus, config):
         super().__init__(corpus, config)
-        self.bert = None
         if config.from_bert is None:
             self.architecture = {**DEFAULT_ARCHITECTURE, **(config.architecture or {})}
         else:  # The BERT's, with the conversion's options (set in `prepare`).
@@ -153,18 +143,11 @@ class MaskedLMTask(runs.Task):
         if config.from_bert is not None:
             options = {key: value for key, value in self.architecture.items()
                        if key not in ("max_sequence_length", "dropout")}
-            self.bert, self.vocabulary, self.conversion, self.architecture = (
-                starting_points.bert_start(
-                    config.from_bert, options, self.sequence_length,
-                    self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"]),
-                )
+            self.architecture = self.convert_bert(
+                options, self.sequence_length,
+                self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"]), log,
             )
-            self.sequence_length = self.architecture["max_sequence_length"]
             record["from_bert"] = starting_points.preset_record(config.from_bert)
-            if config.attention_transfer_epochs:
-                self.transferred = attention_transfer.transfer_for_run(
-                    self.bert, self.conversion, self.sequence_length, corpus.train.texts,
-                    self.tokenizer(), config.attention_transfer_epochs, config.output_dir, log)
         else:
             self.vocabulary = runs.vocabulary_for(
                 config.output_dir, corpus.train.texts, config.vocabulary_size,
@@ -190,20 +173,14 @@ class MaskedLMTask(runs.Task):
         )
         return plan, {"backbone": self.backbone_config, **record}
 
+    def build_model(self, optimizer, jit_compile):
+        return build_masked_lm(self.new_backbone(), optimizer, jit_compile=jit_compile)
+
     def new_backbone(self):
         """The backbone training starts from: the converted BERT, or a new one."""
         if self.bert is not None:
-            backbone = LinformerBackbone.from_bert(
-                self.bert, max_sequence_length=self.sequence_length,
-                dropout=self.architecture["dropout"], **self.conversion,
-            )
-            if self.config.attention_transfer_epochs:
-                attention_transfer.assign_transferred(backbone, self.transferred)
-            return backbone
+            return self.converted_backbone(self.architecture["dropout"])
         return LinformerBackbone(**self.backbone_config)
-
-    def build_model(self, optimizer, jit_compile):
-        return build_masked_lm(self.new_backbone(), optimizer, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
         return self.sequences(split, shuffle, input_context, self.config.mask_selection_rate)
@@ -225,9 +202,6 @@ class MaskedLMTask(runs.Task):
                 self.config.short_sequence_rate if split is self.corpus.train else 0.0
             ),
         )
-
-    def validation_batches(self):
-        return self.config.validation_batches
 
     def describe(self, model, plan, strategy, jit_compile, start):
         return (

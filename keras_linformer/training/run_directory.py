@@ -51,15 +51,6 @@ LABELS_FILE = "labels.txt"
 COMMAND_FILE = "command.txt"
 LOG_FILE = "output.log"
 
-
-def is_log_of_the_run(name):
-    """Whether a file may precede the run: its command, or a log of its output (`*.log`).
-
-    A driver, or a shell redirection, may create these before the program
-    starts; a run never writes such names, so none is lost.
-    """
-    return name == COMMAND_FILE or name.endswith(".log")
-
 # The `task` in run.json, and the program (of keras_linformer.programs) that writes such
 # runs, with the flags that choose the task.
 PROGRAMS = {
@@ -80,8 +71,8 @@ def read_json(path, argument="output_dir"):
     """The JSON value in `path`, or `None` when there is no such file.
 
     Raises:
-        ValueError: the file exists but cannot be read or parsed (e.g. a
-            write cut short), naming `argument` and the file.
+        ValueError: the file exists but cannot be read or parsed (e.g. a write cut short),
+            naming `argument` and the file.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -170,11 +161,10 @@ def logged_scalars(log_dir):
     return {tag: sorted(by_epoch.items()) for tag, by_epoch in points.items()}
 
 
-
 def check_output_dir(path, task, argument="output_dir"):
     """Raises unless `path` may receive a run of `task` (a key of `PROGRAMS`).
 
-    It may: not exist yet, be empty (but for logs: `is_log_of_the_run`), or hold a run
+    It may: not exist yet, be empty (but for its command and logs), or hold a run
     of the same task (its `run.json`), which the run then resumes, or
     reports as finished.
 
@@ -191,7 +181,10 @@ def check_output_dir(path, task, argument="output_dir"):
             f"{argument}: {path!r} is a file, not a directory. Give a new directory "
             "(or the directory of an earlier run to resume it)."
         )
-    present = sorted(name for name in os.listdir(path) if not is_log_of_the_run(name))
+    # A driver, or a shell redirection, may write the run's command or a log of its output
+    # (`*.log`) before the program starts; a run never writes such names, so none is lost.
+    present = sorted(name for name in os.listdir(path)
+                     if name != COMMAND_FILE and not name.endswith(".log"))
     if not present:
         return
     run = read_run(path, argument)

@@ -1,16 +1,17 @@
 """What the pretraining and fine-tuning runs share: their flow (`run`), the run record, the summary.
 
-`run` drives a `Task` (`pretraining.MaskedLMTask`,
-`finetuning.ClassificationTask`) through the same steps: checks, devices,
-output directory, data and step plan, run record, model, training,
-evaluation, saved files and summary.
+`run` drives a `Task` (`pretraining.MaskedLMTask`, `distillation.DistillationTask`,
+`finetuning.ClassificationTask`) through the same steps: checks, devices and XLA,
+output directory, seed, data and step plan, run record, model, vocabulary, training
+(`loop.Trainer`, validating every epoch), with a `monitor` the best epoch's variables,
+evaluation of the test split, saved files and summary.
 
 A run writes `run.json` (its configuration, and a digest of its training
 data) when it starts, before any other file. A restart in a directory
 whose `run.json` records another configuration, or other data, stops with
 an error instead of loading that state into a different model, schedule or
 data stream; checkpoints without a `run.json` are refused too. A finished
-run is never written again (`finished_summary`).
+run is reported and never written again: running its command again changes nothing.
 """
 
 import hashlib
@@ -22,11 +23,14 @@ import time
 import keras
 
 from keras_linformer import data
+from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import attention_transfer
 from keras_linformer.training import devices
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
 from keras_linformer.training import optimizers
 from keras_linformer.training import run_directory
+from keras_linformer.training import starting_points
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import RUN_FILE
 from keras_linformer.training.run_directory import SUMMARY_FILE
@@ -43,17 +47,12 @@ def texts_digest(texts, labels=None):
     return digest.hexdigest()
 
 
-def start_run(output_dir, run_config, log=print, chief=True):
-    """Records the run's configuration; returns whether it resumes from checkpoints.
+def start_run(output_dir, run_config, chief=True):
+    """Records the run's configuration (only the `chief` writes); returns whether it resumes.
 
-    Args:
-        output_dir: str, the run's output directory (created if missing).
-        run_config: dict of JSON values that a resumed run must share with
-            the run it resumes (model config, step plan, batch size, data
-            digest, ...); its `task` names the program.
-        log: callable for progress messages.
-        chief: bool, whether this process writes (only the chief of several
-            workers does).
+    `run_config` holds the JSON values that a resumed run must share with the
+    run it resumes (model config, step plan, batch size, data digest, ...);
+    its `task` names the program.
 
     Raises:
         ValueError: `output_dir` holds a `run.json` that differs from
@@ -92,28 +91,9 @@ def start_run(output_dir, run_config, log=print, chief=True):
     return resuming
 
 
-def finished_summary(output_dir, log=print):
-    """The summary of the finished run in `output_dir` (reported), or `None` when unfinished.
-
-    A finished run is reported and left as it is: running its command again
-    changes nothing.
-    """
-    summary = run_directory.read_summary(output_dir)
-    if summary is not None:
-        log(
-            f"{output_dir} holds a finished run of these options and data "
-            f"({SUMMARY_FILE}); nothing to do, nothing changed. Use another output "
-            "directory to train again."
-        )
-    return summary
-
-
 def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed):
-    """The run's vocabulary: the saved one when resuming, else one trained on `texts`.
-
-    A resumed run must keep its vocabulary: the checkpoint's embeddings
-    index it.
-    """
+    """The run's vocabulary: the saved one when resuming (the checkpoint's embeddings index
+    it), else one trained on `texts`."""
     vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
     if loop_lib.has_checkpoint(output_dir) and os.path.isfile(vocabulary_path):
         return data.load_vocabulary(vocabulary_path)
@@ -126,8 +106,7 @@ def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, se
 
 
 def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
-    """`epochs` passes of `batches_per_pass` global batches, capped at `max_steps`, as a
-    StepPlan."""
+    """`epochs` passes of `batches_per_pass` global batches, capped at `max_steps`."""
     total_steps = math.ceil(epochs * batches_per_pass)
     if max_steps is not None:
         total_steps = min(total_steps, max_steps)
@@ -135,13 +114,27 @@ def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
 
 
 class Task:
-    """One kind of training run, as `run` drives it: what differs between pretraining and
-    fine-tuning.
+    """One kind of training run: what differs between pretraining, distillation and
+    fine-tuning. `run` calls its methods in this order:
 
-    A subclass sets `name` (the `task` of `run.json`, a key of
-    `run_directory.PROGRAMS`) and implements the methods below; `run` calls
-    them in this order. `prepare` sets `vocabulary` (or `build_model` does)
-    and `sequence_length`.
+    - `check()`: raises ValueError for options no run can take, before anything starts.
+    - `prepare(strategy, log, start)`: reads what the run starts from; sets `vocabulary`
+      (or `build_model` does) and `sequence_length`; returns `(plan, record)`, the
+      `inputs.StepPlan` and the task's own fields of `run.json` (e.g. the backbone config).
+    - `build_model(optimizer, jit_compile)`: the compiled model (in the strategy's scope).
+    - `dataset(split, shuffle, input_context)`: the batched `tf.data.Dataset` of `split`
+      for one input pipeline.
+    - `describe(model, plan, strategy, jit_compile, start)`: the log line before training.
+    - `check_results(results)`: raises ValueError for test metrics that measured nothing,
+      before anything is saved.
+    - `save(model, output_dir)`: writes the trained model's files (on the chief only).
+    - `summary(results)`: the task's own fields of `summary.json`, from the test metrics.
+    - `report(summary)`: the log line that ends the run.
+
+    A subclass sets `name` (the `task` of `run.json`, a key of `run_directory.PROGRAMS`).
+    The validation batches per epoch are the config's `validation_batches` (default: the
+    whole split); with a `restore_best` config, the model ends with the variables of the
+    epoch of best `val_accuracy` (`monitor`).
 
     Args:
         corpus: `data.Corpus`, the run's data.
@@ -158,6 +151,8 @@ class Task:
         self.vocabulary = None
         self.sequence_length = None
         self._tokenizer = None
+        self.bert = None  # A BERT to convert (`convert_bert`).
+        self.monitor = "val_accuracy" if getattr(config, "restore_best", False) else None
 
     def tokenizer(self):
         """The tokenizer of `vocabulary`, made once."""
@@ -165,70 +160,41 @@ class Task:
             self._tokenizer = data.make_tokenizer(self.vocabulary)
         return self._tokenizer
 
-    def check(self):
-        """Raises ValueError for options no run can take, before anything starts."""
-
-    def prepare(self, strategy, log, start):
-        """Reads what the run starts from; returns `(plan, record)`.
-
-        `plan` is the `inputs.StepPlan`; `record` holds the task's own
-        fields of `run.json` (e.g. the backbone config).
-        """
-        raise NotImplementedError
-
-    def build_model(self, optimizer, jit_compile):
-        """The compiled model, built inside the strategy's scope."""
-        raise NotImplementedError
-
-    def dataset(self, split, shuffle, input_context):
-        """The batched `tf.data.Dataset` of `split` for one input pipeline."""
-        raise NotImplementedError
-
-    def validation_batches(self):
-        """Validation batches per epoch, or `None` for the whole validation split."""
-        return None
-
-    def monitor(self):
-        """The validation metric whose best epoch the model ends with, or `None` for the
-        last epoch."""
-        return None
-
-    def describe(self, model, plan, strategy, jit_compile, start):
-        """The log line that starts training."""
-        raise NotImplementedError
-
     def check_results(self, results):
-        """Raises ValueError for test metrics that measured nothing, before anything is saved."""
+        pass
 
-    def save(self, model, output_dir):
-        """Writes the trained model's files (on the chief only)."""
-        raise NotImplementedError
+    def convert_bert(self, architecture, sequence_length, dropout, log):
+        """Loads the config's `from_bert` to convert (`starting_points.bert_start`) and, with
+        `attention_transfer_epochs`, transfers its attention; returns the backbone config."""
+        config = self.config
+        self.bert, self.vocabulary, self.conversion, backbone_config = (
+            starting_points.bert_start(config.from_bert, architecture, sequence_length, dropout)
+        )
+        self.sequence_length = backbone_config["max_sequence_length"]
+        if config.attention_transfer_epochs:
+            self.transferred = attention_transfer.transfer_for_run(
+                self.bert, self.conversion, self.sequence_length, self.corpus.train.texts,
+                self.tokenizer(), config.attention_transfer_epochs, config.output_dir, log)
+        return backbone_config
 
-    def summary(self, results):
-        """The task's own fields of `summary.json`, from the test metrics."""
-        raise NotImplementedError
-
-    def report(self, summary):
-        """The log line that ends the run."""
-        raise NotImplementedError
+    def converted_backbone(self, dropout):
+        """The backbone converted from `convert_bert`'s BERT, with the transferred projections."""
+        backbone = LinformerBackbone.from_bert(
+            self.bert, max_sequence_length=self.sequence_length, dropout=dropout,
+            **self.conversion,
+        )
+        if self.config.attention_transfer_epochs:
+            attention_transfer.assign_transferred(backbone, self.transferred)
+        return backbone
 
 
 def run(task, strategy=None, log=print, callbacks=None):
-    """Runs `task` the way every training run goes; returns the summary dict.
-
-    Checks the options, then makes the strategy (`devices.make_strategy()`
-    unless given), decides XLA (`devices.resolve_jit_compile`) and checks the
-    output directory (`run_directory.check_output_dir`); seeds Keras;
-    prepares the data and the step plan; records the run in `run.json`
-    (`start_run`), or returns the summary of a finished one; builds the
-    model inside the strategy's scope and saves the vocabulary; trains with
-    `loop.Trainer`, with a validation pass every epoch; with a
-    `monitor`, restores the variables of the epoch that validated best;
-    evaluates the whole test split; saves the model and writes `summary.json`.
+    """Runs `task` the way every training run goes (see the module's docstring); returns the
+    summary dict.
 
     Args:
         task: a `Task`.
-        strategy: a `tf.distribute.Strategy`, or `None`.
+        strategy: a `tf.distribute.Strategy`, or `None` for `devices.make_strategy()`.
         log: callable for progress messages.
         callbacks: list of `keras.callbacks.Callback` for the training
             (see `loop.Trainer.fit`), or `None`.
@@ -261,11 +227,15 @@ def run(task, strategy=None, log=print, callbacks=None):
             "seed": config.seed,
             "data_sha256": texts_digest(corpus.train.texts, labels),
         },
-        log=log,
         chief=chief,
     )
-    finished = finished_summary(output_dir, log)
+    finished = run_directory.read_summary(output_dir)
     if finished is not None:
+        log(
+            f"{output_dir} holds a finished run of these options and data "
+            f"({SUMMARY_FILE}); nothing to do, nothing changed. Use another output "
+            "directory to train again."
+        )
         return finished
 
     with strategy.scope():
@@ -290,12 +260,14 @@ def run(task, strategy=None, log=print, callbacks=None):
     def make_train(skip_steps):
         return distributed(corpus.train, True, repeat=True, skip_steps=skip_steps)
 
-    validation = distributed(corpus.validation, False, max_steps=task.validation_batches())
+    validation = distributed(
+        corpus.validation, False, max_steps=getattr(config, "validation_batches", None)
+    )
     test = distributed(corpus.test, False)
     log(task.describe(model, plan, strategy, jit_compile, start))
 
     fit_start, fit_cpu_start = time.perf_counter(), time.process_time()
-    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor())
+    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor)
     history, steps, _ = trainer.fit(
         make_train, plan, validation, callbacks, config.update_freq, config.profile_batches
     )
@@ -303,7 +275,7 @@ def run(task, strategy=None, log=print, callbacks=None):
     # this run's own work.
     fit_seconds = time.perf_counter() - fit_start
     fit_cpu_seconds = time.process_time() - fit_cpu_start
-    selected = trainer.restore_best() if task.monitor() else None
+    selected = trainer.restore_best() if task.monitor else None
     results = loop_lib.evaluate(model, strategy, test)
     task.check_results(results)
     if chief:
@@ -323,7 +295,7 @@ def run(task, strategy=None, log=print, callbacks=None):
         summary.update(
             selected_step=step,
             selected_round=step // plan.steps_per_epoch,
-            **{f"selected_{task.monitor()}": value},
+            **{f"selected_{task.monitor}": value},
         )
     if chief:
         run_directory.write_summary(output_dir, summary)

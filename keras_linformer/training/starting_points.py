@@ -26,20 +26,9 @@ from keras_linformer.training.run_directory import WEIGHTS_FILE
 # Dropout and the dtype policy can change between pretraining and
 # fine-tuning; these cannot.
 ARCHITECTURE_KEYS = (
-    "vocabulary_size",
-    "num_layers",
-    "num_heads",
-    "hidden_dim",
-    "intermediate_dim",
-    "projected_dim",
-    "max_sequence_length",
-    "projection",
-    "sharing",
-    "attention",
-    "num_segments",
-    "projection_initializer",
-    "padding_compensation",
-    "null_slots",
+    "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+    "projected_dim", "max_sequence_length", "projection", "sharing", "attention",
+    "num_segments", "projection_initializer", "padding_compensation", "null_slots",
 )
 
 
@@ -78,15 +67,9 @@ def save_pretrained(backbone, vocabulary, directory):
 def read_pretrained_config(directory, architecture=None):
     """Returns the LinformerBackbone config saved in `directory`, after checking it.
 
-    The config must agree with the vocabulary file and with `architecture`
-    (the arguments the caller asked for), so that a checkpoint of another
-    configuration fails with a message naming every difference before any
-    weight is read.
-
-    Args:
-        directory: str, a pretraining output directory (see module doc).
-        architecture: dict or `None`, LinformerBackbone arguments that the
-            checkpoint must have (keys from `ARCHITECTURE_KEYS`).
+    The config must agree with the vocabulary file and with `architecture` (the
+    `ARCHITECTURE_KEYS` the caller asked for), so that a checkpoint of another
+    configuration fails with a message naming every difference before any weight is read.
 
     Raises:
         FileNotFoundError: `directory` lacks `config.json`, `vocab.txt` or
@@ -146,28 +129,18 @@ def read_pretrained_config(directory, architecture=None):
 
 
 def load_pretrained(directory, architecture=None, dropout=None):
-    """Loads a pretrained backbone and its vocabulary, refusing mismatches.
+    """Loads a pretrained backbone and its vocabulary; returns `(backbone, vocabulary)`.
 
-    The config is checked first (see `read_pretrained_config`), then the
-    weights must fit it: a checkpoint of another configuration is refused
-    instead of loading weights into the wrong places. Call it inside the
-    strategy's scope; the backbone takes the current global dtype policy.
+    The config is checked first (`read_pretrained_config`, which raises for missing files
+    and mismatches), then the weights must fit it (ValueError otherwise), instead of
+    loading weights into the wrong places. Call it inside the strategy's scope; the
+    backbone takes the current global dtype policy.
 
     Args:
         directory: str, a pretraining output directory (see module doc).
-        architecture: dict or `None`, LinformerBackbone arguments that the
-            checkpoint must have (keys from `ARCHITECTURE_KEYS`).
-        dropout: float or `None`, a new dropout rate; `None` keeps the
-            pretraining one.
-
-    Returns:
-        `(backbone, vocabulary)`.
-
-    Raises:
-        FileNotFoundError: missing files (see `read_pretrained_config`).
-        ValueError: the checkpoint differs from `architecture`, its
-            vocabulary does not match its config, or its weights do not
-            fit its config.
+        architecture: dict or `None`, LinformerBackbone arguments that the checkpoint must
+            have (keys from `ARCHITECTURE_KEYS`).
+        dropout: float or `None`, a new dropout rate; `None` keeps the pretraining one.
     """
     directory = os.fspath(directory)
     config = read_pretrained_config(directory, architecture)
@@ -206,26 +179,22 @@ def preset_record(preset):
 
 
 def bert_start(preset, architecture, sequence_length, dropout):
-    """Loads a BERT to convert; returns `(bert, vocabulary, conversion, config)`.
-
-    Everything is checked before training starts: the preset, its
-    vocabulary, the conversion options and k against n.
+    """Loads a BERT to convert, checking the preset, its vocabulary, the conversion options
+    and k against n before training starts.
 
     Args:
         preset: a keras-hub BERT preset or Hugging Face BERT directory
             (`pretrained_bert.load_bert`).
-        architecture: dict or `None`, the conversion's options (only
-            `CONVERSION_KEYS`; the rest is the BERT's). Default:
-            `from_bert`'s (a Linformer with mean pooling, layerwise
-            sharing).
+        architecture: dict or `None`, the conversion's options (only `CONVERSION_KEYS`;
+            the rest is the BERT's). Default: `from_bert`'s (a Linformer with mean pooling,
+            layerwise sharing).
         sequence_length: int or `None` (the BERT's positions), n.
         dropout: float, the converted backbone's dropout.
 
     Returns:
-        `bert` (the keras-hub backbone), its `vocabulary` (list of
-        tokens), `conversion` (the keyword arguments of
-        `LinformerBackbone.from_bert`) and `config` (the converted
-        backbone's arguments, for the run record).
+        `(bert, vocabulary, conversion, config)`: the keras-hub backbone, its tokens, the
+        keyword arguments of `LinformerBackbone.from_bert` and the converted backbone's
+        arguments (for the run record).
     """
     architecture = dict(architecture or {})
     fixed = sorted(set(architecture) - set(CONVERSION_KEYS))
