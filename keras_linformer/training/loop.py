@@ -88,23 +88,33 @@ def _test_function(model, strategy):
     return test
 
 
-def evaluate(model, strategy, dataset, test_function=None):
+def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
     """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
 
     Works under every strategy, `MultiWorkerMirroredStrategy` included.
     `test_function`: one made earlier by `_test_function`, to trace it once.
+    `callbacks`: a `keras.callbacks.CallbackList` whose `on_test_*` hooks are called as
+    `Model.evaluate` calls them, or `None`.
     """
     test_function = test_function or _test_function(model, strategy)
+    callbacks = callbacks or keras.callbacks.CallbackList()
     for metric in model.metrics:
         metric.reset_state()
-    logs = {}
+    callbacks.on_test_begin()
+    logs, batch = {}, 0
     iterator = iter(dataset)
     while True:
+        # As in Keras, with a dataset of unknown length the last begin finds no batch.
+        callbacks.on_test_batch_begin(batch)
         try:
             logs = test_function(iterator)
         except (StopIteration, tf.errors.OutOfRangeError):
             break
-    return _metric_results(model) if logs else {}
+        callbacks.on_test_batch_end(batch, {k: float(v) for k, v in logs.items()})
+        batch += 1
+    results = _metric_results(model) if logs else {}
+    callbacks.on_test_end(results)
+    return results
 
 
 class Preempted(Exception):
@@ -497,7 +507,7 @@ class Trainer:
                     self.model.stop_training = stop
                 epoch_logs = _metric_results(self.model)
                 if validation is not None:
-                    results = evaluate(model, strategy, validation, test_function)
+                    results = evaluate(model, strategy, validation, test_function, callbacks)
                     epoch_logs.update({f"val_{k}": v for k, v in results.items()})
                 callbacks.on_epoch_end(epoch, epoch_logs)
                 (self.model.stop_training,) = self._agreed(self.model.stop_training)

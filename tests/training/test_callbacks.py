@@ -1,4 +1,5 @@
-"""`Trainer.fit(callbacks=...)` calls Keras callbacks where `Model.fit` does, on one device
+"""`Trainer.fit(callbacks=...)` calls Keras callbacks where `Model.fit` does (validation's
+`on_test_*` hooks included), on one device
 and on two replicas; the chief's TensorBoard gets a point every `update_freq` steps.
 
 Run as a script (`python -m tests.training.test_callbacks`), it runs the same scenarios
@@ -46,6 +47,15 @@ class Recorder(keras.callbacks.Callback):
         self._record("batch_end", batch, logs)
         if batch == self.stop_at_batch:
             self.model.stop_training = True
+
+    def on_test_begin(self, logs=None):
+        self._record("test_begin", logs=logs)
+
+    def on_test_batch_end(self, batch, logs=None):
+        self._record("test_batch_end", batch, logs)
+
+    def on_test_end(self, logs=None):
+        self._record("test_end", logs=logs)
 
     def on_epoch_end(self, epoch, logs=None):
         self._record("epoch_end", epoch, logs)
@@ -109,11 +119,18 @@ def check(observed):
     assert (early["stopped_epoch"], early["steps"]) == (1, 2 * STEPS_PER_EPOCH)
     calls = early["calls"]
     metrics = ["accuracy", "loss"]
+    # Validation runs the test hooks, with the validation metrics unprefixed, before
+    # on_epoch_end (64 examples, 16 per replica and step: 4 test batches on one replica).
+    validation = [["test_begin", None, []]]
+    validation += [["test_batch_end", batch, metrics]
+                   for batch in range(4 // observed["replicas"])]
+    validation.append(["test_end", None, metrics])
     expected = [["train_begin", None, []]]
     for epoch in range(2):
         expected.append(["epoch_begin", epoch, []])
         for batch in range(STEPS_PER_EPOCH):
             expected += [["batch_begin", batch, []], ["batch_end", batch, metrics]]
+        expected += validation
         expected.append(["epoch_end", epoch, metrics + ["val_accuracy", "val_loss"]])
     expected.append(["train_end", None, metrics + ["val_accuracy", "val_loss"]])
     assert calls == expected
@@ -122,7 +139,8 @@ def check(observed):
     assert (stop["steps"], stop["epochs"]) == (2, 1)
     assert [call[:2] for call in stop["calls"]] == [
         ["train_begin", None], ["epoch_begin", 0], ["batch_begin", 0], ["batch_end", 0],
-        ["batch_begin", 1], ["batch_end", 1], ["epoch_end", 0], ["train_end", None],
+        ["batch_begin", 1], ["batch_end", 1], *[call[:2] for call in validation],
+        ["epoch_end", 0], ["train_end", None],
     ]
     assert stop["calls"][-2][2] == metrics + ["val_accuracy", "val_loss"]
     # Every third optimizer step, counted on by the resumed run; one point per epoch completed
