@@ -68,9 +68,12 @@ def make_strategy():
     TensorFlow's default (single-device) strategy, so that the same code
     (`strategy.scope()`, `strategy.distribute_datasets_from_function`) runs in every case.
     """
-    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-    if len(devices) > 1 or devices[0].device_type == "GPU":
-        return tf.distribute.MirroredStrategy([device.name for device in devices])
+    gpus = tf.config.list_logical_devices("GPU")
+    if gpus:
+        return tf.distribute.MirroredStrategy([device.name for device in gpus])
+    cpus = tf.config.list_logical_devices("CPU")
+    if len(cpus) > 1:
+        return tf.distribute.MirroredStrategy([device.name for device in cpus])
     return tf.distribute.get_strategy()
 
 

@@ -34,6 +34,7 @@ Only the chief (worker 0) writes TensorBoard events, logs and the real checkpoin
 other workers take part in every save (a multi-worker save is collective) but write to
 a scratch directory of their own.
 """
+
 import math
 import os
 import re
@@ -97,7 +98,8 @@ def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
     `Model.evaluate` calls them, or `None`.
     """
     test_function = test_function or _test_function(model, strategy)
-    callbacks = callbacks or keras.callbacks.CallbackList()
+    if callbacks is None:
+        callbacks = keras.callbacks.CallbackList()
     for metric in model.metrics:
         metric.reset_state()
     callbacks.on_test_begin()
@@ -449,6 +451,7 @@ class Trainer:
         self.model.stop_training = False
         epoch_logs = {}
         callbacks.on_train_begin()
+
         def request_stop(signum, frame):
             self._terminate_requested = True
 
