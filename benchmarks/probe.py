@@ -16,7 +16,9 @@ every `--projected-dims` k, its conversions by `LinformerBackbone.from_bert`
 with mean pooling (`mean-k<K>`), with a learned E starting as mean pooling
 (`linear-k<K>`), and the same after attention transfer (`linear-k<K>-transfer`:
 `attention_transfer.transfer_attention` on `--transfer-texts` unlabelled news
-articles, which neither task contains; mean pooling has no weights to transfer).
+articles, which neither task contains; mean pooling has no weights to transfer;
+`--transfer-lengths mixed` cuts each article to a random length first, and
+names the model `linear-k<K>-transfer-mixed`).
 Per conversion: the difference to the BERT in points with a 95% interval from
 a paired bootstrap over texts (`--bootstrap` resamples, fixed seed), and the
 throughput (texts/s) of every model measured interleaved, round by round, on
@@ -54,7 +56,7 @@ PROBE_FIELDS = (
     "texts_per_second", "speedup",
 )
 TRANSFER_FIELDS = (
-    "sequence_length", "projected_dim", "texts", "epochs", "steps", "seconds",
+    "sequence_length", "projected_dim", "lengths", "texts", "epochs", "steps", "seconds",
     "embedding_cosine_before", "embedding_cosine_after",
     "layer_error_before", "layer_error_after",
 )
@@ -89,6 +91,10 @@ def parse_args(argv=None):
                         help="Unlabelled news articles the attention transfer trains on.")
     parser.add_argument("--transfer-epochs", type=cli.positive_int, default=2,
                         help="Epochs of attention transfer.")
+    parser.add_argument("--transfer-lengths", choices=["full", "mixed"], default="full",
+                        help="full: the articles cut at n tokens; mixed: each cut to a "
+                             "random number of words from 4 to n, so that the projections "
+                             "also learn short, padded texts (default: %(default)s).")
     parser.add_argument("--transfer-learning-rate", type=cli.number_in(0, include_low=False),
                         default=1e-3,
                         help="Adam's learning rate for the attention transfer.")
@@ -112,13 +118,20 @@ def parse_args(argv=None):
     return parser, args
 
 
-def model_names(projected_dims):
+def model_names(projected_dims, transfer_lengths="full"):
     """The BERT, then per k (in the order given) the transferred conversion first: the one
     a partial run should have measured soonest."""
+    suffix = "" if transfer_lengths == "full" else f"-{transfer_lengths}"
     names = [REFERENCE]
     for k in projected_dims:
-        names += [f"linear-k{k}-transfer", f"mean-k{k}", f"linear-k{k}"]
+        names += [f"linear-k{k}-transfer{suffix}", f"mean-k{k}", f"linear-k{k}"]
     return names
+
+
+def cut_to_random_lengths(texts, n, rng):
+    """Each text's first L words, L drawn uniformly from 4 to n: transfer texts that are
+    also short and padded, as a task's texts can be."""
+    return [" ".join(text.split()[:rng.integers(4, n + 1)]) for text in texts]
 
 
 def describe(name):
@@ -232,7 +245,8 @@ def build_model(name, bert, n, args, transfer_inputs, log):
                                         max_sequence_length=n)
     if not transfer:
         return model
-    directory = os.path.join(args.output_dir, "transfer", f"n{n}-k{k}")
+    suffix = "" if args.transfer_lengths == "full" else f"-{args.transfer_lengths}"
+    directory = os.path.join(args.output_dir, "transfer", f"n{n}-k{k}{suffix}")
     weights = os.path.join(directory, "model.weights.h5")
     if not os.path.exists(weights):
         texts, evaluation = transfer_inputs(n)
@@ -242,7 +256,8 @@ def build_model(name, bert, n, args, transfer_inputs, log):
             seed=args.seed, checkpoint_dir=directory, log=log)
         with open(os.path.join(directory, "report.json"), "w", encoding="utf-8") as file:
             json.dump({"sequence_length": n, "projected_dim": k,
-                       "texts": len(texts["token_ids"]), **report}, file)
+                       "lengths": args.transfer_lengths, "texts": len(texts["token_ids"]),
+                       **report}, file)
         model.save_weights(weights)
     model.load_weights(weights)
     return model
@@ -311,10 +326,13 @@ def evaluate(args, command):
     @functools.lru_cache()
     def transfer_inputs(n):
         news = data.load_news_articles(seed=args.seed)
-        return (encode(list(news.train.texts)[:args.transfer_texts], n),
-                encode(list(news.test.texts)[:64], n))
+        texts = [list(news.train.texts)[:args.transfer_texts], list(news.test.texts)[:64]]
+        if args.transfer_lengths == "mixed":
+            rng = np.random.default_rng(args.seed)
+            texts = [cut_to_random_lengths(part, n, rng) for part in texts]
+        return encode(texts[0], n), encode(texts[1], n)
 
-    names = model_names(args.projected_dims)
+    names = model_names(args.projected_dims, args.transfer_lengths)
     probe_rows, throughput_rows = [], []
     paths = {name: os.path.join(args.output_dir, name) for name in
              ("probe.csv", "transfer.csv", "throughput.csv", "probe.md")}
@@ -398,7 +416,7 @@ def add_throughput(probe_rows, throughput_rows, dataset):
             median.setdefault(row["model"], []).append(row["texts_per_second"])
     median = {name: float(np.median(values)) for name, values in median.items()}
     for row in probe_rows:
-        timed = row["model"].removesuffix("-transfer")
+        timed = row["model"].split("-transfer")[0]
         if row["dataset"] == dataset and timed in median:
             row["texts_per_second"] = round(median[timed], 2)
             if REFERENCE in median:
@@ -458,9 +476,10 @@ def report(probe_rows, transfer_rows, command, args):
              "embedding cosine", "texts/s", "speed-up"], table), ""]
     if transfer_rows:
         lines += ["## Attention transfer", "", outputs.markdown_table(
-            ["n", "k", "texts", "epochs", "steps", "seconds", "cosine before", "cosine after",
-             "layer errors before", "layer errors after"],
-            [[r["sequence_length"], r["projected_dim"], r["texts"], r["epochs"], r["steps"],
+            ["n", "k", "lengths", "texts", "epochs", "steps", "seconds", "cosine before",
+             "cosine after", "layer errors before", "layer errors after"],
+            [[r["sequence_length"], r["projected_dim"], r.get("lengths") or "full",
+              r["texts"], r["epochs"], r["steps"],
               f"{r['seconds']:.0f}", f"{r['embedding_cosine_before']:.3f}",
               f"{r['embedding_cosine_after']:.3f}", r["layer_error_before"],
               r["layer_error_after"]] for r in transfer_rows]), ""]

@@ -99,6 +99,17 @@ def test_runs_end_to_end_and_resumes_without_recomputing(tiny_bert, tmp_path, ca
     assert outputs.read_csv(tmp_path / "out" / "probe.csv")[0] == rows
 
 
+def test_mixed_transfer_lengths_cut_texts_to_word_prefixes(rng):
+    texts = [" ".join(f"w{i}" for i in range(200))] * 50
+    cut = probe.cut_to_random_lengths(texts, 16, rng)
+    lengths = [len(text.split()) for text in cut]
+    assert all(text == " ".join(texts[0].split()[:len(text.split())]) for text in cut)
+    assert min(lengths) >= 4 and max(lengths) <= 16 and len(set(lengths)) > 5
+    assert probe.model_names([8], "mixed") == [
+        "bert", "linear-k8-transfer-mixed", "mean-k8", "linear-k8"]
+    assert probe.describe("linear-k8-transfer-mixed") == ("linear", 8, True)
+
+
 def test_a_k_that_does_not_divide_n_is_refused(capsys):
     with pytest.raises(SystemExit):
         probe.main(["--datasets", "rotten_tomatoes", "--projected-dims", "48"])
