@@ -60,8 +60,10 @@ FIELDS = (
     "backend", "device", "compile", "dtype", "task", "model", "sequence_length",
     "batch_size", "projected_dim", "status", "median_s", "min_s", "tokens_per_s",
     "peak_bytes", "memory_measure", "compiled_temp_bytes", "fused_kernel",
-    "analytic_flops", "round", "busy_cores_during", "note",
+    "analytic_flops", "round", "busy_cores_during", "note", "machine",
 )
+# Columns that CSVs written by earlier versions lack: read, but not appended to.
+LATER_FIELDS = {"machine"}
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -382,16 +384,21 @@ def _key(row):
         "projected_dim", "round"))
 
 
-def read_rows(path):
+def read_rows(path, appending=False):
     if not os.path.exists(path):
         return []
     with open(path, newline="") as file:
         rows = list(csv.DictReader(file))
-    if rows and set(FIELDS) - set(rows[0]):
+    missing = set(FIELDS) - set(rows[0]) if rows else set()
+    if missing - LATER_FIELDS:
         raise SystemExit(
             f"--output {path} is a CSV with other columns ({sorted(rows[0])}); "
             "name a new file."
         )
+    if missing and appending:
+        raise SystemExit(
+            f"--output {path} was written by an earlier version, without the columns "
+            f"{sorted(missing)}: name a new file to run cells (--report-only reads it).")
     return rows
 
 
@@ -541,7 +548,7 @@ def main(argv=None):
     if argv[:1] == ["--cell"]:
         return cell_main(argv[1])
     args = parse_args(argv)
-    rows = read_rows(args.output)
+    rows = read_rows(args.output, appending=not args.report_only)
     if args.report_only and not rows:
         raise SystemExit(f"--report-only: {args.output} holds no results.")
     if not args.report_only:
@@ -553,7 +560,8 @@ def main(argv=None):
                 f"--memory-limit-gb {args.memory_limit_gb:g} is below what a process of this "
                 f"backend needs before any cell ({floor / 2**30:.2f} GiB, measured): every "
                 "cell would be recorded as OOM. Give a larger limit.")
-        print("\n".join(machine_description(device) + [matmul]), flush=True)
+        machine = machine_description(device) + [matmul]
+        print("\n".join(machine), flush=True)
         done = {_key(r) for r in rows}
         failed = {}  # (round, compile, task, model) -> (n, status) of its first OOM/timeout
         for r in rows:
@@ -575,6 +583,7 @@ def main(argv=None):
                 row = dict(backend=backend, device=device, compile=compile_mode,
                            dtype=args.dtype, task=task, model=model, sequence_length=n,
                            batch_size=batch, projected_dim=args.projected_dim, round=rnd,
+                           machine="; ".join(machine),
                            analytic_flops=analytic_flops(model, n, batch, 768,
                                                          args.projected_dim, task))
                 if _key(row) in done:

@@ -31,6 +31,8 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
         assert (row["backend"], row["device"], row["batch_size"]) == ("jax", "cpu", "2")
         assert float(row["median_s"]) > 0 and int(row["peak_bytes"]) >= 0
     assert "TFLOP/s" in done.stdout and "cpu: " in done.stdout
+    # Each row records the machine and the run's matmul rate.
+    assert all("cpu: " in r["machine"] and "matmul: " in r["machine"] for r in rows)
     assert "| 64 | mha-fused |" in done.stdout
     # A rerun finds every cell done and only reports.
     again = subprocess.run(
@@ -57,6 +59,22 @@ def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path):
         peers.main(["--report-only", "--output", str(other)])
     with pytest.raises(SystemExit, match="holds no results"):
         peers.main(["--report-only", "--output", str(tmp_path / "missing.csv")])
+
+
+def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path):
+    old = tmp_path / "old.csv"
+    fields = [f for f in peers.FIELDS if f != "machine"]
+    row = dict.fromkeys(fields, "") | dict(
+        backend="jax", device="cpu", compile="jit", dtype="float32", task="forward",
+        model="linformer", sequence_length="64", batch_size="2", projected_dim="16",
+        status="ok", median_s="0.5", peak_bytes="1", round="0")
+    with open(old, "w", newline="") as file:
+        writer = csv.DictWriter(file, fields)
+        writer.writeheader()
+        writer.writerow(row)
+    peers.main(["--report-only", "--output", str(old)])
+    with pytest.raises(SystemExit, match=r"old.csv was written by an earlier version.*machine"):
+        peers.main(["--lengths", "64", "--output", str(old)])
 
 
 @pytest.mark.parametrize("flags, message", [
