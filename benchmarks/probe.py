@@ -49,6 +49,7 @@ from keras_linformer.programs import cli
 PROGRAM = "benchmarks.probe"
 DATASETS = conversion.DATASETS  # name -> n
 REFERENCE = "bert"
+CONVERSIONS = ("transfer", "mean", "linear")
 PROBE_FIELDS = (
     "dataset", "sequence_length", "model", "projection", "projected_dim", "transfer", "texts",
     "folds", "probe_accuracy", "probe_difference", "probe_low", "probe_high",
@@ -77,6 +78,11 @@ def parse_args(argv=None):
                                           "128 for rotten_tomatoes).")
     parser.add_argument("--projected-dims", nargs="+", type=cli.positive_int, default=[64, 128],
                         metavar="K", help="Every k to convert at; each must divide n.")
+    parser.add_argument("--conversions", nargs="+", choices=CONVERSIONS,
+                        default=list(CONVERSIONS),
+                        help="Which conversions to compare with the BERT at each k: a learned "
+                             "E after attention transfer, mean pooling, a learned E "
+                             "(default: all).")
     parser.add_argument("--max-texts", type=cli.positive_int, default=None, metavar="T",
                         help="At most T texts per dataset, drawn by --seed (default: all).")
     parser.add_argument("--folds", type=cli.integer_in(2, 100, "an integer from 2 to 100"),
@@ -118,13 +124,15 @@ def parse_args(argv=None):
     return parser, args
 
 
-def model_names(projected_dims, transfer_lengths="full"):
-    """The BERT, then per k (in the order given) the transferred conversion first: the one
-    a partial run should have measured soonest."""
+def model_names(projected_dims, transfer_lengths="full", conversions=CONVERSIONS):
+    """The BERT, then per k (in the order given) the `conversions` asked for, the transferred
+    one first: the one a partial run should have measured soonest."""
     suffix = "" if transfer_lengths == "full" else f"-{transfer_lengths}"
     names = [REFERENCE]
     for k in projected_dims:
-        names += [f"linear-k{k}-transfer{suffix}", f"mean-k{k}", f"linear-k{k}"]
+        names += [name for kind, name in (("transfer", f"linear-k{k}-transfer{suffix}"),
+                                          ("mean", f"mean-k{k}"), ("linear", f"linear-k{k}"))
+                  if kind in conversions]
     return names
 
 
@@ -332,7 +340,7 @@ def evaluate(args, command):
             texts = [cut_to_random_lengths(part, n, rng) for part in texts]
         return encode(texts[0], n), encode(texts[1], n)
 
-    names = model_names(args.projected_dims, args.transfer_lengths)
+    names = model_names(args.projected_dims, args.transfer_lengths, args.conversions)
     probe_rows, throughput_rows = [], []
     paths = {name: os.path.join(args.output_dir, name) for name in
              ("probe.csv", "transfer.csv", "throughput.csv", "probe.md")}
@@ -346,8 +354,10 @@ def evaluate(args, command):
         inputs = encode(texts, n)
         cli.log(f"{dataset}: {len(texts)} texts at n = {n}, {args.folds} folds, "
                 f"{inputs['padding_mask'].sum(1).mean():.0f} real tokens on average")
+        # A transferred conversion is timed as its fresh start (the same cost).
         timed = [name for name in names if not describe(name)[2]]
-        if {r["model"] for r in throughput_rows if r["dataset"] == dataset} != set(timed):
+        timed += sorted({name.split("-transfer")[0] for name in names} - set(timed))
+        if not set(timed) <= {r["model"] for r in throughput_rows if r["dataset"] == dataset}:
             # First: it needs no transfer (a transferred conversion computes what its fresh
             # start does, at the same cost) and is not left for the end of a long run.
             models = {name: build_model(name, bert, n, args, None, None) for name in timed}

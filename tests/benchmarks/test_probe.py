@@ -98,6 +98,18 @@ def test_runs_end_to_end_and_resumes_without_recomputing(tiny_bert, tmp_path, ca
     assert "embedded" not in again and "Attention transfer" not in again
     assert outputs.read_csv(tmp_path / "out" / "probe.csv")[0] == rows
 
+    # Only the transferred conversions, on mixed lengths: the BERT's embeddings and every
+    # throughput are reused; the new models are scored against the same folds.
+    probe.main(flags + ["--conversions", "transfer", "--transfer-lengths", "mixed"])
+    mixed = outputs.read_csv(tmp_path / "out" / "probe.csv")[0]
+    assert [r["model"] for r in mixed] == [
+        "bert", "linear-k4-transfer-mixed", "linear-k16-transfer-mixed"]
+    assert mixed[0] == rows[0] and mixed[1]["texts_per_second"] == rows[3]["texts_per_second"]
+    out = capsys.readouterr().out
+    assert "throughput round" not in out and out.count("Attention transfer: after") == 2
+    assert {r["lengths"] for r in outputs.read_csv(tmp_path / "out" / "transfer.csv")[0]} == {
+        "full", "mixed"}
+
 
 def test_mixed_transfer_lengths_cut_texts_to_word_prefixes(rng):
     texts = [" ".join(f"w{i}" for i in range(200))] * 50
@@ -108,6 +120,8 @@ def test_mixed_transfer_lengths_cut_texts_to_word_prefixes(rng):
     assert probe.model_names([8], "mixed") == [
         "bert", "linear-k8-transfer-mixed", "mean-k8", "linear-k8"]
     assert probe.describe("linear-k8-transfer-mixed") == ("linear", 8, True)
+    assert probe.model_names([8, 16], "full", ["transfer"]) == [
+        "bert", "linear-k8-transfer", "linear-k16-transfer"]
 
 
 def test_a_k_that_does_not_divide_n_is_refused(capsys):
