@@ -170,7 +170,11 @@ def transfer_attention(
     the BERT's hidden state at that layer. With `checkpoint_dir`, the
     projections, the optimizer state and the epoch are saved there after
     every epoch, and a later call with the same directory resumes after the
-    last saved epoch.
+    last saved epoch. A transfer never leaves the conversion worse than it
+    started: if the mean layer error on `evaluation_inputs` ends above where
+    it began (a start that is already exact, where Adam turns round-off
+    gradients into steps of the learning rate; or a learning rate too large),
+    the starting projections are put back and the report says so.
 
     Args:
         linformer: a `LinformerBackbone` from `LinformerBackbone.from_bert(bert,
@@ -192,7 +196,8 @@ def transfer_attention(
     Returns:
         A dict: `layer_error_before`/`layer_error_after` (lists, one relative
         error per layer), `embedding_cosine_before`/`embedding_cosine_after`,
-        `steps`, `epochs`, `seconds` (of this call's training).
+        `steps`, `epochs`, `seconds` (of this call's training), and
+        `kept_start` (True when the starting projections were put back).
 
     Raises:
         ValueError: the conversion has no weights of its own to train (mean or
@@ -218,6 +223,7 @@ def transfer_attention(
     log(f"Attention transfer: before, relative error per layer "
         f"{_format(layer_error_before)}, sentence-embedding cosine {cosine_before:.4f}")
 
+    start_values = [ops.convert_to_numpy(v) for v in variables]
     bert.trainable = False
     layers = _Layers(linformer, bert)
     optimizer = keras.optimizers.Adam(learning_rate)
@@ -246,6 +252,12 @@ def transfer_attention(
     layer_error_after, cosine_after = measure(linformer, bert, evaluation_inputs, batch_size)
     log(f"Attention transfer: after, relative error per layer "
         f"{_format(layer_error_after)}, sentence-embedding cosine {cosine_after:.4f}")
+    kept_start = bool(np.mean(layer_error_after) > np.mean(layer_error_before))
+    if kept_start:
+        for variable, value in zip(variables, start_values):
+            variable.assign(value)
+        layer_error_after, cosine_after = layer_error_before, cosine_before
+        log("Attention transfer: the error rose; the starting projections are kept.")
     return {
         "layer_error_before": [float(e) for e in layer_error_before],
         "layer_error_after": [float(e) for e in layer_error_after],
@@ -254,6 +266,7 @@ def transfer_attention(
         "steps": (epochs - first_epoch) * steps_per_epoch,
         "epochs": epochs,
         "seconds": seconds,
+        "kept_start": kept_start,
     }
 
 
