@@ -124,10 +124,21 @@ def parse_args(argv=None):
     return parser, args
 
 
+def lengths_suffix(transfer_lengths):
+    """What a transfer's model and directory names add for `--transfer-lengths`."""
+    return "" if transfer_lengths == "full" else f"-{transfer_lengths}"
+
+
+def fresh_start(name):
+    """The conversion a transferred one starts from (and costs what it costs): its name
+    without `-transfer...`."""
+    return name.split("-transfer")[0]
+
+
 def model_names(projected_dims, transfer_lengths="full", conversions=CONVERSIONS):
     """The BERT, then per k (in the order given) the `conversions` asked for, the transferred
     one first: the one a partial run should have measured soonest."""
-    suffix = "" if transfer_lengths == "full" else f"-{transfer_lengths}"
+    suffix = lengths_suffix(transfer_lengths)
     names = [REFERENCE]
     for k in projected_dims:
         names += [name for kind, name in (("transfer", f"linear-k{k}-transfer{suffix}"),
@@ -253,8 +264,8 @@ def build_model(name, bert, n, args, transfer_inputs, log):
                                         max_sequence_length=n)
     if not transfer:
         return model
-    suffix = "" if args.transfer_lengths == "full" else f"-{args.transfer_lengths}"
-    directory = os.path.join(args.output_dir, "transfer", f"n{n}-k{k}{suffix}")
+    directory = os.path.join(args.output_dir, "transfer",
+                             f"n{n}-k{k}{lengths_suffix(args.transfer_lengths)}")
     weights = os.path.join(directory, "model.weights.h5")
     if not os.path.exists(weights):
         texts, evaluation = transfer_inputs(n)
@@ -356,7 +367,7 @@ def evaluate(args, command):
                 f"{inputs['padding_mask'].sum(1).mean():.0f} real tokens on average")
         # A transferred conversion is timed as its fresh start (the same cost).
         timed = [name for name in names if not describe(name)[2]]
-        timed += sorted({name.split("-transfer")[0] for name in names} - set(timed))
+        timed += sorted({fresh_start(name) for name in names} - set(timed))
         if not set(timed) <= {r["model"] for r in throughput_rows if r["dataset"] == dataset}:
             # First: it needs no transfer (a transferred conversion computes what its fresh
             # start does, at the same cost) and is not left for the end of a long run.
@@ -426,7 +437,7 @@ def add_throughput(probe_rows, throughput_rows, dataset):
             median.setdefault(row["model"], []).append(row["texts_per_second"])
     median = {name: float(np.median(values)) for name, values in median.items()}
     for row in probe_rows:
-        timed = row["model"].split("-transfer")[0]
+        timed = fresh_start(row["model"])
         if row["dataset"] == dataset and timed in median:
             row["texts_per_second"] = round(median[timed], 2)
             if REFERENCE in median:

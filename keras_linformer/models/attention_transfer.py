@@ -175,9 +175,10 @@ def transfer_attention(
     ends above where it began and the embedding cosine no higher (a start that is
     already exact, where Adam turns round-off gradients into steps of the
     learning rate; or a learning rate too large), the starting projections
-    are put back and the report says so. (At n = 512 a transfer can raise the
-    layer error slightly while it raises the cosine and the probes' scores:
-    that one is kept.)
+    are put back and the report says so. Both must be worse: a transfer can
+    raise the layer error slightly while it raises the cosine and the probes'
+    scores (benchmarks/RESULTS.md, "Attention transfer and frozen-feature
+    probes"), and that one is kept.
 
     Args:
         linformer: a `LinformerBackbone` from `LinformerBackbone.from_bert(bert,
