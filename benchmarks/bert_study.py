@@ -17,8 +17,10 @@ runs at n = 512 (long documents), Rotten Tomatoes at n = 128. Every
 fine-tuning has the same batch, learning rate and steps, and tests the
 weights of the round that validated best (`training.finetune
 --restore-best`). Every run is its own process and directory under
-`--output-dir`; rerunning the same command skips finished runs and resumes
-an interrupted one. Writes, under `--results-dir`, a CSV of every run, and a
+`--output-dir`; rerunning the same command skips finished runs (those in its
+directories, and those its results CSV records, so a fresh clone goes on
+from the committed CSV) and resumes an interrupted one. Writes, under
+`--results-dir`, after every run, a CSV of every run, and a
 markdown table and plot of test accuracy (mean ± standard deviation over the
 seeds) with each model's fine-tuning throughput and wall time.
 
@@ -225,15 +227,15 @@ def plan(args):
     return runs
 
 
-def collect(runs):
+def collect(runs, recorded=None):
     from keras_linformer.training.run_directory import read_summary
 
-    rows = seeded.collect(runs, FIELDS)
+    rows = seeded.collect(runs, FIELDS, recorded)
     tunings = [run for run in runs if run.get("stage", "finetune") == "finetune"]
     for run, row in zip(tunings, rows, strict=True):
         adaptation = read_summary(run["adaptation"]) if run.get("adaptation") else None
-        for field, key in ADAPTATION_FIELDS.items():
-            row[field] = (adaptation or {}).get(key)
+        if adaptation:  # Else a recorded row keeps what it recorded.
+            row.update({field: adaptation.get(key) for field, key in ADAPTATION_FIELDS.items()})
     for row in rows:
         if row["status"] == "finished" and row.get("tokens_per_second"):
             row["examples_per_second"] = row["tokens_per_second"] / row["sequence_length"]

@@ -83,17 +83,18 @@ def plan(args):
     return runs
 
 
-def collect(runs):
+def collect(runs, recorded=None):
     """The fine-tuning's results of each run, and its pretraining's test perplexity."""
     from keras_linformer.training.run_directory import read_summary
 
-    rows = seeded.collect(runs, FIELDS)
+    rows = seeded.collect(runs, FIELDS, recorded)
     for row, run in zip(rows, runs):
-        pretraining = read_summary(os.path.join(run["directory"], "pretrain")) or {}
-        row["pretrain_test_perplexity"] = pretraining.get("test_perplexity")
-        row["unigram_test_perplexity"] = pretraining.get("unigram_test_perplexity")
-        row["pretrain_masked_token_accuracy"] = pretraining.get("test_accuracy")
-        row["pretrain_seconds"] = pretraining.get("seconds")
+        pretraining = read_summary(os.path.join(run["directory"], "pretrain"))
+        if pretraining:  # Else a recorded row keeps what it recorded.
+            row["pretrain_test_perplexity"] = pretraining.get("test_perplexity")
+            row["unigram_test_perplexity"] = pretraining.get("unigram_test_perplexity")
+            row["pretrain_masked_token_accuracy"] = pretraining.get("test_accuracy")
+            row["pretrain_seconds"] = pretraining.get("seconds")
     return rows
 
 

@@ -4,6 +4,8 @@ A `Study` is data: the program's name, its parser, its plan (the runs, as
 dicts with stage, dataset, model, start, directory, module and argv) and
 its report. `main` runs the runs of the plan that have not finished
 (unless `--report-only`), then writes the report from the run directories.
+A study may also take runs as finished from rows its own results recorded
+(`Study.recorded`): a fresh clone then resumes from the committed CSV.
 Nothing here imports TensorFlow.
 """
 
@@ -36,12 +38,17 @@ class Study:
         plan: `args -> runs`, every run of the study in order.
         report: `(runs, args, command) -> paths`: writes the results from the run
             directories and returns the paths written.
+        recorded: `args -> {command_key: row}`, the finished runs the study's results
+            already hold (None: only run directories count). A planned run found there is
+            not run again, and the report is rewritten after every run, so that the
+            results hold each run as soon as it ends.
     """
 
     program: str
     parse_args: Callable
     plan: Callable
     report: Callable
+    recorded: Callable | None = None
 
     def main(self, argv=None):
         """Runs the unfinished runs of the plan (unless `--report-only`), then the report."""
@@ -49,9 +56,16 @@ class Study:
 
         def work(args):
             runs = self.plan(args)
-            run_study(parser, runs, args)
             # A `--report-only` rebuild names the command that ran the study.
             command = outputs.command_line(self.program, argv, drop=["--report-only"])
+            recorded, after_each = {}, None
+            if self.recorded:
+                recorded = self.recorded(args)
+
+                def after_each():
+                    self.report(runs, args, command)
+
+            run_study(parser, runs, args, recorded, after_each)
             for path in self.report(runs, args, command):
                 cli.log(f"wrote {path}")
 
@@ -68,16 +82,18 @@ def summary_directory(run):
     return run.get("summary_dir", run["directory"])
 
 
+def command_key(command):
+    """A run command's words but its `--output-dir`, the run directory itself: what makes
+    two runs the same run, so that a study's runs can be moved, or linked into another
+    study's directory."""
+    words = shlex.split(command)
+    return tuple(w for i, w in enumerate(words)
+                 if w != "--output-dir" and (i == 0 or words[i - 1] != "--output-dir"))
+
+
 def same_command(recorded, planned):
-    """Whether two run commands are the same but for their `--output-dir`, the run directory
-    itself: a study's runs can be moved, or linked into another study's directory."""
-
-    def without_output_dir(command):
-        words = shlex.split(command)
-        return [w for i, w in enumerate(words)
-                if w != "--output-dir" and (i == 0 or words[i - 1] != "--output-dir")]
-
-    return without_output_dir(recorded) == without_output_dir(planned)
+    """Whether two run commands are the same but for their `--output-dir`."""
+    return command_key(recorded) == command_key(planned)
 
 
 def is_finished(run):
@@ -99,14 +115,39 @@ def is_finished(run):
     return True
 
 
+def source_commit():
+    """The commit of the code that runs (its hash, `-dirty` with uncommitted changes), or None
+    outside a git checkout."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        return subprocess.run(["git", "-C", root, "describe", "--always", "--dirty",
+                               "--exclude", "*"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def recorded_commit(run):
+    """The commit `execute` recorded for a run's last process (DIR/commit.txt), or None."""
+    from keras_linformer.training.run_directory import COMMIT_FILE
+
+    path = os.path.join(run["directory"], COMMIT_FILE)
+    return open(path, encoding="utf-8").read().strip() if os.path.isfile(path) else None
+
+
 def execute(run, position, total):
-    """Runs one stage in a fresh process, its output to DIR/output.log; echoes progress lines."""
+    """Runs one stage in a fresh process, its output to DIR/output.log; echoes progress lines.
+
+    DIR/commit.txt records the commit of the code it ran."""
     from keras_linformer.training.run_directory import COMMAND_FILE
+    from keras_linformer.training.run_directory import COMMIT_FILE
     from keras_linformer.training.run_directory import LOG_FILE
 
     os.makedirs(run["directory"], exist_ok=True)
     with open(os.path.join(run["directory"], COMMAND_FILE), "w", encoding="utf-8") as file:
         file.write(command_line(run) + "\n")
+    with open(os.path.join(run["directory"], COMMIT_FILE), "w", encoding="utf-8") as file:
+        file.write(f"{source_commit() or 'unknown'}\n")
     label = f"[{position}/{total}] {run['stage']} {run['dataset']} {run['model']} ({run['start']})"
     cli.log(f"{label}: {command_line(run)}")
     start = time.perf_counter()
@@ -139,21 +180,29 @@ def check_commands(runs):
         importlib.import_module(f"keras_linformer.programs.{program}").parse_args(run["argv"])
 
 
-def run_all(runs, output_dir):
-    """Checks every run's flags, then runs those not finished yet, one process each, in order."""
+def run_all(runs, output_dir, recorded=(), after_each=None):
+    """Checks every run's flags, then runs those not finished yet, one process each, in order.
+
+    A run whose `command_key` is in `recorded` counts as finished; `after_each()` is called
+    after each run."""
     check_commands(runs)
-    pending = [run for run in runs if not is_finished(run)]
-    cli.log(f"{len(runs)} runs, {len(runs) - len(pending)} already finished, "
+    known = [run for run in runs if command_key(command_line(run)) in recorded]
+    pending = [run for run in runs if run not in known and not is_finished(run)]
+    from_results = f" ({len(known)} of them recorded in the results)" if known else ""
+    cli.log(f"{len(runs)} runs, {len(runs) - len(pending)} already finished{from_results}, "
             f"{len(pending)} to run, into {output_dir}")
     for position, run in enumerate(pending, 1):
         execute(run, position, len(pending))
+        if after_each:
+            after_each()
 
 
-def run_study(parser, runs, args):
-    """Runs `runs` unless `--report-only`; a run that fails ends the program with status 1."""
+def run_study(parser, runs, args, recorded=(), after_each=None):
+    """Runs `runs` unless `--report-only` (`run_all`); a run that fails ends the program with
+    status 1."""
     if args.report_only:
         return
     try:
-        run_all(runs, args.output_dir)
+        run_all(runs, args.output_dir, recorded, after_each)
     except RuntimeError as error:
         parser.exit(1, f"{parser.prog}: error: {error}\n")

@@ -2,10 +2,13 @@
 
 A study (`projection_study`, `bert_study`, `main_job_study`) plans one
 fine-tuning run per dataset, model and seed (`runner` runs them); its report
-is rebuilt from the run directories alone: `collect` reads each run's
-`summary.json`, `summarise` gives mean and standard deviation over the
-seeds, `accuracy_table` the table cells against the Transformer, and `plot`
-every seed's test accuracy. Nothing here imports TensorFlow.
+is rebuilt from the run directories and its own results CSV: `collect` reads
+each run's `summary.json`, or takes the run's row from the CSV when it
+recorded that run (same command) finished, so a study can go on from its
+committed CSV on another machine without the run directories; `summarise`
+gives mean and standard deviation over the seeds, `accuracy_table` the table
+cells against the Transformer, and `plot` every seed's test accuracy. Nothing
+here imports TensorFlow.
 """
 
 import functools
@@ -17,9 +20,24 @@ from benchmarks.studies import runner
 from keras_linformer.programs import cli
 
 TRANSFORMER = "transformer"
+# The columns of a row's run command, by which the results CSV records what it ran, and
+# of the commit of the code that ran it.
+COMMAND, COMMIT = "command", "commit"
 
 # Two-sided 95% quantiles of Student's t with 1, 2, ... 10 degrees of freedom.
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+Z_975 = 1.959964
+
+
+def t_975(degrees):
+    """Student's t two-sided 95% quantile: the table up to 10 degrees of freedom, then the
+    Cornish-Fisher expansion in 1 / degrees (within 2e-4 of the exact value there)."""
+    if degrees <= len(T_975):
+        return T_975[degrees - 1]
+    z = Z_975
+    return (z + (z ** 3 + z) / (4 * degrees)
+            + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * degrees ** 2)
+            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * degrees ** 3))
 
 
 def add_run_flags(parser, output_dir, layout, name):
@@ -41,22 +59,43 @@ def add_run_flags(parser, output_dir, layout, name):
     cli.add_debug_flag(parser)
 
 
-def collect(runs, fields):
-    """One row per run: its plan's `fields`, its status, and its summary's `fields`."""
+def collect(runs, fields, recorded=None):
+    """One row per fine-tuning run: its plan's `fields`, its status, its summary's `fields`,
+    its command (`COMMAND`) and the commit of the code it ran (`COMMIT`).
+
+    A run whose directory holds no summary but whose command `recorded` ({command_key:
+    row}, `recorded_rows`) holds is that recorded row, as it was written.
+    """
     from keras_linformer.training.run_directory import read_summary
 
     rows = []
     for run in runs:
         if run.get("stage", "finetune") != "finetune":
             continue
+        command = runner.command_line(run)
         summary = read_summary(runner.summary_directory(run))
         row = {key: run.get(key) for key in fields}
         row["status"] = "finished" if summary else (
             "unfinished" if os.path.isdir(run["directory"]) else "not run")
         if summary:
             row.update({key: summary.get(key) for key in fields if key in summary})
+            row[COMMIT] = runner.recorded_commit(run)
+        elif runner.command_key(command) in (recorded or {}):
+            row = dict(recorded[runner.command_key(command)])
+        row[COMMAND] = command
         rows.append(row)
     return rows
+
+
+def recorded_rows(args):
+    """{command_key: row} of the finished runs in the study's results CSV
+    (RESULTS_DIR/NAME.csv, as `write_results` writes it); {} without one."""
+    path = os.path.join(args.results_dir, args.name + ".csv")
+    if not os.path.isfile(path):
+        return {}
+    rows, _ = outputs.read_csv(path)
+    return {runner.command_key(row[COMMAND]): row for row in rows
+            if row.get("status") == "finished" and row.get(COMMAND)}
 
 
 def by_dataset_and_model(row):
@@ -139,14 +178,12 @@ def paired_difference(differences):
 
     The interval treats the seeds as independent draws of the difference (each seed draws
     its own split, initialisation and data order for both models); with one seed it is
-    just the difference. Beyond 11 seeds the normal quantile 1.96 stands in for t's.
+    just the difference.
     """
     mean = statistics.mean(differences)
     if len(differences) < 2:
         return f"{mean:+.1f}"
-    degrees = len(differences) - 1
-    quantile = T_975[degrees - 1] if degrees <= len(T_975) else 1.96
-    half = quantile * statistics.stdev(differences) / len(differences) ** 0.5
+    half = t_975(len(differences) - 1) * statistics.stdev(differences) / len(differences) ** 0.5
     return f"{mean:+.1f} [{mean - half:+.1f}, {mean + half:+.1f}]"
 
 
@@ -224,7 +261,7 @@ def write_results(rows, args, command, fields, markdown, title):
         )
     os.makedirs(args.results_dir, exist_ok=True)
     base = os.path.join(args.results_dir, args.name)
-    outputs.write_csv(base + ".csv", command, fields, rows)
+    outputs.write_csv(base + ".csv", command, (*fields, COMMIT, COMMAND), rows)
     plot(rows, base + ".png", title)
     with open(base + ".md", "w", encoding="utf-8") as file:
         file.write(markdown(rows, command) + f"\n![test accuracy]({args.name}.png)\n")
@@ -232,14 +269,16 @@ def write_results(rows, args, command, fields, markdown, title):
 
 
 def study(program, parse_args, plan, fields, markdown, title, rows=None):
-    """The `runner.Study` of a seeded study; its report is `write_results` of its rows.
+    """The `runner.Study` of a seeded study; its report is `write_results` of its rows,
+    and its results CSV records its finished runs (`recorded_rows`).
 
-    `rows(runs)` gives the rows (default: `collect(runs, fields)`); `markdown` and
-    `title` are as `write_results` takes them.
+    `rows(runs, recorded)` gives the rows (default: `collect(runs, fields, recorded)`);
+    `markdown` and `title` are as `write_results` takes them.
     """
     rows_of = rows or functools.partial(collect, fields=fields)
 
     def report(runs, args, command):
-        return write_results(rows_of(runs), args, command, fields, markdown, title)
+        return write_results(rows_of(runs, recorded=recorded_rows(args)), args, command,
+                             fields, markdown, title)
 
-    return runner.Study(program, parse_args, plan, report)
+    return runner.Study(program, parse_args, plan, report, recorded=recorded_rows)

@@ -14,8 +14,10 @@ import pytest
 
 from benchmarks import bert_study as study
 from benchmarks.studies import runner
+from benchmarks.studies import seeded
 from keras_linformer.programs import finetune
 from keras_linformer.programs import pretrain
+from keras_linformer.training import run_directory
 
 
 def parse(*flags):
@@ -173,6 +175,53 @@ def test_the_report_gives_accuracy_throughput_and_wall_time_per_model(tmp_path):
         rows = list(csv.DictReader(file))
     assert [r["selected_round"] for r in rows if r["status"] == "finished"] == ["3"] * 5
     assert os.path.getsize(paths[2]) > 0
+
+
+def read_results(tmp_path):
+    from benchmarks import outputs
+
+    return outputs.read_csv(tmp_path / "results" / "bert-study.csv")[0]
+
+
+def test_a_fresh_clone_goes_on_from_the_runs_its_results_csv_records(tmp_path, capsys):
+    import shutil
+
+    flags = ["--datasets", "bbc_news", "--seeds", "0", "1", "--models", "transformer",
+             "linear+transfer", "--projected-dims", "128", "--output-dir",
+             str(tmp_path / "runs"), "--results-dir", str(tmp_path / "results")]
+    args = parse(*flags)
+    runs = study.plan(args)
+    for run, accuracy in zip(runs, [0.97, 0.96, 0.98]):  # Seed 1's linear has not run.
+        finish(run, accuracy, seconds=600.0)
+    with open(os.path.join(runs[0]["directory"], run_directory.COMMIT_FILE), "w") as file:
+        file.write("abc1234\n")
+    study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
+    assert [row["commit"] for row in read_results(tmp_path)] == ["abc1234", None, None, None]
+    before = open(tmp_path / "results" / "bert-study.md").read()
+    assert "| linear-k128+transfer | 96.0 | -1.0 (seed 0) |" in before
+    recorded = seeded.recorded_rows(args)
+    assert sorted(recorded) == sorted(runner.command_key(runner.command_line(r))
+                                      for r in runs[:3])
+    # Without the run directories (a fresh clone of the committed CSV), the same runs are
+    # finished with the same values...
+    shutil.rmtree(tmp_path / "runs")
+    study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
+    assert open(tmp_path / "results" / "bert-study.md").read() == before
+    # ... and none is run again: with every run recorded, nothing runs.
+    finish(runs[3], 0.95, seconds=600.0)
+    study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
+    shutil.rmtree(tmp_path / "runs")
+    study.main(flags)
+    assert "4 runs, 4 already finished (4 of them recorded in the results), 0 to run" in (
+        capsys.readouterr().out)
+    assert not os.path.exists(tmp_path / "runs")
+    assert [(row["commit"], row["status"]) for row in read_results(tmp_path)] == [
+        ("abc1234", "finished"), (None, "finished"), (None, "finished"), (None, "finished")]
+    # A run of another command (another learning rate) is not the recorded one.
+    other = study.plan(parse(*flags, "--learning-rate", "2e-4"))
+    assert not any(runner.command_key(runner.command_line(r)) in recorded for r in other)
+    rows = study.collect(other, recorded=seeded.recorded_rows(args))
+    assert {r["status"] for r in rows} == {"not run"}
 
 
 def test_the_report_gives_each_adaptations_own_measures(tmp_path):

@@ -12,6 +12,7 @@ import csv
 import io
 import math
 import os
+import subprocess
 
 import pytest
 
@@ -69,6 +70,10 @@ def test_every_run_finishes_in_its_own_directory_with_its_command(study):
         command = (directory / "command.txt").read_text().strip()
         assert command in first  # printed before the run
         assert command.endswith(f"--output-dir {directory}")
+        # And the commit of the code it ran: this checkout's.
+        assert (directory / "commit.txt").read_text().strip() == runner.source_commit()
+        assert runner.source_commit().split("-")[0] in subprocess.run(
+            ["git", "log", "--format=%h %H", "-1"], capture_output=True, text=True).stdout
     # Fine-tuning starts from the pretrained model of the same name.
     command = (output_dir / "rotten_tomatoes" / "linformer-k8-layerwise-seed3" / "command.txt")
     assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise-seed3'}" in (

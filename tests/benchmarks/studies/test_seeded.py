@@ -13,6 +13,10 @@ def test_the_t_quantiles_are_student_s():
 
     for degrees, quantile in enumerate(seeded.T_975, start=1):
         assert quantile == pytest.approx(stats.t.ppf(0.975, degrees), abs=5e-4), degrees
+    # Beyond the table, the expansion: the 20-seed study's t(19) is 2.093, not 1.96.
+    for degrees in range(len(seeded.T_975) + 1, 500):
+        assert seeded.t_975(degrees) == pytest.approx(stats.t.ppf(0.975, degrees),
+                                                      abs=2e-4), degrees
 
 
 def test_a_paired_difference_is_its_mean_and_95_percent_interval():
@@ -24,9 +28,9 @@ def test_a_paired_difference_is_its_mean_and_95_percent_interval():
     # One seed: no interval. Identical differences: no width.
     assert seeded.paired_difference([-0.9]) == "-0.9"
     assert seeded.paired_difference([1.0, 1.0, 1.0]) == "+1.0 [+1.0, +1.0]"
-    # From 12 seeds on, the normal quantile.
+    # Student's t at any number of seeds: t(11) = 2.201.
     many = [0.0, 2.0] * 6
-    half = 1.96 * statistics.stdev(many) / 12 ** 0.5
+    half = 2.201 * statistics.stdev(many) / 12 ** 0.5
     assert seeded.paired_difference(many) == f"+1.0 [{1 - half:+.1f}, {1 + half:+.1f}]"
 
 
