@@ -270,7 +270,8 @@ def write_results(rows, args, command, fields, markdown, title):
 
 def study(program, parse_args, plan, fields, markdown, title, rows=None):
     """The `runner.Study` of a seeded study; its report is `write_results` of its rows,
-    and its results CSV records its finished runs (`recorded_rows`).
+    and its results CSV records its finished runs (`recorded_rows`), those of earlier
+    commands too: a run the CSV records stays in it though this command does not plan it.
 
     `rows(runs, recorded)` gives the rows (default: `collect(runs, fields, recorded)`);
     `markdown` and `title` are as `write_results` takes them.
@@ -278,7 +279,10 @@ def study(program, parse_args, plan, fields, markdown, title, rows=None):
     rows_of = rows or functools.partial(collect, fields=fields)
 
     def report(runs, args, command):
-        return write_results(rows_of(runs, recorded=recorded_rows(args)), args, command,
-                             fields, markdown, title)
+        recorded = recorded_rows(args)
+        rows = rows_of(runs, recorded=recorded)
+        planned = {runner.command_key(row[COMMAND]) for row in rows}
+        rows += [row for key, row in recorded.items() if key not in planned]
+        return write_results(rows, args, command, fields, markdown, title)
 
     return runner.Study(program, parse_args, plan, report, recorded=recorded_rows)

@@ -222,6 +222,11 @@ def test_a_fresh_clone_goes_on_from_the_runs_its_results_csv_records(tmp_path, c
     assert not any(runner.command_key(runner.command_line(r)) in recorded for r in other)
     rows = study.collect(other, recorded=seeded.recorded_rows(args))
     assert {r["status"] for r in rows} == {"not run"}
+    # A command that plans fewer runs (seed 1 only) keeps the runs the CSV recorded.
+    study.main([*flags[:3], "1", *flags[5:]])
+    assert [(row["seed"], row["model"]) for row in read_results(tmp_path)] == [
+        (1, "transformer"), (1, "linear-k128+transfer"),
+        (0, "transformer"), (0, "linear-k128+transfer")]
 
 
 def test_the_report_gives_each_adaptations_own_measures(tmp_path):
