@@ -73,6 +73,7 @@ def collect(runs, fields, recorded=None):
         if run.get("stage", "finetune") != "finetune":
             continue
         command = runner.command_line(run)
+        key = runner.command_key(command)
         summary = read_summary(runner.summary_directory(run))
         row = {key: run.get(key) for key in fields}
         row["status"] = "finished" if summary else (
@@ -80,8 +81,8 @@ def collect(runs, fields, recorded=None):
         if summary:
             row.update({key: summary.get(key) for key in fields if key in summary})
             row[COMMIT] = runner.recorded_commit(run)
-        elif runner.command_key(command) in (recorded or {}):
-            row = dict(recorded[runner.command_key(command)])
+        elif key in (recorded or {}):
+            row = dict(recorded[key])
         row[COMMAND] = command
         rows.append(row)
     return rows
