@@ -257,7 +257,7 @@ def markdown(rows, command):
         "# A pretrained BERT against its Linformer conversions, fine-tuned", "",
         *outputs.produced_by(command),
         "Test accuracy in percent with the weights of the round that validated best: mean ± "
-        "standard deviation over the seeds (each seed's value in brackets), and the mean "
+        f"standard deviation over the seeds ({seeded.SEEDS_IN_BRACKETS}), and the mean "
         "difference to the Transformer (the BERT itself) over the seeds both finished "
         "(named when they differ: each seed draws its own split), with the 95% "
         "t-interval of that mean difference in brackets from two seeds on. Throughput is "

@@ -107,7 +107,7 @@ def markdown(rows, command):
         *outputs.produced_by(command),
         "Rotten Tomatoes test accuracy (%) after the main job's pretraining on the news "
         "articles and fine-tuning, and that pretraining's masked-LM test perplexity; mean ± "
-        "standard deviation over the seeds, each seed in brackets. Each seed draws its own "
+        f"standard deviation over the seeds ({seeded.SEEDS_IN_BRACKETS}). Each seed draws its own "
         "splits, so compare models seed by seed.", "",
         "| model | test accuracy | pretraining test perplexity | unigram test perplexity |",
         "|---|---|---|---|",

@@ -132,8 +132,8 @@ def markdown(rows, command):
     lines = [
         "# From scratch: learned projection initialisers against full attention", "",
         *outputs.produced_by(command),
-        "Test accuracy in percent, mean ± standard deviation over the seeds (each seed's "
-        "value in brackets), and the mean difference to the Transformer over the seeds "
+        "Test accuracy in percent, mean ± standard deviation over the seeds "
+        f"({seeded.SEEDS_IN_BRACKETS}), and the mean difference to the Transformer over the seeds "
         "both finished (named when they differ), with the 95% t-interval of that mean "
         "difference in brackets from two seeds on. "
         "Every model is the main job's shape (2 layers, hidden 128, 4 heads, FFN 256) "

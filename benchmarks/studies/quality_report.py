@@ -367,7 +367,8 @@ def markdown(rows, command, machine, images):
         "",
         "## Fine-tuning: test accuracy (%)",
         "",
-        "With several seeds: mean ± standard deviation [each seed]. In parentheses: the "
+        f"With several seeds: mean ± standard deviation ({seeded.SEEDS_IN_BRACKETS}). "
+        "In parentheses: the "
         "difference to the Transformer with the same start, in points, paired seed by seed "
         "(the mean of the per-seed differences over the seeds both finished, named when they "
         "differ), with its 95% t-interval in brackets from two seeds on.",

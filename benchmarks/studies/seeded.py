@@ -122,11 +122,21 @@ def summarise(rows, field="test_accuracy", scale=100.0, key=by_dataset_and_model
     }
 
 
+LISTED_SEEDS = 5
+# How reports describe `spread_text`'s brackets.
+SEEDS_IN_BRACKETS = (f"each seed's value in brackets, or over {LISTED_SEEDS} seeds their "
+                     "number and range")
+
+
 def spread_text(mean, spread, values, digits=1):
-    """`mean ± sd [each seed]`; one seed: just its value."""
+    """`mean ± sd [each seed]`; one seed: just its value; over `LISTED_SEEDS` seeds, their
+    number and range instead of each value (`97.8 ± 0.5 [20 seeds, 96.9-98.7]`)."""
     if len(values) == 1:
         return f"{mean:.{digits}f}"
-    each = ", ".join(f"{v:.{digits}f}" for v in values)
+    if len(values) > LISTED_SEEDS:
+        each = f"{len(values)} seeds, {min(values):.{digits}f}-{max(values):.{digits}f}"
+    else:
+        each = ", ".join(f"{v:.{digits}f}" for v in values)
     return f"{mean:.{digits}f} ± {spread:.{digits}f} [{each}]"
 
 

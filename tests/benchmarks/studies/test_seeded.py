@@ -47,3 +47,12 @@ def test_the_difference_pairs_runs_of_the_same_seed():
     assert table["bbc_news", "transformer"] == ["80.0 ± 10.0 [80.0, 90.0, 70.0]", "-"]
     assert table["bbc_news", "mean-k64"] == ["79.0 ± 10.0 [79.0, 89.0, 69.0]",
                                              "-1.0 [-1.0, -1.0]"]
+
+
+def test_many_seeds_are_summarised_by_their_number_and_range():
+    five = [97.0, 98.0, 96.0, 97.5, 96.5]
+    assert seeded.spread_text(statistics.mean(five), statistics.stdev(five), five) == \
+        "97.0 ± 0.8 [97.0, 98.0, 96.0, 97.5, 96.5]"
+    twenty = [96.9 + 0.1 * i for i in range(19)] + [95.0]
+    assert seeded.spread_text(statistics.mean(twenty), statistics.stdev(twenty), twenty) == (
+        f"{statistics.mean(twenty):.1f} ± {statistics.stdev(twenty):.1f} [20 seeds, 95.0-98.7]")
