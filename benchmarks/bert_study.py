@@ -289,7 +289,7 @@ def markdown(rows, command):
                if r["status"] == "finished" and r.get("uninterrupted_seconds") is None]
     if resumed:
         lines += ["Resumed, so left out of the wall times: " + ", ".join(resumed) + "."]
-    return "\n".join(lines + seeded.footer(rows)) + "\n"
+    return "\n".join(lines + seeded.planning_lines(rows) + seeded.footer(rows)) + "\n"
 
 
 def adaptation_table(rows):

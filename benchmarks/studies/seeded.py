@@ -152,11 +152,7 @@ def accuracy_table(rows):
     against one over another seed.
     """
     summary = summarise(rows)
-    per_seed = {}
-    for (dataset, model, seed), (value,) in finished_values(
-            rows, "test_accuracy", 100.0,
-            key=lambda row: (row["dataset"], row["model"], row["seed"])).items():
-        per_seed.setdefault((dataset, model), {})[seed] = value
+    per_seed = accuracy_by_seed(rows)
     table = {}
     for dataset, model in dict.fromkeys((row["dataset"], row["model"]) for row in rows):
         if (dataset, model) not in summary:
@@ -169,6 +165,47 @@ def accuracy_table(rows):
                 per_seed[dataset, model], per_seed.get((dataset, TRANSFORMER), {}))
         table[dataset, model] = cells + [difference or "-"]
     return table
+
+
+def accuracy_by_seed(rows):
+    """{(dataset, model): {seed: test accuracy in percent}} over finished runs."""
+    per_seed = {}
+    for (dataset, model, seed), (value,) in finished_values(
+            rows, "test_accuracy", 100.0,
+            key=lambda row: (row["dataset"], row["model"], row["seed"])).items():
+        per_seed.setdefault((dataset, model), {})[seed] = value
+    return per_seed
+
+
+def pairs_for(spread, half_width):
+    """The fewest seed pairs whose 95% t-interval of the mean paired difference is at most
+    ±`half_width` when the differences have standard deviation `spread`."""
+    pairs = 2
+    while t_975(pairs - 1) * spread / pairs ** 0.5 > half_width:
+        pairs += 1
+    return pairs
+
+
+def planning_lines(rows, half_width=0.5, least=3):
+    """Markdown lines: for each model with `least` or more seeds paired with the
+    Transformer's, the spread of its paired differences and the pairs that spread needs
+    for an interval of ±`half_width` points (±0.5 cannot hold both 0 and -1)."""
+    per_seed = accuracy_by_seed(rows)
+    lines = []
+    for (dataset, model), own in per_seed.items():
+        reference = per_seed.get((dataset, TRANSFORMER), {})
+        shared = sorted(own.keys() & reference.keys())
+        if model == TRANSFORMER or len(shared) < least:
+            continue
+        spread = statistics.stdev(own[s] - reference[s] for s in shared)
+        lines.append(
+            f"- {dataset.replace('_', ' ')}, {model}: the paired differences spread by "
+            f"{spread:.2f} points (standard deviation over {len(shared)} seeds), so "
+            f"{pairs_for(spread, half_width)} pairs give a 95% interval of "
+            f"±{half_width:g} points.")
+    if not lines:
+        return []
+    return ["", "Seeds needed, at the spread so far:", "", *lines]
 
 
 def seed_paired_difference(own, reference):

@@ -56,3 +56,24 @@ def test_many_seeds_are_summarised_by_their_number_and_range():
     twenty = [96.9 + 0.1 * i for i in range(19)] + [95.0]
     assert seeded.spread_text(statistics.mean(twenty), statistics.stdev(twenty), twenty) == (
         f"{statistics.mean(twenty):.1f} ± {statistics.stdev(twenty):.1f} [20 seeds, 95.0-98.7]")
+
+
+def test_the_seeds_needed_follow_from_the_spread_of_the_paired_differences():
+    # t(17) / sqrt(18) * 1.0 = 0.497, t(16) / sqrt(17) = 0.514: 18 pairs for ±0.5 at sd 1.
+    assert seeded.pairs_for(1.0, 0.5) == 18
+    assert seeded.pairs_for(0.6, 0.5) == 9
+    assert seeded.pairs_for(0.0, 0.5) == 2
+
+    def row(model, seed, accuracy):
+        return dict(dataset="bbc_news", model=model, seed=seed, status="finished",
+                    test_accuracy=accuracy)
+
+    rows = [row("transformer", s, 0.97) for s in range(4)]
+    rows += [row("linear-k128", s, 0.97 + d) for s, d in enumerate([-0.01, 0.0, 0.01])]
+    # Three pairs: differences -1, 0, +1 points, standard deviation 1.
+    assert seeded.planning_lines(rows) == [
+        "", "Seeds needed, at the spread so far:", "",
+        "- bbc news, linear-k128: the paired differences spread by 1.00 points (standard "
+        "deviation over 3 seeds), so 18 pairs give a 95% interval of ±0.5 points."]
+    # Two pairs say too little about the spread.
+    assert seeded.planning_lines(rows[:6]) == []
