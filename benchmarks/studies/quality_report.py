@@ -317,10 +317,10 @@ def target_verdicts(rows):
         model, dataset, start = key
         own, reference = (_per_seed(tuned, (name, dataset, start))
                           for name in (model, "transformer"))
-        shared = own.keys() & reference.keys()
-        if not shared:
+        differences = seeded.seed_differences(own, reference)
+        if not differences:
             continue
-        gap = statistics.mean(own[s] - reference[s] for s in shared)
+        gap = statistics.mean(differences.values())
         compared = [r for r in tuned
                     if _tuned_key(r) in (key, ("transformer", dataset, start))]
         verdicts.append(
@@ -368,10 +368,10 @@ def markdown(rows, command, machine, images):
         "## Fine-tuning: test accuracy (%)",
         "",
         f"With several seeds: mean ± standard deviation ({seeded.SEEDS_IN_BRACKETS}). "
-        "In parentheses: the "
-        "difference to the Transformer with the same start, in points, paired seed by seed "
-        "(the mean of the per-seed differences over the seeds both finished, named when they "
-        "differ), with its 95% t-interval in brackets from two seeds on.",
+        "In parentheses: the difference to the Transformer with the same start, in points, "
+        "paired seed by seed (the mean of the per-seed differences over the seeds both "
+        "finished, named when they differ), with its 95% t-interval in brackets from two "
+        "seeds on.",
         "",
         table,
         "",

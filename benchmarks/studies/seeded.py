@@ -27,6 +27,10 @@ COMMAND, COMMIT = "command", "commit"
 # Two-sided 95% quantiles of Student's t with 1, 2, ... 10 degrees of freedom.
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 Z_975 = 1.959964
+# `spread_text` lists each seed's value up to this many seeds, and how reports say so.
+LISTED_SEEDS = 5
+SEEDS_IN_BRACKETS = (f"each seed's value in brackets, or over {LISTED_SEEDS} seeds their "
+                     "number and range")
 
 
 def t_975(degrees):
@@ -122,12 +126,6 @@ def summarise(rows, field="test_accuracy", scale=100.0, key=by_dataset_and_model
     }
 
 
-LISTED_SEEDS = 5
-# How reports describe `spread_text`'s brackets.
-SEEDS_IN_BRACKETS = (f"each seed's value in brackets, or over {LISTED_SEEDS} seeds their "
-                     "number and range")
-
-
 def spread_text(mean, spread, values, digits=1):
     """`mean ± sd [each seed]`; one seed: just its value; over `LISTED_SEEDS` seeds, their
     number and range instead of each value (`97.8 ± 0.5 [20 seeds, 96.9-98.7]`)."""
@@ -193,14 +191,13 @@ def planning_lines(rows, half_width=0.5, least=3):
     per_seed = accuracy_by_seed(rows)
     lines = []
     for (dataset, model), own in per_seed.items():
-        reference = per_seed.get((dataset, TRANSFORMER), {})
-        shared = sorted(own.keys() & reference.keys())
-        if model == TRANSFORMER or len(shared) < least:
+        differences = seed_differences(own, per_seed.get((dataset, TRANSFORMER), {}))
+        if model == TRANSFORMER or len(differences) < least:
             continue
-        spread = statistics.stdev(own[s] - reference[s] for s in shared)
+        spread = statistics.stdev(differences.values())
         lines.append(
             f"- {dataset.replace('_', ' ')}, {model}: the paired differences spread by "
-            f"{spread:.2f} points (standard deviation over {len(shared)} seeds), so "
+            f"{spread:.2f} points (standard deviation over {len(differences)} seeds), so "
             f"{pairs_for(spread, half_width)} pairs give a 95% interval of "
             f"±{half_width:g} points.")
     if not lines:
@@ -208,13 +205,19 @@ def planning_lines(rows, half_width=0.5, least=3):
     return ["", "Seeds needed, at the spread so far:", "", *lines]
 
 
+def seed_differences(own, reference):
+    """{seed: own - reference} over the seeds both {seed: value} have, in seed order."""
+    return {seed: own[seed] - reference[seed] for seed in sorted(own.keys() & reference.keys())}
+
+
 def seed_paired_difference(own, reference):
     """`paired_difference` of {seed: value} against {seed: value} over the seeds both have,
     naming them when the two differ (`-0.9 (seed 0)`); None without a shared seed."""
-    shared = sorted(own.keys() & reference.keys())
-    if not shared:
+    differences = seed_differences(own, reference)
+    if not differences:
         return None
-    difference = paired_difference([own[s] - reference[s] for s in shared])
+    difference = paired_difference(list(differences.values()))
+    shared = list(differences)
     if set(shared) != own.keys() | reference.keys():
         seeds = ", ".join(str(s) for s in shared)
         difference += f" (seed{'s' if len(shared) > 1 else ''} {seeds})"
