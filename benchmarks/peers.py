@@ -28,11 +28,14 @@ cell holds about the same number of tokens. `--compile jit` is `jax.jit`,
 Time is the median over repeats of the mean over calls; memory is the peak of
 the device allocator above the weights and inputs on GPUs and the peak RSS
 above the same baseline on CPUs (JAX also reports the compiled program's
-temporary bytes). A cell that passes --memory-limit-gb or --timeout is
-recorded as OOM / timeout, and the same model is not run at longer n (its
-rows say so). Rows go to a CSV as they finish (a rerun skips the cells it
-has), then a summary table is printed: each Linformer's time and memory
-against the best exact model, and the crossover n.
+temporary bytes). `fused_kernel` says whether the cell ran a fused attention
+kernel: read off the compiled program on JAX, off the ATen operators one
+profiled call records on PyTorch (empty on TensorFlow). A cell that passes
+--memory-limit-gb or --timeout is recorded as OOM / timeout, and the same
+model is not run at longer n (its rows say so). Rows go to a CSV as they
+finish (a rerun skips the cells it has), then a summary table is printed:
+each Linformer's time and memory against the best exact model, and the
+crossover n.
 
     KERAS_BACKEND=jax python -m benchmarks.peers --dtype mixed_bfloat16 \\
         --lengths 512 1024 2048 4096 8192 16384 32768 65536 --output peers.csv
@@ -168,8 +171,21 @@ class _Torch:
 
         self.forward = torch.compile(forward) if spec["compile"] == "jit" else forward
         self.layer, self.x = layer, x
-        self.temp_bytes, self.fused = None, None
+        self.temp_bytes = None
         self.cuda = x.is_cuda
+
+    @property
+    def fused(self):
+        """Whether a call runs a fused attention kernel (flash, memory-efficient or cuDNN).
+
+        Read off the ATen operators the profiler records in one call: the fused
+        kernels are `aten::_scaled_dot_product_*` other than the `_math` fallback.
+        """
+        profiler = self.torch.profiler
+        with profiler.profile(activities=[profiler.ProfilerActivity.CPU]) as profile:
+            self.sync(self.call())
+        return any(e.key.startswith("aten::_scaled_dot_product_") and "_math" not in e.key
+                   for e in profile.key_averages())
 
     def call(self):
         if not self.training:

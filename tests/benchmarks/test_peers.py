@@ -45,6 +45,26 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
     assert again.returncode == 0 and "[1/" not in again.stdout, again.stdout
 
 
+
+@pytest.mark.slow
+def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path):
+    output = tmp_path / "peers.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
+         "--models", "mha-fused", "mha-explicit", "--tasks", "train", "--compile", "eager",
+         "--repeats", "1", "--min-seconds", "0", "--output", str(output)],
+        capture_output=True, text=True, timeout=600, cwd=peers.REPOSITORY,
+        env={**os.environ, "KERAS_BACKEND": "torch"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(output, newline="") as file:
+        rows = {r["model"]: r for r in csv.DictReader(file)}
+    assert {m: (r["status"], r["backend"], r["compile"]) for m, r in rows.items()} == {
+        "mha-fused": ("ok", "torch", "eager"), "mha-explicit": ("ok", "torch", "eager")}
+    # Dropout in training takes the explicit path: softmax over materialised scores.
+    assert rows["mha-fused"]["fused_kernel"] == "True"
+    assert rows["mha-explicit"]["fused_kernel"] == "False"
+
 def test_analytic_flops_favour_the_linformer_from_where_n_exceeds_k():
     exact = peers.analytic_flops("mha-fused", 4096, 1, 768, 256, "forward")
     linformer = peers.analytic_flops("linformer", 4096, 1, 768, 256, "forward")
