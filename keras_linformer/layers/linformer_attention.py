@@ -392,10 +392,13 @@ class LinformerAttention(keras.layers.Layer):
         self._check_length(value.shape[1])
         key_projection, value_projection = self._projection_kernels(projection_kernel)
 
-        # Real key/value positions as a float (B, S) mask.
-        mask = ops.ones(ops.shape(value)[:2], dtype=self.compute_dtype)
-        for m in (value_mask, None if key_is_value else key_mask):
-            if m is not None:
+        # Real key/value positions as a float (B, S) mask. None where a linear E
+        # sees n real positions: nothing to zero, and the padding scale is 1.
+        masks = [m for m in (value_mask, None if key_is_value else key_mask) if m is not None]
+        mask = None
+        if masks or self.projection != "linear" or value.shape[1] != self.sequence_length:
+            mask = ops.ones(ops.shape(value)[:2], dtype=self.compute_dtype)
+            for m in masks:
                 mask = mask * ops.cast(m, self.compute_dtype)
 
         query = self._query_dense(query)  # (B, T, N, Hk)
@@ -413,7 +416,7 @@ class LinformerAttention(keras.layers.Layer):
             )
             value, _ = self._project_output(self._value_dense(value), mask, value_projection)
 
-        if self.projection == "linear" and self.padding_compensation:
+        if self.projection == "linear" and self.padding_compensation and mask is not None:
             value = value * self._padding_scale(mask, value.dtype)
         if self.null_slots:
             key, value, slot_mask = self._append_null_slots(key, value, slot_mask)
@@ -509,7 +512,8 @@ class LinformerAttention(keras.layers.Layer):
 
     def _project_input(self, x, mask, kernel):
         """Projects the (B, S, dim) key/value input to (B, k, dim)."""
-        x = x * ops.expand_dims(mask, -1)
+        if mask is not None:
+            x = x * ops.expand_dims(mask, -1)
         return sp.project_sequence(
             x, mask, self.projection, self.projected_dim, self.sequence_length, kernel
         )
@@ -526,7 +530,7 @@ class LinformerAttention(keras.layers.Layer):
 
     def _project_output(self, x, mask, kernel):
         """Projects (B, S, N, H) keys or values to (B, k, N, H)."""
-        if self.projection != "max":
+        if self.projection != "max" and mask is not None:
             x = x * ops.expand_dims(ops.expand_dims(mask, -1), -1)
         x_bar, _, slot_mask = sp.project_sequence(
             x, mask, self.projection, self.projected_dim, self.sequence_length, kernel

@@ -142,7 +142,8 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
     Args:
         x: `(B, S, C)` layer input or `(B, S, heads, head_dim)` keys/values,
             with padded positions already zeroed (except for "max").
-        mask: float `(B, S)`, 1 at real positions, 0 at padding.
+        mask: float `(B, S)`, 1 at real positions, 0 at padding; None (for
+            "linear" only) when every position is real.
         projection: one of `PROJECTIONS`.
         projected_dim: k.
         sequence_length: n, the longest sequence the projection accepts.
@@ -150,14 +151,14 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
 
     Returns:
         `(projected, weight_sums, slot_mask)`: the `(B, k, ...)` projection,
-        the projection of the mask itself `(B, k)` (what a per-position bias
-        becomes after projecting; None for per-head E), and a boolean
+        the projection of the mask itself `(B, k)`, `(1, k)` without a mask
+        (what a per-position bias becomes after projecting; None for per-head
+        E), and a boolean
         `(B, k)` mask of the slots that hold at least one real position.
     """
     length = ops.shape(x)[1]
     if projection == "linear":
         kernel = ops.cast(kernel, x.dtype)
-        mask = ops.cast(mask, x.dtype)
         if len(kernel.shape) == 2:  # E: (n, k), shared by the heads.
             e = kernel[:length]
             equation = "bsc,sk->bkc" if len(x.shape) == 3 else "bshd,sk->bkhd"
@@ -167,9 +168,12 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
         projected = ops.einsum(equation, x, e)
         # Only a head-shared E is ever applied before the kernel, where the
         # projected mask is needed to carry the bias through.
-        weight_sums = (
-            ops.einsum("bs,sk->bk", mask, e) if len(kernel.shape) == 2 else None
-        )
+        if len(kernel.shape) != 2:
+            weight_sums = None
+        elif mask is None:
+            weight_sums = ops.sum(e, axis=0, keepdims=True)
+        else:
+            weight_sums = ops.einsum("bs,sk->bk", ops.cast(mask, x.dtype), e)
         slot_mask = ops.ones((ops.shape(x)[0], projected_dim), dtype="bool")
         return projected, weight_sums, slot_mask
 

@@ -113,6 +113,24 @@ def test_matches_numpy_reference_with_padding_and_short_inputs(projection, shari
 
 
 @pytest.mark.parametrize("sharing", SHARINGS)
+@pytest.mark.parametrize("compensation", [True, False])
+def test_unmasked_full_length_call_equals_an_all_true_mask(sharing, compensation, rng):
+    # Without a mask at full length a linear E skips the mask and padding scale.
+    layer = make_layer(sharing=sharing, padding_compensation=compensation)
+    query = rng.normal(size=(2, 5, 6)).astype("float32")
+    key, value = rng.normal(size=(2, 2, 8, 6)).astype("float32")
+    layer(query, value, key)
+    for v in layer.weights:
+        if v.name == "bias":
+            v.assign(rng.normal(size=v.shape).astype("float32"))
+    everywhere = np.ones((2, 8), bool)
+    masked = layer(query, value, key, value_mask=everywhere, key_mask=everywhere)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer(query, value, key)),
+        keras.ops.convert_to_numpy(masked), atol=1e-6,
+    )
+
+@pytest.mark.parametrize("sharing", SHARINGS)
 def test_identity_projection_equals_multi_head_attention(sharing, rng):
     n, dim = 8, 12
     x = rng.normal(size=(3, n, dim)).astype("float32")
