@@ -153,8 +153,8 @@ def project_sequence(x, mask, projection, projected_dim, sequence_length, kernel
         `(projected, weight_sums, slot_mask)`: the `(B, k, ...)` projection,
         the projection of the mask itself `(B, k)`, `(1, k)` without a mask
         (what a per-position bias becomes after projecting; None for per-head
-        E), and a boolean
-        `(B, k)` mask of the slots that hold at least one real position.
+        E), and a boolean `(B, k)` mask of the slots that hold at least one
+        real position.
     """
     length = ops.shape(x)[1]
     if projection == "linear":

@@ -45,7 +45,6 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
     assert again.returncode == 0 and "[1/" not in again.stdout, again.stdout
 
 
-
 @pytest.mark.slow
 def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path):
     output = tmp_path / "peers.csv"
@@ -64,6 +63,7 @@ def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path):
     # Dropout in training takes the explicit path: softmax over materialised scores.
     assert rows["mha-fused"]["fused_kernel"] == "True"
     assert rows["mha-explicit"]["fused_kernel"] == "False"
+
 
 def test_analytic_flops_favour_the_linformer_from_where_n_exceeds_k():
     exact = peers.analytic_flops("mha-fused", 4096, 1, 768, 256, "forward")

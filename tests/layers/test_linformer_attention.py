@@ -130,6 +130,7 @@ def test_unmasked_full_length_call_equals_an_all_true_mask(sharing, compensation
         keras.ops.convert_to_numpy(masked), atol=1e-6,
     )
 
+
 @pytest.mark.parametrize("sharing", SHARINGS)
 def test_identity_projection_equals_multi_head_attention(sharing, rng):
     n, dim = 8, 12
