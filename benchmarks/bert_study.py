@@ -22,7 +22,8 @@ directories, and those its results CSV records, so a fresh clone goes on
 from the committed CSV) and resumes an interrupted one. Writes, under
 `--results-dir`, after every run, a CSV of every run, and a
 markdown table and plot of test accuracy (mean ± standard deviation over the
-seeds) with each model's fine-tuning throughput and wall time.
+seeds, and each conversion's per-seed differences to the BERT with their 95%
+interval) with each model's fine-tuning throughput and wall time.
 
     python -m benchmarks.bert_study [--datasets bbc_news] [--seeds 0 1 2] [--report-only]
 """

@@ -7,8 +7,8 @@ each run's `summary.json`, or takes the run's row from the CSV when it
 recorded that run (same command) finished, so a study can go on from its
 committed CSV on another machine without the run directories; `summarise`
 gives mean and standard deviation over the seeds, `accuracy_table` the table
-cells against the Transformer, and `plot` every seed's test accuracy. Nothing
-here imports TensorFlow.
+cells against the Transformer, and `plot` every seed's test accuracy and
+its paired differences. Nothing here imports TensorFlow.
 """
 
 import functools
@@ -231,11 +231,19 @@ def paired_difference(differences):
     its own split, initialisation and data order for both models); with one seed it is
     just the difference.
     """
-    mean = statistics.mean(differences)
-    if len(differences) < 2:
+    mean, half = interval(differences)
+    if half is None:
         return f"{mean:+.1f}"
-    half = t_975(len(differences) - 1) * statistics.stdev(differences) / len(differences) ** 0.5
     return f"{mean:+.1f} [{mean - half:+.1f}, {mean + half:+.1f}]"
+
+
+def interval(values):
+    """(mean, half-width of its 95% t-interval) of `values`; the half-width is None for
+    one value."""
+    mean = statistics.mean(values)
+    if len(values) < 2:
+        return mean, None
+    return mean, t_975(len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
 
 
 def ordered(rows, key):
@@ -268,17 +276,35 @@ def footer(rows):
 
 
 def plot(rows, path, title):
-    """Test accuracy of every seed, and the mean, per model; one panel per dataset.
+    """Saves `figure(rows, title)` as a PNG at `path`."""
+    outputs.save_palette_png(figure(rows, title), path)
 
-    `title(dataset)` gives a panel's title.
+
+def figure(rows, title):
+    """The report's figure: one column per dataset (`title(dataset)` titles it).
+
+    Its first row shows every seed's test accuracy and the mean ± standard deviation per
+    model. Once a model has two seeds paired with the Transformer's, a second row shows
+    each model's per-seed differences to the Transformer, their mean and its 95%
+    t-interval, against lines at 0 and -1 point.
     """
     plt = outputs.pyplot()
     stats = summarise(rows)
+    per_seed = accuracy_by_seed(rows)
     datasets = ordered(rows, "dataset")
     models = ordered(rows, "model")
-    figure, all_axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.6),
+    compared = [model for model in models if model != TRANSFORMER]
+    differences = {
+        (dataset, model): list(seed_differences(
+            per_seed.get((dataset, model), {}),
+            per_seed.get((dataset, TRANSFORMER), {})).values())
+        for dataset in datasets for model in compared}
+    paired = any(len(values) >= 2 for values in differences.values())
+    result, all_axes = plt.subplots(1 + paired, len(datasets),
+                                    figsize=(5.2 * len(datasets), 3.6 * (1 + paired)),
                                     dpi=90, squeeze=False)
-    for axes, dataset in zip(all_axes[0], datasets):
+    for column, dataset in enumerate(datasets):
+        axes = all_axes[0][column]
         for position, model in enumerate(models):
             mean, spread, values = stats.get((dataset, model), (None, None, []))
             if mean is None:
@@ -295,8 +321,31 @@ def plot(rows, path, title):
         axes.set_ylabel("test accuracy (%)")
         axes.set_title(title(dataset), fontsize=9)
         axes.grid(True, axis="y", alpha=0.3)
-    figure.tight_layout()
-    outputs.save_palette_png(figure, path)
+        if paired:
+            plot_differences(all_axes[1][column],
+                             {model: differences[dataset, model] for model in compared})
+    result.tight_layout()
+    return result
+
+
+def plot_differences(axes, differences):
+    """Each model's per-seed differences to the Transformer ({model: [points]}) with their
+    mean and 95% t-interval."""
+    for position, values in enumerate(differences.values()):
+        if not values:
+            continue
+        mean, half = interval(values)
+        axes.scatter([position] * len(values), values, color="grey", s=12, zorder=2)
+        axes.errorbar([position], [mean], yerr=[half or 0], fmt="o", color="black",
+                      capsize=4, zorder=3)
+    axes.axhline(0, color="black", linewidth=0.8)
+    axes.axhline(-1, color="red", linestyle=":", label="1 point behind")
+    axes.legend(fontsize=7, loc="lower right")
+    axes.set_xticks(range(len(differences)), list(differences), rotation=20, fontsize=7,
+                    ha="right")
+    axes.set_ylabel(f"minus {TRANSFORMER}, same seed (points)")
+    axes.set_title("paired by seed: mean and 95% interval", fontsize=9)
+    axes.grid(True, axis="y", alpha=0.3)
 
 
 def write_results(rows, args, command, fields, markdown, title):

@@ -77,3 +77,34 @@ def test_the_seeds_needed_follow_from_the_spread_of_the_paired_differences():
         "deviation over 3 seeds), so 18 pairs give a 95% interval of ±0.5 points."]
     # Two pairs say too little about the spread.
     assert seeded.planning_lines(rows[:6]) == []
+
+
+def test_the_figure_shows_the_paired_differences_once_two_seeds_pair():
+    def row(model, seed, accuracy):
+        return dict(dataset="bbc_news", model=model, seed=seed, status="finished",
+                    test_accuracy=accuracy)
+
+    rows = [row("transformer", s, a) for s, a in enumerate([0.98, 0.97, 0.99])]
+    rows += [row("mean-k64", s, a) for s, a in enumerate([0.97, 0.97, 0.96])]
+    # linear-k128's seed 3 has no Transformer run to pair with.
+    rows += [row("linear-k128", s, a) for s, a in [(0, 0.975), (1, 0.96), (3, 0.90)]]
+    figure = seeded.figure(rows, title=lambda dataset: dataset)
+    accuracy, paired = figure.axes
+    assert [tick.get_text() for tick in paired.get_xticklabels()] == ["mean-k64", "linear-k128"]
+    seeds, means = paired.collections[0::2], paired.collections[1::2]
+    expected = {0: [-1.0, 0.0, -3.0], 1: [-0.5, -1.0]}
+    for position, values in expected.items():
+        points = seeds[position].get_offsets()
+        assert points[:, 0].tolist() == [position] * len(values)
+        assert points[:, 1].tolist() == pytest.approx(values)
+        # The error bar spans the mean's 95% t-interval.
+        mean, half = seeded.interval(values)
+        (segment,) = means[position].get_segments()
+        assert segment[:, 1].tolist() == pytest.approx([mean - half, mean + half])
+    assert sorted(line.get_ydata()[0] for line in paired.get_lines()
+                  if len(line.get_ydata()) == 2 and line.get_xdata()[0] == 0) == [-1, 0]
+    # Every run's accuracy is in the first row.
+    assert sum(len(c.get_offsets()) for c in accuracy.collections[0::2]) == 9
+
+    # One seed per model: nothing to pair yet, one row.
+    assert len(seeded.figure(rows[:1] + rows[3:4], title=str).axes) == 1
