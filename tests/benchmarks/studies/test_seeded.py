@@ -4,6 +4,7 @@ import statistics
 
 import pytest
 
+from benchmarks import outputs
 from benchmarks.studies import seeded
 
 
@@ -107,4 +108,9 @@ def test_the_figure_shows_the_paired_differences_once_two_seeds_pair():
     assert sum(len(c.get_offsets()) for c in accuracy.collections[0::2]) == 9
 
     # One seed per model: nothing to pair yet, one row.
-    assert len(seeded.figure(rows[:1] + rows[3:4], title=str).axes) == 1
+    unpaired = seeded.figure(rows[:1] + rows[3:4], title=str)
+    assert len(unpaired.axes) == 1
+    # The caller owns the figures (`plot` closes its own when it saves).
+    plt = outputs.pyplot()
+    plt.close(figure)
+    plt.close(unpaired)
