@@ -188,11 +188,9 @@ def planning_lines(rows, half_width=0.5, least=3):
     """Markdown lines: for each model with `least` or more seeds paired with the
     Transformer's, the spread of its paired differences and the pairs that spread needs
     for an interval of ±`half_width` points (±0.5 cannot hold both 0 and -1)."""
-    per_seed = accuracy_by_seed(rows)
     lines = []
-    for (dataset, model), own in per_seed.items():
-        differences = seed_differences(own, per_seed.get((dataset, TRANSFORMER), {}))
-        if model == TRANSFORMER or len(differences) < least:
+    for (dataset, model), differences in differences_to_transformer(rows).items():
+        if len(differences) < least:
             continue
         spread = statistics.stdev(differences.values())
         lines.append(
@@ -203,6 +201,14 @@ def planning_lines(rows, half_width=0.5, least=3):
     if not lines:
         return []
     return ["", "Seeds needed, at the spread so far:", "", *lines]
+
+
+def differences_to_transformer(rows):
+    """{(dataset, model): {seed: accuracy minus the Transformer's, in points}} for every
+    other model, over the seeds both finished."""
+    per_seed = accuracy_by_seed(rows)
+    return {(dataset, model): seed_differences(own, per_seed.get((dataset, TRANSFORMER), {}))
+            for (dataset, model), own in per_seed.items() if model != TRANSFORMER}
 
 
 def seed_differences(own, reference):
@@ -290,15 +296,10 @@ def figure(rows, title):
     """
     plt = outputs.pyplot()
     stats = summarise(rows)
-    per_seed = accuracy_by_seed(rows)
     datasets = ordered(rows, "dataset")
     models = ordered(rows, "model")
     compared = [model for model in models if model != TRANSFORMER]
-    differences = {
-        (dataset, model): list(seed_differences(
-            per_seed.get((dataset, model), {}),
-            per_seed.get((dataset, TRANSFORMER), {})).values())
-        for dataset in datasets for model in compared}
+    differences = differences_to_transformer(rows)
     paired = any(len(values) >= 2 for values in differences.values())
     result, all_axes = plt.subplots(1 + paired, len(datasets),
                                     figsize=(5.2 * len(datasets), 3.6 * (1 + paired)),
@@ -307,11 +308,8 @@ def figure(rows, title):
         axes = all_axes[0][column]
         for position, model in enumerate(models):
             mean, spread, values = stats.get((dataset, model), (None, None, []))
-            if mean is None:
-                continue
-            axes.scatter([position] * len(values), values, color="grey", s=12, zorder=2)
-            axes.errorbar([position], [mean], yerr=[spread or 0], fmt="o", color="black",
-                          capsize=4, zorder=3)
+            if mean is not None:
+                plot_seeds(axes, position, values, mean, spread)
         majority = next((r.get("majority_accuracy") for r in rows
                          if r["dataset"] == dataset and r.get("majority_accuracy")), None)
         if majority:
@@ -322,8 +320,9 @@ def figure(rows, title):
         axes.set_title(title(dataset), fontsize=9)
         axes.grid(True, axis="y", alpha=0.3)
         if paired:
-            plot_differences(all_axes[1][column],
-                             {model: differences[dataset, model] for model in compared})
+            plot_differences(all_axes[1][column], {
+                model: list(differences.get((dataset, model), {}).values())
+                for model in compared})
     result.tight_layout()
     return result
 
@@ -335,9 +334,7 @@ def plot_differences(axes, differences):
         if not values:
             continue
         mean, half = interval(values)
-        axes.scatter([position] * len(values), values, color="grey", s=12, zorder=2)
-        axes.errorbar([position], [mean], yerr=[half or 0], fmt="o", color="black",
-                      capsize=4, zorder=3)
+        plot_seeds(axes, position, values, mean, half)
     axes.axhline(0, color="black", linewidth=0.8)
     axes.axhline(-1, color="red", linestyle=":", label="1 point behind")
     axes.legend(fontsize=7, loc="lower right")
@@ -346,6 +343,14 @@ def plot_differences(axes, differences):
     axes.set_ylabel(f"minus {TRANSFORMER}, same seed (points)")
     axes.set_title("paired by seed: mean and 95% interval", fontsize=9)
     axes.grid(True, axis="y", alpha=0.3)
+
+
+def plot_seeds(axes, position, values, mean, error):
+    """Every seed's value as a grey point at x = `position`, and the mean ± `error` (None:
+    no bar) in black."""
+    axes.scatter([position] * len(values), values, color="grey", s=12, zorder=2)
+    axes.errorbar([position], [mean], yerr=[error or 0], fmt="o", color="black", capsize=4,
+                  zorder=3)
 
 
 def write_results(rows, args, command, fields, markdown, title):
