@@ -421,16 +421,16 @@ class LinformerAttention(keras.layers.Layer):
         if self.null_slots:
             key, value, slot_mask = self._append_null_slots(key, value, slot_mask)
         scale = 1.0 / math.sqrt(self.key_dim)
+        # A linear E fills every slot; a pooling window can hold only padding.
+        slots_may_be_empty = self.projection != "linear" and (
+            value_mask is not None
+            or (not key_is_value and key_mask is not None)
+            or mask.shape[1] != self.sequence_length
+        )
         if self._fused(training, return_attention_scores):
             # Keras's fused attention (cuDNN or PyTorch flash kernels): the
             # (T, k) logits are never materialised, and the kernels keep them
             # and the softmax in float32 too.
-            # A linear E fills every slot; a pooling window can hold only padding.
-            slots_may_be_empty = self.projection != "linear" and (
-                value_mask is not None
-                or (not key_is_value and key_mask is not None)
-                or mask.shape[1] != self.sequence_length
-            )
             context = ops.dot_product_attention(
                 query,
                 key,
@@ -446,8 +446,10 @@ class LinformerAttention(keras.layers.Layer):
             ops.cast(query, "float32") * scale,
             ops.cast(key, "float32"),
         )
-        slot_mask = ops.expand_dims(ops.expand_dims(slot_mask, 1), 1)  # (B,1,1,k)
-        logits = ops.where(slot_mask, logits, ops.full_like(logits, -1e9))
+        if slots_may_be_empty:
+            logits = ops.where(
+                slot_mask[:, None, None, :], logits, ops.full_like(logits, -1e9)
+            )
         probabilities = ops.softmax(logits, axis=-1)
         dropped = self._dropout_layer(probabilities, training=training)
         context = ops.einsum(
