@@ -452,7 +452,8 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
                        help="Passes over the training data (fractions allowed); their steps "
                             "are cut into epochs of at most --checkpoint-every steps.")
     group.add_argument("--max-steps", type=positive_int, default=None,
-                       help="Stop after at most this many optimizer steps (for trial runs).")
+                       help="Cap the optimizer steps at this many (for trial runs), then round up "
+                            "to equal epochs: up to epochs - 1 steps more.")
     group.add_argument("--learning-rate", type=positive_float, default=learning_rate,
                        help="Peak AdamW learning rate, reached by linear warmup, then cosine "
                             "decay to 0 at the last step.")
