@@ -63,10 +63,10 @@ FIELDS = (
     "backend", "device", "compile", "dtype", "task", "model", "sequence_length",
     "batch_size", "projected_dim", "status", "median_s", "min_s", "tokens_per_s",
     "peak_bytes", "memory_measure", "compiled_temp_bytes", "fused_kernel",
-    "analytic_flops", "round", "busy_cores_during", "note", "machine",
+    "analytic_flops", "round", "busy_cores_during", "note", "machine", "command",
 )
 # Columns that CSVs written by earlier versions lack: read, but not appended to.
-LATER_FIELDS = {"machine"}
+LATER_FIELDS = {"machine", "command"}
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -588,7 +588,8 @@ def main(argv=None):
                     failed[key] = (n, r["status"])
         grid = [(r, c, task, n, model) for r in range(args.rounds) for c in args.compile
                 for task in args.tasks for n in args.lengths for model in args.models]
-        # Appended to and resumed across commands, so no one command heads it.
+        # Appended to and resumed across commands: each row names its own.
+        command = outputs.command_line("benchmarks.peers", argv)
         with outputs.csv_writer(args.output, None, FIELDS, append=True) as write:
             for index, (rnd, compile_mode, task, n, model) in enumerate(grid, 1):
                 batch = max(1, args.tokens // n)
@@ -599,7 +600,7 @@ def main(argv=None):
                 row = dict(backend=backend, device=device, compile=compile_mode,
                            dtype=args.dtype, task=task, model=model, sequence_length=n,
                            batch_size=batch, projected_dim=args.projected_dim, round=rnd,
-                           machine="; ".join(machine),
+                           machine="; ".join(machine), command=command,
                            analytic_flops=analytic_flops(model, n, batch, 768,
                                                          args.projected_dim, task))
                 if _key(row) in done:

@@ -216,8 +216,9 @@ def main(argv=None):
             else:
                 rows.extend(dict(sequence_length=n, model=m, status="error",
                                  note=f"exit {done.returncode}") for m in MODELS)
-    outputs.write_csv(args.output, None, FIELDS, rows)
-    print(f"command: python -m benchmarks.serving_latency {' '.join(argv)}")
+    command = outputs.command_line("benchmarks.serving_latency", argv)
+    outputs.write_csv(args.output, command, FIELDS, rows)
+    print(f"command: {command}")
     print(summary([{k: str(v) for k, v in r.items()} for r in rows]))
     if not any(r["status"] == "ok" for r in rows):
         raise SystemExit("no cell finished; see the errors above.")

@@ -26,7 +26,9 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
         rows = list(csv.DictReader(file))
     assert [(r["task"], r["model"]) for r in rows] == [
         ("train", "linformer"), ("train", "mha-fused")]
-    for row in rows:
+    for row in rows:  # Appended to across commands, so each row names its own.
+        assert row["command"].startswith(
+            "python -m benchmarks.peers --lengths 64 --tokens 128 --models linformer mha-fused")
         assert row["status"] == "ok", row
         assert (row["backend"], row["device"], row["batch_size"]) == ("jax", "cpu", "2")
         assert float(row["median_s"]) > 0 and int(row["peak_bytes"]) >= 0
@@ -83,7 +85,7 @@ def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path):
 
 def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path):
     old = tmp_path / "old.csv"
-    fields = [f for f in peers.FIELDS if f != "machine"]
+    fields = [f for f in peers.FIELDS if f not in ("machine", "command")]
     row = dict.fromkeys(fields, "") | dict(
         backend="jax", device="cpu", compile="jit", dtype="float32", task="forward",
         model="linformer", sequence_length="64", batch_size="2", projected_dim="16",
@@ -93,7 +95,8 @@ def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path):
         writer.writeheader()
         writer.writerow(row)
     peers.main(["--report-only", "--output", str(old)])
-    with pytest.raises(SystemExit, match=r"old.csv was written by an earlier version.*machine"):
+    missing = r"old.csv was written by an earlier version.*'command', 'machine'"
+    with pytest.raises(SystemExit, match=missing):
         peers.main(["--lengths", "64", "--output", str(old)])
 
 

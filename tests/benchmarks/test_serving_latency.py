@@ -20,6 +20,7 @@ def test_both_models_answer_every_signature_and_batch(tmp_path):
         capture_output=True, text=True, timeout=600, cwd=REPOSITORY)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
+        assert next(file).startswith("# python -m benchmarks.serving_latency --lengths 64 ")
         rows = list(csv.DictReader(file))
     assert sorted((r["batch_size"], r["signature"], r["model"]) for r in rows) == sorted(
         (b, s, m) for b in ("1", "3") for s in ("text", "token_ids")
