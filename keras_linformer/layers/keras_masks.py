@@ -21,9 +21,17 @@ def without_keras_masks(*tensors):
     support masking, then do not warn about them, and the caller's tensors
     keep their masks. The same tensor passed twice gives the same copy twice.
     """
-    copies = {}
+    # Pairs compared with `is`, not keyed by `id()`: under `torch.compile` an
+    # object id is a constant that changes every call and forces a recompile.
+    copies = []
+    result = []
     for tensor in tensors:
-        masked = tensor is not None and get_keras_mask(tensor) is not None
-        if masked and id(tensor) not in copies:
-            copies[id(tensor)] = ops.copy(tensor)
-    return tuple(copies.get(id(tensor), tensor) for tensor in tensors)
+        if tensor is None or get_keras_mask(tensor) is None:
+            result.append(tensor)
+            continue
+        copy = next((c for original, c in copies if original is tensor), None)
+        if copy is None:
+            copy = ops.copy(tensor)
+            copies.append((tensor, copy))
+        result.append(copy)
+    return tuple(result)

@@ -120,3 +120,37 @@ def test_model_saved_with_tensorflow_predicts_the_same_and_trains_under(backend,
         losses = results[f"{name}.losses"]
         assert np.all(np.isfinite(losses)) and losses[-1] < losses[0], (name, losses)
     assert results["unchanged"].size == 0, results["unchanged"]
+
+
+# Under torch.compile, a Python `id()` of an input is a constant that changes
+# every call: code that keys on one recompiles every step, then runs eagerly.
+UNMASK_UNDER_TORCH_COMPILE = textwrap.dedent(
+    """
+    import torch
+    from keras.src.backend.common.masking import set_keras_mask
+    from keras_linformer.layers.keras_masks import without_keras_masks
+    torch._dynamo.config.error_on_recompile = True
+
+    @torch.compile(fullgraph=True)
+    def unmask(a, b):
+        return without_keras_masks(a, b, a)
+
+    for _ in range(3):  # Fresh tensors each call, as each training step has.
+        a, b = torch.randn(2, 3), torch.randn(2, 3)
+        set_keras_mask(a, torch.ones(2, dtype=torch.bool))
+        first, second, third = unmask(a, b)
+        assert first is not a and torch.equal(first, a) and torch.equal(third, a)
+        assert second is b
+    """
+)
+
+
+def test_inputs_carrying_keras_masks_compile_once_under_torch_compile(tmp_path):
+    script = tmp_path / "unmask.py"
+    script.write_text(UNMASK_UNDER_TORCH_COMPILE)
+    root = str(pathlib.Path(__file__).parents[2])
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "KERAS_BACKEND": "torch", "PYTHONPATH": root},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
