@@ -134,8 +134,10 @@ class LinformerAttention(keras.layers.Layer):
         query: `(B, T, dim)` query sequence.
         value: `(B, S, dim)` value sequence, S <= `sequence_length`.
         key: optional `(B, S, dim)` key sequence; defaults to `value`.
-        query_mask, value_mask, key_mask: optional boolean `(B, T)`/`(B, S)`
-            masks, True at real positions. Filled in from Keras masks.
+        query_mask, value_mask, key_mask: optional `(B, T)`/`(B, S)` masks,
+            True (or nonzero) at real positions. Filled in from Keras masks. As
+            in `keras.layers.MultiHeadAttention`, a key/value position is real
+            where both `value_mask` and `key_mask` say so.
         return_attention_scores: bool. Also return the
             `(B, heads, T, k + null_slots)` attention probabilities over the
             projected slots (and the null slots, last).
@@ -187,6 +189,9 @@ class LinformerAttention(keras.layers.Layer):
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         validation.check_positive_int("null_slots", null_slots, minimum=0)
+        validation.check_number("dropout", dropout, 0, 1, include_high=False)
+        validation.check_bool("use_bias", use_bias)
+        validation.check_bool("padding_compensation", padding_compensation)
         if not (flash_attention is None or isinstance(flash_attention, bool)):
             raise ValueError(
                 "`flash_attention` must be None (use a fused kernel where the "
@@ -220,10 +225,6 @@ class LinformerAttention(keras.layers.Layer):
                     "values, so `value_dim` must equal `key_dim`. Received: "
                     f"key_dim={key_dim}, value_dim={value_dim}"
                 )
-        if not 0 <= dropout < 1:
-            raise ValueError(
-                f"`dropout` must be in [0, 1). Received: dropout={dropout!r}"
-            )
         if isinstance(output_shape, (tuple, list)):
             if len(output_shape) != 1:
                 raise ValueError(
@@ -242,7 +243,7 @@ class LinformerAttention(keras.layers.Layer):
         self.projection = projection
         self.sharing = sharing
         self.dropout = dropout
-        self.use_bias = use_bias
+        self.use_bias = bool(use_bias)
         self._output_shape = output_shape
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -303,11 +304,7 @@ class LinformerAttention(keras.layers.Layer):
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
         self._check_length(value_shape[1])
-        if key_shape[1] != value_shape[1]:
-            raise ValueError(
-                "`key` and `value` must have the same length. Received: "
-                f"key shape {tuple(key_shape)}, value shape {tuple(value_shape)}"
-            )
+        self._check_key_value_shapes(key_shape, value_shape)
         heads = self.num_heads
         out_dim = self._output_shape or query_shape[-1]
         # (B, T, dim) -> (B, T, N, H), as in keras.layers.MultiHeadAttention.
@@ -353,6 +350,28 @@ class LinformerAttention(keras.layers.Layer):
                 "`sequence_length`."
             )
 
+    @staticmethod
+    def _check_key_value_shapes(key_shape, value_shape):
+        if None not in (key_shape[1], value_shape[1]) and key_shape[1] != value_shape[1]:
+            raise ValueError(
+                "`key` and `value` must have the same length. Received: "
+                f"key shape {tuple(key_shape)}, value shape {tuple(value_shape)}"
+            )
+
+    @staticmethod
+    def _check_mask(name, mask, value_shape):
+        """A key/value mask must be `(B, S)`, as `value`; no broadcasting."""
+        if mask is None:
+            return
+        shape, expected = tuple(mask.shape), tuple(value_shape[:2])
+        if len(shape) != 2 or any(
+            None not in (got, want) and got != want for got, want in zip(shape, expected)
+        ):
+            raise ValueError(
+                f"`{name}` must have the shape (batch, key/value length) = {expected}, "
+                f"True at real positions. Received: {name} of shape {shape}"
+            )
+
     # --- Call --------------------------------------------------------------
 
     def call(
@@ -390,16 +409,20 @@ class LinformerAttention(keras.layers.Layer):
         # query's mask back on the output.
         query, value, key = without_keras_masks(query, value, key)
         self._check_length(value.shape[1])
+        self._check_key_value_shapes(key.shape, value.shape)
+        self._check_mask("value_mask", value_mask, value.shape)
+        self._check_mask("key_mask", key_mask, value.shape)
         key_projection, value_projection = self._projection_kernels(projection_kernel)
 
-        # Real key/value positions as a float (B, S) mask. None where a linear E
-        # sees n real positions: nothing to zero, and the padding scale is 1.
-        masks = [m for m in (value_mask, None if key_is_value else key_mask) if m is not None]
+        # Real key/value positions as a float (B, S) mask: nonzero entries of
+        # either mask are real, as in keras.layers.MultiHeadAttention. None where
+        # a linear E sees n real positions: nothing to zero, the padding scale is 1.
+        masks = [m for m in (value_mask, key_mask) if m is not None]
         mask = None
         if masks or self.projection != "linear" or value.shape[1] != self.sequence_length:
             mask = ops.ones(ops.shape(value)[:2], dtype=self.compute_dtype)
             for m in masks:
-                mask = mask * ops.cast(m, self.compute_dtype)
+                mask = mask * ops.cast(ops.cast(m, "bool"), self.compute_dtype)
 
         query = self._query_dense(query)  # (B, T, N, Hk)
         if self._projects_input:
@@ -423,9 +446,7 @@ class LinformerAttention(keras.layers.Layer):
         scale = 1.0 / math.sqrt(self.key_dim)
         # A linear E fills every slot; a pooling window can hold only padding.
         slots_may_be_empty = self.projection != "linear" and (
-            value_mask is not None
-            or (not key_is_value and key_mask is not None)
-            or mask.shape[1] != self.sequence_length
+            bool(masks) or mask.shape[1] != self.sequence_length
         )
         if self._fused(training, return_attention_scores):
             # Keras's fused attention (cuDNN or PyTorch flash kernels): the
@@ -509,6 +530,23 @@ class LinformerAttention(keras.layers.Layer):
                 "With sharing='layerwise' the layer owns no projection: pass the "
                 "shared one as `projection_kernel` (LinformerEncoderStack does "
                 "this), or choose sharing='key_value' for a single layer."
+            )
+        expected = sp.projection_kernel_shape(
+            self.projection, self.sharing, self.sequence_length, self.projected_dim,
+            self.num_heads, self.key_dim,
+        )
+        got = None if projection_kernel is None else tuple(projection_kernel.shape)
+        if got is not None and expected is None:
+            raise ValueError(
+                f"projection={self.projection!r} has no weights: pass no "
+                f"`projection_kernel`. Received: projection_kernel of shape {got}"
+            )
+        if got != expected:
+            raise ValueError(
+                f"`projection_kernel` must have the shape {expected} for "
+                f"projection={self.projection!r} with sequence_length="
+                f"{self.sequence_length}, projected_dim={self.projected_dim} and "
+                f"key_dim={self.key_dim}. Received: projection_kernel of shape {got}"
             )
         return projection_kernel, projection_kernel
 

@@ -97,6 +97,9 @@ class LinformerEncoderBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         validation.check_positive_int("intermediate_dim", intermediate_dim)
         validation.check_positive_int("null_slots", null_slots, minimum=0)
+        validation.check_number("dropout", dropout, 0, 1, include_high=False)
+        validation.check_bool("normalize_first", normalize_first)
+        validation.check_bool("padding_compensation", padding_compensation)
         validation.check_positive_int("num_heads", num_heads)
         validation.check_positive_int("sequence_length", sequence_length)
         validation.check_choice("projection", projection, sp.PROJECTIONS)
@@ -115,7 +118,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.projection_initializer = get_optional_initializer(projection_initializer)
         projection_initializers.check(self.projection_initializer, projection)
-        self.normalize_first = normalize_first
+        self.normalize_first = bool(normalize_first)
         self.padding_compensation = bool(padding_compensation)
         self.null_slots = null_slots
         self.supports_masking = True

@@ -61,17 +61,28 @@ def _check(linformer, bert, inputs):
             f"{linformer.num_layers} layers of {linformer.hidden_dim} units). Received: "
             f"{type(bert).__name__}"
         )
+    _check_inputs("inputs", inputs, linformer.max_sequence_length)
+
+
+def _check_inputs(name, inputs, max_sequence_length):
     if not isinstance(inputs, dict) or set(INPUT_KEYS) - set(inputs):
         raise ValueError(
-            f"inputs: must be a dict of arrays with keys {INPUT_KEYS} (a "
+            f"{name}: must be a dict of arrays with keys {INPUT_KEYS} (a "
             "`data.TextEncoder`'s output). Received: "
             f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}"
         )
-    length = np.shape(inputs["token_ids"])[1]
-    if length > linformer.max_sequence_length:
+    shapes = {key: np.shape(inputs[key]) for key in INPUT_KEYS}
+    if len(set(shapes.values())) != 1 or len(shapes["token_ids"]) != 2 or (
+            not shapes["token_ids"][0]):
         raise ValueError(
-            f"inputs: sequences of {length} tokens exceed the Linformer's n = "
-            f"{linformer.max_sequence_length} (max_sequence_length)."
+            f"{name}: must hold arrays of one shape (texts, sequence length), with at "
+            f"least one text. Received shapes {shapes}"
+        )
+    length = shapes["token_ids"][1]
+    if length > max_sequence_length:
+        raise ValueError(
+            f"{name}: sequences of {length} tokens exceed the Linformer's n = "
+            f"{max_sequence_length} (max_sequence_length)."
         )
 
 
@@ -174,8 +185,8 @@ def transfer_attention(
     started by both measures: if on `evaluation_inputs` the mean layer error
     ends above where it began and the embedding cosine no higher (a start that is
     already exact, where Adam turns round-off gradients into steps of the
-    learning rate; or a learning rate too large), the starting projections
-    are put back and the report says so. Both must be worse: a transfer can
+    learning rate; or a learning rate too large), or either is not finite, the
+    starting projections are put back and the report says so. Both must be worse: a transfer can
     raise the layer error slightly while it raises the cosine and the probes'
     scores (benchmarks/RESULTS.md, "Attention transfer and frozen-feature
     probes"), and that one is kept.
@@ -205,14 +216,15 @@ def transfer_attention(
 
     Raises:
         ValueError: the conversion has no weights of its own to train (mean or
-            max pooling), or an argument is out of range.
+            max pooling), an argument is out of range, or the loss stopped
+            being finite (the starting projections are put back first).
     """
     _check(linformer, bert, inputs)
     for name, value in (("epochs", epochs), ("batch_size", batch_size),
                         ("log_every", log_every)):
         validation.check_positive_int(name, value)
-    if not learning_rate > 0:
-        raise ValueError(f"learning_rate: must be positive. Received: {learning_rate!r}")
+    validation.check_number("learning_rate", learning_rate, 0, include_low=False)
+    validation.check_positive_int("seed", seed, minimum=0)
     variables = linformer_only_variables(linformer)
     if not variables:
         raise ValueError(
@@ -221,14 +233,56 @@ def transfer_attention(
             "(whose default start is mean pooling) or 'conv'."
         )
     log = log or (lambda message: None)
-    evaluation_inputs = evaluation_inputs or {
-        key: np.asarray(inputs[key])[:64] for key in INPUT_KEYS}
+    if evaluation_inputs is None:
+        evaluation_inputs = {key: np.asarray(inputs[key])[:64] for key in INPUT_KEYS}
+    _check_inputs("evaluation_inputs", evaluation_inputs, linformer.max_sequence_length)
     layer_error_before, cosine_before = measure(linformer, bert, evaluation_inputs, batch_size)
     log(f"Attention transfer: before, relative error per layer "
         f"{_format(layer_error_before)}, sentence-embedding cosine {cosine_before:.4f}")
 
     start_values = [ops.convert_to_numpy(v) for v in variables]
+
+    def put_back_start():
+        for variable, value in zip(variables, start_values):
+            variable.assign(value)
+
+    bert_was_trainable = bert.trainable
     bert.trainable = False
+    try:
+        first_epoch, seconds = _train(
+            linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
+            learning_rate, seed, checkpoint_dir, log, log_every)
+    finally:
+        bert.trainable = bert_was_trainable
+
+    layer_error_after, cosine_after = measure(linformer, bert, evaluation_inputs, batch_size)
+    log(f"Attention transfer: after, relative error per layer "
+        f"{_format(layer_error_after)}, sentence-embedding cosine {cosine_after:.4f}")
+    # NaN compares False: a non-finite result counts as worse by both measures.
+    finite = bool(np.isfinite(layer_error_after).all() and np.isfinite(cosine_after))
+    kept_start = not finite or bool(np.mean(layer_error_after) > np.mean(layer_error_before)
+                                    and cosine_after <= cosine_before)
+    if kept_start:
+        put_back_start()
+        layer_error_after, cosine_after = layer_error_before, cosine_before
+        log("Attention transfer: the error rose and the cosine did not; the starting "
+            "projections are kept.")
+    count = len(inputs["token_ids"])
+    return {
+        "layer_error_before": [float(e) for e in layer_error_before],
+        "layer_error_after": [float(e) for e in layer_error_after],
+        "embedding_cosine_before": cosine_before,
+        "embedding_cosine_after": cosine_after,
+        "steps": (epochs - first_epoch) * -(-count // batch_size),
+        "epochs": epochs,
+        "seconds": seconds,
+        "kept_start": kept_start,
+    }
+
+
+def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
+           learning_rate, seed, checkpoint_dir, log, log_every):
+    """The epochs of `transfer_attention`: returns (first epoch run, seconds)."""
     layers = _Layers(linformer, bert)
     optimizer = keras.optimizers.Adam(learning_rate)
     optimizer.build(variables)
@@ -246,34 +300,14 @@ def transfer_attention(
                 log(f"Attention transfer: epoch {epoch + 1}/{epochs}, step "
                     f"{step}/{steps_per_epoch}, loss {np.mean(losses[-log_every:]):.4f}")
         if not np.isfinite(losses).all():
+            put_back_start()
             raise ValueError(
                 f"learning_rate: the attention transfer diverged at {learning_rate!r} (loss "
-                f"{losses[-1]!r} in epoch {epoch + 1}); try a smaller one."
+                f"{losses[-1]!r} in epoch {epoch + 1}); the starting projections are put "
+                "back. Try a smaller one."
             )
         _save(checkpoint_dir, variables, optimizer, epoch + 1)
-    seconds = time.perf_counter() - start
-
-    layer_error_after, cosine_after = measure(linformer, bert, evaluation_inputs, batch_size)
-    log(f"Attention transfer: after, relative error per layer "
-        f"{_format(layer_error_after)}, sentence-embedding cosine {cosine_after:.4f}")
-    kept_start = bool(np.mean(layer_error_after) > np.mean(layer_error_before)
-                      and cosine_after <= cosine_before)
-    if kept_start:
-        for variable, value in zip(variables, start_values):
-            variable.assign(value)
-        layer_error_after, cosine_after = layer_error_before, cosine_before
-        log("Attention transfer: the error rose and the cosine did not; the starting "
-            "projections are kept.")
-    return {
-        "layer_error_before": [float(e) for e in layer_error_before],
-        "layer_error_after": [float(e) for e in layer_error_after],
-        "embedding_cosine_before": cosine_before,
-        "embedding_cosine_after": cosine_after,
-        "steps": (epochs - first_epoch) * steps_per_epoch,
-        "epochs": epochs,
-        "seconds": seconds,
-        "kept_start": kept_start,
-    }
+    return first_epoch, time.perf_counter() - start
 
 
 def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,

@@ -13,6 +13,8 @@ ValueError: `num_heads` must be a positive integer. Received: num_heads=0
 import math
 import numbers
 
+import numpy as np
+
 
 def _received(name, value):
     return f"Received: {name}={value!r}"
@@ -23,6 +25,18 @@ def check_positive_int(name, value, minimum=1):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         valid = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
         raise ValueError(f"`{name}` must be {valid}. {_received(name, value)}")
+
+
+def check_bool(name, value):
+    """Raises ValueError unless `value` is True or False (a Python or NumPy bool).
+
+    >>> check_bool("use_bias", "False")
+    Traceback (most recent call last):
+    ...
+    ValueError: `use_bias` must be True or False. Received: use_bias='False'
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"`{name}` must be True or False. {_received(name, value)}")
 
 
 def check_choice(name, value, valid):

@@ -1,3 +1,5 @@
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -273,6 +275,50 @@ def test_pooling_slots_holding_only_padding_get_no_attention(rng):
     np.testing.assert_allclose(scores.sum(-1), 1.0, atol=1e-6)
 
 
+@pytest.mark.parametrize("projection", PROJECTIONS)
+def test_key_mask_counts_as_in_multi_head_attention(projection, rng):
+    # MultiHeadAttention combines key_mask with value_mask, whether or not the
+    # key is given, and whether or not it is the value tensor itself.
+    layer = make_layer(projection=projection, sharing="headwise")
+    x = tf.constant(rng.normal(size=(2, 8, 6)).astype("float32"))
+    mask = np.arange(8)[None].repeat(2, 0) < np.array([[5], [3]])
+    expected = keras.ops.convert_to_numpy(layer(x, x, value_mask=mask))
+    assert not np.allclose(expected, keras.ops.convert_to_numpy(layer(x, x)))
+    for key in (None, x):
+        got = layer(x, x, key=key, key_mask=mask)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+def test_any_nonzero_mask_entry_is_a_real_position(projection, rng):
+    # As in MultiHeadAttention and keras-hub's BERT: the mask is read as booleans.
+    layer = make_layer(projection=projection, sharing="headwise")
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    mask = (np.arange(8)[None].repeat(2, 0) < np.array([[5], [3]])).astype("int32")
+    expected = keras.ops.convert_to_numpy(layer(x, x, value_mask=mask))
+    for scaled in (2 * mask, 0.5 * mask, -mask):
+        got = layer(x, x, value_mask=scaled)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got), expected, atol=1e-6)
+
+
+def test_key_and_value_of_different_lengths_are_refused_after_build(rng):
+    layer = make_layer()
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    layer(x, x)
+    with pytest.raises(ValueError, match=r"same length.*key shape \(2, 6, 6\)"):
+        layer(x, x, key=x[:, :6])
+
+
+@pytest.mark.parametrize("name", ["value_mask", "key_mask"])
+@pytest.mark.parametrize("shape", [(2, 1), (8,), (2, 6), (2, 8, 8)])
+def test_a_mask_of_another_shape_is_refused_not_broadcast(name, shape, rng):
+    layer = make_layer()
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    message = rf"`{name}` must have the shape.*\(2, 8\).*of shape {re.escape(str(shape))}"
+    with pytest.raises(ValueError, match=message):
+        layer(x, x, **{name: np.ones(shape, bool)})
+
+
 def test_longer_input_names_both_lengths(rng):
     layer = make_layer()
     x = rng.normal(size=(1, 9, 6)).astype("float32")
@@ -445,6 +491,10 @@ def test_get_config_lists_every_constructor_argument():
         (dict(projection="mean", projected_dim=3),
          "multiple of `projected_dim`.*projected_dim=3.*projection='linear'"),
         (dict(dropout=1.5), "dropout"),
+        (dict(dropout=None), "`dropout` must be a number in.*Received: dropout=None"),
+        (dict(use_bias="False"), "`use_bias` must be True or False"),
+        (dict(padding_compensation="no"),
+         "`padding_compensation` must be True or False.*Received: padding_compensation='no'"),
         (dict(projection="conv", sharing="key_value", value_dim=3), "value_dim"),
         (dict(output_shape=(2, 3)), "output_shape"),
     ],
@@ -465,3 +515,10 @@ def test_layerwise_without_shared_kernel_explains_itself(rng):
     layer2(x, x, projection_kernel=kernel)
     assert layer2.key_projection is None
     assert not any("projection" in v.path for v in layer2.weights)
+    # A kernel of another shape is refused, naming the shape it needs.
+    for shape in [(8, 6), (6, 4), (2, 8, 4)]:
+        with pytest.raises(ValueError, match=r"shape \(8, 4\).*Received.*" + re.escape(
+                str(shape))):
+            layer2(x, x, projection_kernel=keras.Variable(np.ones(shape, "float32")))
+    with pytest.raises(ValueError, match="projection='mean' has no weights"):
+        make_layer(sharing="layerwise", projection="mean")(x, x, projection_kernel=kernel)

@@ -133,6 +133,10 @@ def test_hidden_size_not_divisible_by_heads_names_both(rng):
         (dict(projected_dim=16), "projected_dim"),
         (dict(projection="pool"), "projection"),
         (dict(sharing="global"), "sharing"),
+        # Checked when the block is made, not first when it is built.
+        (dict(dropout="0.1"), "`dropout` must be a number in.*Received: dropout='0.1'"),
+        (dict(normalize_first="yes"), "`normalize_first` must be True or False"),
+        (dict(padding_compensation="no"), "`padding_compensation` must be True or False"),
     ],
 )
 def test_bad_configuration_names_argument(overrides, message):

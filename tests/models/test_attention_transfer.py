@@ -15,6 +15,11 @@ def weights(model):
     return {v.path: keras.ops.convert_to_numpy(v).copy() for v in model.weights}
 
 
+def linear_conversion(bert):
+    return LinformerBackbone.from_bert(bert, projected_dim=4, projection="linear",
+                                       max_sequence_length=N)
+
+
 @pytest.fixture
 def bert():
     keras.utils.set_random_seed(0)
@@ -27,8 +32,7 @@ def texts(rng):
 
 
 def test_only_the_projection_changes_and_the_error_goes_down(bert, texts):
-    linformer = LinformerBackbone.from_bert(bert, projected_dim=4, projection="linear",
-                                            max_sequence_length=N)
+    linformer = linear_conversion(bert)
     before, bert_before = weights(linformer), weights(bert)
     report = attention_transfer.transfer_attention(
         linformer, bert, texts, epochs=15, batch_size=4, learning_rate=1e-2, log=None)
@@ -40,6 +44,7 @@ def test_only_the_projection_changes_and_the_error_goes_down(bert, texts):
     assert report["embedding_cosine_after"] > report["embedding_cosine_before"]
     assert report["steps"] == 15 * 2
     assert not report["kept_start"]
+    assert bert.trainable  # Frozen during the transfer only.
 
 
 def test_identity_projection_at_k_equal_n_is_exact_before_and_after(bert, rng):
@@ -60,18 +65,33 @@ def test_identity_projection_at_k_equal_n_is_exact_before_and_after(bert, rng):
         assert all(np.array_equal(start[p], v) for p, v in weights(linformer).items())
 
 
-def test_a_transfer_that_ends_worse_keeps_the_starting_projections(bert, texts):
-    linformer = LinformerBackbone.from_bert(bert, projected_dim=4, projection="linear",
-                                            max_sequence_length=N)
+@pytest.mark.parametrize("learning_rate, batch_size", [
+    (3.0, 4),  # Far too large a step for entries of about 1 / (n / k): worse.
+    (1e38, 8),  # One step: its loss is finite, the projections after it are not.
+])
+def test_a_transfer_that_ends_worse_or_not_finite_keeps_the_start(
+        bert, texts, learning_rate, batch_size):
+    linformer = linear_conversion(bert)
     start = weights(linformer)
-    # Far too large a step for projections whose entries are about 1 / (n / k).
     report = attention_transfer.transfer_attention(
-        linformer, bert, texts, epochs=1, batch_size=4, learning_rate=3.0, log=None)
+        linformer, bert, texts, epochs=1, batch_size=batch_size,
+        learning_rate=learning_rate, log=None)
     assert report["kept_start"]
     assert report["layer_error_after"] == report["layer_error_before"]
     assert all(np.array_equal(start[p], v) for p, v in weights(linformer).items())
     again = attention_transfer.measure(linformer, bert, {k: v[:64] for k, v in texts.items()})
     np.testing.assert_allclose(again[0], report["layer_error_before"], rtol=1e-5)
+    assert np.isfinite(keras.ops.convert_to_numpy(linformer(texts)["sequence_output"])).all()
+
+
+def test_a_diverged_transfer_puts_the_start_back_and_says_so(bert, texts):
+    linformer = linear_conversion(bert)
+    start = weights(linformer)
+    with pytest.raises(ValueError, match="diverged at 1e[+]38.*starting projections are put"):
+        attention_transfer.transfer_attention(
+            linformer, bert, texts, epochs=1, batch_size=4, learning_rate=1e38, log=None)
+    assert all(np.array_equal(start[p], v) for p, v in weights(linformer).items())
+    assert bert.trainable
 
 
 def test_resumes_after_the_last_saved_epoch(bert, texts, tmp_path):
@@ -105,7 +125,30 @@ def test_mean_pooling_has_nothing_to_transfer(bert, texts):
 
 
 def test_refuses_inputs_without_a_padding_mask(bert, texts):
-    linformer = LinformerBackbone.from_bert(bert, projected_dim=4, projection="linear",
-                                            max_sequence_length=N)
+    linformer = linear_conversion(bert)
     with pytest.raises(ValueError, match="inputs: must be a dict"):
         attention_transfer.transfer_attention(linformer, bert, {"token_ids": texts["token_ids"]})
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(learning_rate="1e-3"), "`learning_rate` must be a positive number"),
+    (dict(learning_rate=float("inf")), "`learning_rate` must be a positive number"),
+    (dict(seed="x"), "`seed` must be an integer of at least 0. Received: seed='x'"),
+    (dict(inputs="empty"), r"inputs: must hold arrays of one shape.*at least one text"),
+    (dict(inputs="ragged"), r"inputs: must hold arrays of one shape.*'padding_mask': \(5, "),
+    (dict(inputs="flat"), r"inputs: must hold arrays of one shape.*'token_ids': \(24,\)"),
+    (dict(evaluation_inputs="ragged"), r"evaluation_inputs: must hold arrays of one shape"),
+])
+def test_bad_arguments_are_named_before_any_work(bert, texts, change, message):
+    linformer = linear_conversion(bert)
+    bad = {
+        "empty": {k: v[:0] for k, v in texts.items()},
+        "ragged": dict(texts, padding_mask=texts["padding_mask"][:5]),
+        "flat": dict(texts, token_ids=texts["token_ids"][:, :3].reshape(-1)),
+    }
+    arguments = dict(inputs=texts, log=None) | change
+    for name in ("inputs", "evaluation_inputs"):
+        if isinstance(arguments.get(name), str) and arguments[name] in bad:
+            arguments[name] = bad[arguments[name]]
+    with pytest.raises(ValueError, match=message):
+        attention_transfer.transfer_attention(linformer, bert, **arguments)
