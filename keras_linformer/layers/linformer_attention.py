@@ -303,6 +303,7 @@ class LinformerAttention(keras.layers.Layer):
 
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
+        self._check_ranks(query=query_shape, value=value_shape, key=key_shape)
         self._check_length(value_shape[1])
         self._check_key_value_shapes(key_shape, value_shape)
         heads = self.num_heads
@@ -349,6 +350,15 @@ class LinformerAttention(keras.layers.Layer):
                 "projects. Truncate the input or build the layer with a larger "
                 "`sequence_length`."
             )
+
+    @staticmethod
+    def _check_ranks(**shapes):
+        for name, shape in shapes.items():
+            if len(shape) != 3:
+                raise ValueError(
+                    f"`{name}` must be a 3-D tensor (batch, length, features). "
+                    f"Received: {name} of shape {tuple(shape)}"
+                )
 
     @staticmethod
     def _check_key_value_shapes(key_shape, value_shape):
@@ -408,6 +418,7 @@ class LinformerAttention(keras.layers.Layer):
         # The masks arrived as query_mask/value_mask/key_mask; Keras puts the
         # query's mask back on the output.
         query, value, key = without_keras_masks(query, value, key)
+        self._check_ranks(query=query.shape, value=value.shape, key=key.shape)
         self._check_length(value.shape[1])
         self._check_key_value_shapes(key.shape, value.shape)
         self._check_mask("value_mask", value_mask, value.shape)

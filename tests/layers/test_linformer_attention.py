@@ -309,6 +309,18 @@ def test_key_and_value_of_different_lengths_are_refused_after_build(rng):
         layer(x, x, key=x[:, :6])
 
 
+@pytest.mark.parametrize("built", [False, True])
+def test_inputs_of_another_rank_are_refused_by_name(built, rng):
+    layer = make_layer()
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    if built:
+        layer(x, x)
+    with pytest.raises(ValueError, match=r"`query` must be a 3-D.*of shape \(2, 8\)"):
+        layer(x[..., 0], x)
+    with pytest.raises(ValueError, match=r"`value` must be a 3-D.*of shape \(2, 8, 6, 1\)"):
+        layer(x, x[..., None])
+
+
 @pytest.mark.parametrize("name", ["value_mask", "key_mask"])
 @pytest.mark.parametrize("shape", [(2, 1), (8,), (2, 6), (2, 8, 8)])
 def test_a_mask_of_another_shape_is_refused_not_broadcast(name, shape, rng):
