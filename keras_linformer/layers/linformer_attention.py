@@ -342,14 +342,36 @@ class LinformerAttention(keras.layers.Layer):
             self.value_projection = self.key_projection
         self.built = True
 
+    def _length_error(self, length=None):
+        has = "is" if length is None else f"has length {length},"
+        return (
+            f"The key/value sequence {has} longer than "
+            f"sequence_length={self.sequence_length}, the most this layer "
+            "projects. Truncate the input or build the layer with a larger "
+            "`sequence_length`."
+        )
+
     def _check_length(self, length):
         if length is not None and length > self.sequence_length:
-            raise ValueError(
-                f"The key/value sequence has length {length}, longer than "
-                f"sequence_length={self.sequence_length}, the most this layer "
-                "projects. Truncate the input or build the layer with a larger "
-                "`sequence_length`."
-            )
+            raise ValueError(self._length_error(length))
+
+    def _check_dynamic_length(self, value):
+        """`value`, checked at run time in a TensorFlow graph of unknown length.
+
+        JAX and PyTorch trace with known lengths, where `_check_length` runs.
+        """
+        if value.shape[1] is not None or keras.backend.backend() != "tensorflow":
+            return value
+        import tensorflow as tf
+
+        room = self.sequence_length - tf.shape(value)[1]
+        check = tf.debugging.assert_non_negative(room, message=self._length_error())
+        # XLA drops assertions: a tensor of `room` elements fails its compilation
+        # instead ("negative dimension" under this name scope).
+        with tf.control_dependencies([check]), tf.name_scope(
+                "key_value_longer_than_sequence_length"):
+            spare = tf.reduce_sum(tf.zeros(tf.reshape(room, [1]), value.dtype))
+        return value + spare
 
     @staticmethod
     def _check_ranks(**shapes):
@@ -420,6 +442,7 @@ class LinformerAttention(keras.layers.Layer):
         query, value, key = without_keras_masks(query, value, key)
         self._check_ranks(query=query.shape, value=value.shape, key=key.shape)
         self._check_length(value.shape[1])
+        value = self._check_dynamic_length(value)
         self._check_key_value_shapes(key.shape, value.shape)
         self._check_mask("value_mask", value_mask, value.shape)
         self._check_mask("key_mask", key_mask, value.shape)

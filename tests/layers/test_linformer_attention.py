@@ -426,16 +426,25 @@ def test_xla_compiled_call_matches_eager(projection, rng):
     np.testing.assert_allclose(compiled(x, mask).numpy(), eager, atol=1e-5)
 
 
-def test_runs_in_graph_mode_with_unknown_length(rng):
-    layer = make_layer(projection="mean")
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("projection", ["linear", "mean"])
+def test_runs_in_graph_mode_with_unknown_length(projection, jit_compile, rng):
+    layer = make_layer(projection=projection)
     fn = tf.function(
         lambda a: layer(a, a),
         input_signature=[tf.TensorSpec((None, None, 6), tf.float32)],
+        jit_compile=jit_compile,
     )
     x = rng.normal(size=(2, 6, 6)).astype("float32")
     np.testing.assert_allclose(
         fn(x).numpy(), keras.ops.convert_to_numpy(layer(x, x)), atol=1e-6
     )
+    # The length check runs when the graph does; XLA, which drops assertions,
+    # fails to compile instead of returning a wrong result.
+    message = ("key_value_longer_than_sequence_length" if jit_compile
+               else "longer than sequence_length=8")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        fn(rng.normal(size=(2, 9, 6)).astype("float32"))
 
 
 def test_dropout_is_active_only_in_training(rng):
