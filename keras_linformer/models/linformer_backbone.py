@@ -249,6 +249,19 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.null_slots = null_slots
         self.cls_token_index = 0
 
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        length = None
+        if isinstance(inputs, dict) and "token_ids" in inputs:
+            length = getattr(inputs["token_ids"], "shape", (None, None))[1]
+        if length is not None and length > self.max_sequence_length:
+            raise ValueError(
+                f"`token_ids` has {length} tokens per sequence, more than "
+                f"max_sequence_length={self.max_sequence_length}. Truncate the "
+                "inputs (the preprocessor's `sequence_length` does) or build the "
+                "backbone with a larger `max_sequence_length`."
+            )
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
     @property
     def transformer_layers(self):
         """The encoder blocks, under the name `keras_hub.models.BertBackbone` gives them."""

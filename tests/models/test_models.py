@@ -156,6 +156,15 @@ def test_padding_does_not_reach_real_positions():
     np.testing.assert_allclose(a[0, :10], b[0, :10], atol=1e-5)
 
 
+@pytest.mark.parametrize("attention", ["linformer", "transformer"])
+def test_longer_inputs_name_the_limit_called_directly_and_in_predict(attention):
+    backbone = LinformerBackbone(**{**CONFIG, "attention": attention})
+    message = "`token_ids` has 20 tokens per sequence, more than max_sequence_length=16"
+    for run in (backbone, lambda x: backbone.predict(x, verbose=0)):
+        with pytest.raises(ValueError, match=message):
+            run(features(length=20))
+
+
 @pytest.mark.parametrize(
     "overrides, message",
     [
