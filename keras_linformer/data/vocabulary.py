@@ -7,6 +7,7 @@ import keras_hub
 import tensorflow as tf
 
 from keras_linformer.utils.validation import check_positive_int
+from keras_linformer.utils.validation import shorten
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 # [PAD] must be id 0: keras-hub's mask generator and packers treat 0 as padding.
@@ -155,6 +156,16 @@ def check_vocabulary(vocabulary, argument):
             f"{argument}: a vocabulary needs the special tokens "
             f"{list(SPECIAL_TOKENS)} with {PAD} at id 0. Missing: {missing}; "
             f"first token: {vocabulary[0] if vocabulary else None!r}."
+        )
+    # Bracketed tokens ([CLS], [unused0]) are never produced from text anyway.
+    cased = [token for token in vocabulary
+             if token != token.lower() and not (token[:1] == "[" and token[-1:] == "]")]
+    if cased:
+        raise ValueError(
+            f"{argument}: the tokenizer lowercases every text (BERT 'uncased'), so a "
+            f"vocabulary of lowercase tokens is needed; {len(cased)} tokens hold capitals "
+            f"and could never be produced: {shorten(cased, 5)}. Use an uncased vocabulary "
+            "or BERT."
         )
 
 

@@ -86,20 +86,27 @@ def load_bert(preset, argument="preset"):
         stripped).
 
     Raises:
-        ValueError: the preset cannot be loaded, is not a BERT, or its
-            vocabulary lacks the special tokens the pipeline needs or does
+        ValueError: the preset cannot be loaded, is not a BERT, is cased, or
+            its vocabulary lacks the special tokens the pipeline needs or does
             not match the model's embedding.
     """
     if preset == MINILM_PRESET:
         preset = minilm_directory()
     backbone = load_bert_backbone(preset, argument)
     try:
-        vocabulary = keras_hub.models.BertTokenizer.from_preset(preset).get_vocabulary()
+        tokenizer = keras_hub.models.BertTokenizer.from_preset(preset)
     except Exception as error:
         raise ValueError(
             f"{argument}: {preset!r} has no BERT vocabulary keras-hub can read "
             f"({_first_line(error)})."
         ) from None
+    if not tokenizer.lowercase:
+        raise ValueError(
+            f"{argument}: {preset!r} is a cased BERT (its tokenizer has lowercase="
+            "False); the pipeline lowercases every text, as BERT-uncased does, and "
+            "would never produce its cased tokens. Use an uncased BERT."
+        )
+    vocabulary = tokenizer.get_vocabulary()
     data.check_vocabulary(vocabulary, f"{argument} ({preset!r}) vocabulary")
     if len(vocabulary) != backbone.vocabulary_size:
         raise ValueError(

@@ -78,6 +78,14 @@ def test_vocabulary_without_special_tokens_is_rejected(tmp_path):
         data.load_vocabulary(tmp_path / "missing.txt")
 
 
+def test_a_cased_vocabulary_is_refused_not_lowercased_silently():
+    # The tokenizer lowercases every text: "The" could never be produced.
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]"]
+    with pytest.raises(ValueError, match=r"vocabulary: .*1 tokens hold capitals.*\['The'\]"):
+        data.make_tokenizer(special + ["The", "cat"])
+    assert data.make_tokenizer(special + ["the", "cat"])(["The Cat"]) == [[6, 7]]
+
+
 def test_docstring_examples_run():
     from keras_linformer.data import corpora
     from keras_linformer.data import vocabulary

@@ -180,11 +180,24 @@ def test_a_directory_without_a_checkpoint_is_refused(tmp_path):
         pretrained_bert.load_bert(str(tmp_path), argument="--from-bert")
 
 
-def bert_preset_with(directory, tokens):
+def bert_preset_with(directory, tokens, lowercase=True):
     """A random 100-token keras-hub BERT saved with `tokens` as its vocabulary."""
     random_keras_hub_bert().save_to_preset(str(directory))
-    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(directory))
+    keras_hub.models.BertTokenizer(vocabulary=tokens, lowercase=lowercase).save_to_preset(
+        str(directory))
     return str(directory)
+
+
+def test_a_cased_bert_is_refused_not_lowercased_silently(tmp_path):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
+    with pytest.raises(ValueError, match=r"--from-bert: .* is a cased BERT"):
+        pretrained_bert.load_bert(bert_preset_with(tmp_path / "a", tokens, lowercase=False),
+                                  argument="--from-bert")
+    # Capitals in the vocabulary are refused too, whatever the tokenizer's setting.
+    tokens[-2:] = ["Paris", "##S"]
+    with pytest.raises(ValueError, match=r"2 tokens hold capitals.*\['Paris', '##S'\]"):
+        pretrained_bert.load_bert(bert_preset_with(tmp_path / "b", tokens),
+                                  argument="--from-bert")
 
 
 def test_a_vocabulary_that_does_not_pad_with_id_0_is_refused(tmp_path):
