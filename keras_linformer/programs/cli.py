@@ -155,6 +155,27 @@ def check_tensorflow_backend(environ=None):
     )
 
 
+def path(text):
+    """An argparse type: a non-empty path (an unset shell variable gives an empty one)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?)")
+    return text
+
+
+def check_source_flags(parser, args, flags):
+    """Refuses each flag of a data source given without that source, instead of
+    ignoring it; else gives it its default.
+
+    `flags` maps a flag to `(dest, default, sources)`; such a flag is declared with
+    `default=None`, so that a flag given can be told from one left out.
+    """
+    for flag, (dest, default, sources) in flags.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+        elif all(getattr(args, source[2:].replace("-", "_")) is None for source in sources):
+            parser.error(f"argument {flag}: only used with {' or '.join(sources)}")
+
+
 def positive_int(text):
     try:
         value = int(text)

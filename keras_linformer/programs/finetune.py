@@ -23,16 +23,16 @@ def parse_args(argv=None):
     source = group.add_mutually_exclusive_group()
     source.add_argument("--dataset", choices=["rotten_tomatoes", "bbc_news"],
                         default="rotten_tomatoes", help="A bundled labelled corpus.")
-    source.add_argument("--table", metavar="PATH",
+    source.add_argument("--table", metavar="PATH", type=cli.path,
                         help="Your labelled .csv/.tsv (with a header row) or .jsonl file.")
-    group.add_argument("--text-column", default="text", help="With --table: the text column.")
-    group.add_argument("--label-column", default="label",
-                       help="With --table: the label column (strings or integers).")
-    group.add_argument("--no-label-check", dest="label_check", action="store_false",
+    group.add_argument("--text-column", help="With --table: the text column (default: text).")
+    group.add_argument("--label-column",
+                       help="With --table: the label column, strings or integers (default: label).")
+    group.add_argument("--no-label-check", dest="label_check", action="store_false", default=None,
                        help="With --table: accept a label column with more classes than "
                             "half the rows, or a class with under 2 training examples.")
-    group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
-                       help="With --table: the file's text encoding.")
+    group.add_argument("--encoding", type=cli.text_encoding,
+                       help="With --table: the file's text encoding (default: utf-8).")
     group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
                        help="Tokens per text, [CLS] and [SEP] included; longer texts keep "
                             "their head. Default: "
@@ -54,11 +54,17 @@ def parse_args(argv=None):
                         help="Test (and save) the weights of the epoch with the best "
                              "validation accuracy, not the last epoch's: the checkpoint chosen "
                              "on the validation split (an epoch is --checkpoint-every steps).")
-    parser.add_argument("--output-dir", default="artifacts/finetune",
+    parser.add_argument("--output-dir", type=cli.path, default="artifacts/finetune",
                         help="Where the vocabulary, classifier.keras, checkpoints and logs go; "
                              "a rerun with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    cli.check_source_flags(parser, args, {
+        "--text-column": ("text_column", "text", ["--table"]),
+        "--label-column": ("label_column", "label", ["--table"]),
+        "--no-label-check": ("label_check", True, ["--table"]),
+        "--encoding": ("encoding", "utf-8", ["--table"]),
+    })
     cli.check_vocabulary_flags(
         parser, args,
         "--pretrained" if args.pretrained else "--from-bert" if args.from_bert else None)
@@ -74,7 +80,7 @@ def parse_args(argv=None):
 def load_corpus(args):
     from keras_linformer import data
 
-    if args.table:
+    if args.table is not None:
         with cli.flag_names(path="--table", text_column="--text-column",
                             label_column="--label-column", encoding="--encoding"):
             corpus = data.load_table(

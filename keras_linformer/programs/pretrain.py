@@ -38,17 +38,18 @@ def parse_args(argv=None):
     source.add_argument("--corpus", nargs="+", choices=sorted(BUNDLED), default=["news_articles"],
                         help="Bundled corpora to pretrain on, each split 80/10/10 on its own "
                              "(only training splits are trained on; the others are held out).")
-    source.add_argument("--text-files", nargs="+", metavar="PATH",
+    source.add_argument("--text-files", nargs="+", metavar="PATH", type=cli.path,
                         help="Pretrain on these UTF-8 text files, or on the *.txt files under "
                              "these directories, split 80/10/10 by document.")
-    source.add_argument("--table", metavar="PATH",
+    source.add_argument("--table", metavar="PATH", type=cli.path,
                         help="Pretrain on the text column of a .csv, .tsv or .jsonl file.")
-    group.add_argument("--documents", choices=["file", "paragraph"], default="file",
-                       help="With --text-files: one document per file, or per blank-line-"
-                            "separated paragraph.")
-    group.add_argument("--text-column", default="text", help="With --table: the text column.")
-    group.add_argument("--encoding", type=cli.text_encoding, default="utf-8",
-                       help="With --text-files or --table: the files' text encoding.")
+    group.add_argument("--documents", choices=["file", "paragraph"],
+                       help="With --text-files: one document per file (the default), or per "
+                            "blank-line-separated paragraph.")
+    group.add_argument("--text-column", help="With --table: the text column (default: text).")
+    group.add_argument("--encoding", type=cli.text_encoding,
+                       help="With --text-files or --table: the files' text encoding "
+                            "(default: utf-8).")
     group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
                        help="n: tokens per sequence, [CLS] and [SEP] included; the longest "
                             "input the model will take. Default: "
@@ -79,11 +80,16 @@ def parse_args(argv=None):
     cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
                            checkpoint_every=200)
-    parser.add_argument("--output-dir", default="artifacts/pretrain",
+    parser.add_argument("--output-dir", type=cli.path, default="artifacts/pretrain",
                         help="Where the vocabulary, model, checkpoints and logs go; a rerun "
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    cli.check_source_flags(parser, args, {
+        "--documents": ("documents", "file", ["--text-files"]),
+        "--text-column": ("text_column", "text", ["--table"]),
+        "--encoding": ("encoding", "utf-8", ["--text-files", "--table"]),
+    })
     cli.check_vocabulary_flags(parser, args, "--from-bert" if args.from_bert else None)
     if args.objective == "distillation":
         if not args.from_bert:
@@ -117,7 +123,7 @@ def load_corpus(args):
                 args.text_files, documents=args.documents, encoding=args.encoding,
                 seed=args.seed, exclude=args.output_dir,
             )
-    elif args.table:
+    elif args.table is not None:
         with cli.flag_names(path="--table", text_column="--text-column", encoding="--encoding"):
             corpus = data.load_table(
                 args.table, text_column=args.text_column, label_column=None,

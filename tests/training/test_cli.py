@@ -45,6 +45,43 @@ def test_null_slots_are_a_count_or_left_to_the_default(capsys):
         capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("program, flags, message", [
+    ("finetune", ["--table", ""], "argument --table: an empty path"),
+    ("finetune", ["--output-dir", ""], "argument --output-dir: an empty path"),
+    ("pretrain", ["--text-files", "a.txt", ""], "argument --text-files: an empty path"),
+    ("finetune", ["--text-column", "review"], "argument --text-column: only used with --table"),
+    ("finetune", ["--dataset", "bbc_news", "--no-label-check"],
+     "argument --no-label-check: only used with --table"),
+    ("finetune", ["--encoding", "latin-1"], "argument --encoding: only used with --table"),
+    ("pretrain", ["--documents", "paragraph"],
+     "argument --documents: only used with --text-files"),
+    ("pretrain", ["--table", "t.csv", "--documents", "paragraph"],
+     "argument --documents: only used with --text-files"),
+    ("pretrain", ["--encoding", "latin-1"],
+     "argument --encoding: only used with --text-files or --table"),
+])
+def test_data_flags_without_their_source_are_refused_not_ignored(program, flags, message,
+                                                                 capsys):
+    import importlib
+
+    with pytest.raises(SystemExit):
+        importlib.import_module(f"keras_linformer.programs.{program}").parse_args(flags)
+    assert message in capsys.readouterr().err
+
+
+def test_data_flags_with_their_source_keep_their_values_and_defaults():
+    from keras_linformer.programs import finetune
+    from keras_linformer.programs import pretrain
+
+    _, args = finetune.parse_args(["--table", "t.csv", "--label-column", "y"])
+    assert (args.text_column, args.label_column, args.label_check, args.encoding) == (
+        "text", "y", True, "utf-8")
+    _, args = finetune.parse_args(["--table", "t.csv", "--no-label-check"])
+    assert args.label_check is False
+    _, args = pretrain.parse_args(["--text-files", "d", "--encoding", "latin-1"])
+    assert (args.documents, args.encoding, args.text_column) == ("file", "iso8859-1", "text")
+
+
 def heavy_modules_after(code):
     """Runs `code` in a fresh Python; returns (which of TensorFlow, Keras, keras-hub and
     keras_linformer's layers it imported, its output)."""
