@@ -155,6 +155,7 @@ class ClassificationTask(runs.Task):
             "from_bert": starting_points.preset_record(config.from_bert),
             "backbone": starting_points.architecture_of(backbone_config),
             "sequence_length": sequence_length,
+            "dropout": config.dropout,
         }
         if config.restore_best:  # Only then, so that earlier runs still resume.
             record["monitor"] = self.monitor

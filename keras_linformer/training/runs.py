@@ -47,6 +47,11 @@ def texts_digest(texts, labels=None):
     return digest.hexdigest()
 
 
+# Keys that the run records of earlier versions lack. Such a record says nothing
+# about them, so they are compared only where it has them (and it still resumes).
+RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision", "dropout"})
+
+
 def start_run(output_dir, run_config, chief=True):
     """Records the run's configuration (only the `chief` writes); returns whether it resumes.
 
@@ -74,6 +79,7 @@ def start_run(output_dir, run_config, chief=True):
             f"{key}: {previous.get(key)!r} then, {run_config.get(key)!r} now"
             for key in sorted(set(previous) | set(run_config))
             if previous.get(key) != run_config.get(key)
+            and (key in previous or key not in RECORDED_LATER)
         ]
         if differences:
             state = ("the checkpoints of " if resuming else "the record of ") + (
@@ -224,6 +230,9 @@ def run(task, strategy=None, log=print, callbacks=None):
             "steps_per_round": plan.steps_per_epoch,
             "batch_size": config.batch_size,
             "learning_rate": config.learning_rate,
+            "warmup_fraction": config.warmup_fraction,
+            "weight_decay": config.weight_decay,
+            "mixed_precision": keras.config.dtype_policy().name != "float32",
             "seed": config.seed,
             "data_sha256": texts_digest(corpus.train.texts, labels),
         },

@@ -428,6 +428,34 @@ def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
     assert "batch_size: 16 then, 8 now" in stderr
 
 
+@pytest.mark.parametrize("recorded, flags, difference", [
+    ({"weight_decay": 0.01}, ["--weight-decay", 0.5], "weight_decay: 0.01 then, 0.5 now"),
+    ({"warmup_fraction": 0.1}, ["--warmup-fraction", 0.5], "warmup_fraction: 0.1 then, 0.5 now"),
+    ({"mixed_precision": False}, ["--mixed-precision"], "mixed_precision: False then, True now"),
+    ({"dropout": 0.1}, ["--dropout", 0.5], "dropout: 0.1 then, 0.5 now"),
+])
+def test_resuming_with_another_optimizer_precision_or_dropout_is_refused(
+        reviews_file, tmp_path, capsys, recorded, flags, difference):
+    from keras_linformer.programs import finetune
+
+    (tmp_path / "run.json").write_text(json.dumps({"task": "classification", **recorded}))
+    status, stderr = run_in_process(finetune, [
+        "--table", reviews_file, *flags, "--output-dir", tmp_path,
+    ], capsys)
+    assert status == 2
+    assert difference in stderr
+
+
+def test_a_record_of_an_earlier_version_is_compared_on_what_it_holds(tmp_path):
+    from keras_linformer.training import runs
+
+    # Written before these keys were recorded: they are not compared, and it resumes.
+    (tmp_path / "run.json").write_text('{"task": "classification", "batch_size": 8}')
+    assert not runs.start_run(str(tmp_path), {
+        "task": "classification", "batch_size": 8, "weight_decay": 0.5, "dropout": 0.3,
+        "warmup_fraction": 0.2, "mixed_precision": True})
+
+
 def test_a_short_sequence_rate_is_recorded_and_another_one_is_not_resumed(
     reviews_file, tmp_path, capsys
 ):
