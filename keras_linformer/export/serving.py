@@ -548,6 +548,11 @@ def build_classifier_archive(source):
                 True,
                 message="padding_mask: values must be 0 or 1",
             ),
+            # Else a (1, n) mask would be broadcast over every row.
+            tf.debugging.assert_equal(
+                tf.shape(padding_mask)[0], tf.shape(token_ids)[0],
+                message="padding_mask: must have one row per row of token_ids",
+            ),
         ]
         with tf.control_dependencies(checks):
             return predict(tf.identity(token_ids), tf.identity(padding_mask))

@@ -66,6 +66,9 @@ def test_token_ids_outside_the_vocabulary_fail_with_a_clear_error(classifier_exp
         serve(token_ids=token_ids, padding_mask=np.ones_like(token_ids))
     with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask: values must be 0 or 1"):
         serve(token_ids=np.zeros_like(token_ids), padding_mask=np.full_like(token_ids, 2))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask: must have one row per"):
+        serve(token_ids=np.zeros((2, SEQUENCE_LENGTH), "int32"),
+              padding_mask=np.ones((1, SEQUENCE_LENGTH), "int32"))
 
 
 def test_the_default_cap_refuses_1025_texts_or_rows_and_serves_1024(classifier_export):
