@@ -92,8 +92,9 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
     Each document's split depends only on its own text (see `split_of`), so
     the splits are disjoint, identical in every run and process, identical
     copies of a document always land in the same split (no train/test
-    leakage through duplicates), and adding documents never moves existing
-    ones. The cost is that the sizes are 80/10/10 only approximately. Order
+    leakage through exact duplicates; texts that differ only in case, accents
+    or spacing, which tokenize alike, are split independently), and adding
+    documents never moves existing ones. The cost is that the sizes are 80/10/10 only approximately. Order
     within a split follows the input order.
 
     Args:
