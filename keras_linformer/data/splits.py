@@ -94,8 +94,8 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
     copies of a document always land in the same split (no train/test
     leakage through exact duplicates; texts that differ only in case, accents
     or spacing, which tokenize alike, are split independently), and adding
-    documents never moves existing ones. The cost is that the sizes are 80/10/10 only approximately. Order
-    within a split follows the input order.
+    documents never moves existing ones. The cost is that the sizes are
+    80/10/10 only approximately. Order within a split follows the input order.
 
     Args:
         name: str, the corpus name used in messages.

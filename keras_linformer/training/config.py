@@ -17,6 +17,8 @@ True
 import dataclasses
 import os
 
+from keras_linformer.utils import validation
+
 # The backbone a run trains from scratch unless told otherwise: a small
 # Linformer that pretrains on the news articles in minutes on a CPU.
 DEFAULT_ARCHITECTURE = dict(
@@ -31,6 +33,11 @@ DEFAULT_ARCHITECTURE = dict(
     attention="linformer",
     dropout=0.1,
 )
+
+# What `architecture` may hold: `LinformerBackbone`'s arguments but the vocabulary
+# size, which is the vocabulary's.
+ARCHITECTURE_KEYS = frozenset(DEFAULT_ARCHITECTURE) | {
+    "num_segments", "projection_initializer", "padding_compensation", "null_slots"}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -74,6 +81,31 @@ class RunConfig:
     profile_batches: tuple | None = None
     jit_compile: bool | None = None
     seed: int = 0
+
+    def __post_init__(self):
+        # Checked when the config is made, not first deep in a run.
+        validation.check_positive_int("batch_size", self.batch_size)
+        validation.check_number("epochs", self.epochs, 0, include_low=False)
+        validation.check_number("learning_rate", self.learning_rate, 0, include_low=False)
+        validation.check_number("warmup_fraction", self.warmup_fraction, 0, 1)
+        validation.check_number("weight_decay", self.weight_decay, 0)
+        validation.check_positive_int("seed", self.seed, minimum=0)
+        for name in ("max_steps", "checkpoint_every"):
+            if getattr(self, name) is not None:
+                validation.check_positive_int(name, getattr(self, name))
+        if hasattr(self, "dropout"):
+            validation.check_number("dropout", self.dropout, 0, 1, include_high=False)
+        if hasattr(self, "restore_best"):
+            validation.check_bool("restore_best", self.restore_best)
+        architecture = getattr(self, "architecture", None)
+        if architecture is not None:
+            unknown = (sorted(set(architecture) - ARCHITECTURE_KEYS)
+                       if isinstance(architecture, dict) else architecture)
+            if unknown:
+                raise ValueError(
+                    "`architecture` must be a dict of LinformerBackbone arguments, "
+                    f"among {sorted(ARCHITECTURE_KEYS)}. Received unknown: {unknown!r}"
+                )
 
     @classmethod
     def of(cls, config=None, **options):

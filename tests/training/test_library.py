@@ -173,3 +173,32 @@ def test_the_main_job_passes_its_short_sequence_rate_to_pretraining_only():
     assert pretrain.parse_args(pretrain_argv)[1].short_sequence_rate == 0.3
     assert pretrain.config_from(pretrain.parse_args(pretrain_argv)[1]).short_sequence_rate == 0.3
     assert not any("short-sequence" in a for a in finetune_argv)
+
+
+@pytest.mark.parametrize("config_class, options, message", [
+    ("FinetuningConfig", dict(batch_size=0), "`batch_size` must be a positive integer"),
+    ("FinetuningConfig", dict(weight_decay=-1), "`weight_decay` must be a number >= 0"),
+    ("PretrainingConfig", dict(checkpoint_every=0), "`checkpoint_every` must be a positive"),
+    ("PretrainingConfig", dict(warmup_fraction=1.5),
+     r"`warmup_fraction` must be a number in \[0, 1\]"),
+    ("FinetuningConfig", dict(learning_rate=float("nan")), "`learning_rate` must be a positive"),
+    ("FinetuningConfig", dict(restore_best="no"), "`restore_best` must be True or False"),
+    ("FinetuningConfig", dict(dropout=1.0), r"`dropout` must be a number in \[0, 1\)"),
+    ("PretrainingConfig", dict(architecture={"num_layer": 1}),
+     r"`architecture` must be a dict of LinformerBackbone arguments.*unknown: \['num_layer'\]"),
+])
+def test_a_config_names_a_bad_option_when_made(config_class, options, message):
+    from keras_linformer import training
+
+    with pytest.raises(ValueError, match=message):
+        getattr(training, config_class)(output_dir="out", **options)
+
+
+def test_the_architecture_keys_are_the_backbones_arguments():
+    import inspect
+
+    from keras_linformer.models import LinformerBackbone
+    from keras_linformer.training import config
+
+    arguments = set(inspect.signature(LinformerBackbone.__init__).parameters)
+    assert config.ARCHITECTURE_KEYS == arguments - {"self", "kwargs", "dtype", "vocabulary_size"}
