@@ -71,7 +71,9 @@ def expand_paths(paths, exclude=None):
     """A path, or a list of paths, with each directory replaced by its *.txt files.
 
     A walk reads `*.txt` files only; every other file it passes is counted and
-    named in one printed line, so nothing is left out unseen. Files under
+    named in one printed line, so nothing is left out unseen, and so are the
+    hidden folders and files (a leading ".", e.g. `.ipynb_checkpoints`, which
+    holds copies) and the symlinked folders it does not enter. Files under
     `exclude` (a run's own output directory) are never read: a walk skips them
     (and says so), and naming one directly is an error.
     """
@@ -85,18 +87,25 @@ def expand_paths(paths, exclude=None):
             continue
         found, skipped, own = [], [], []
         for root, directories, names in os.walk(path):
-            directories.sort()
+            entered = []
+            for name in sorted(directories):
+                folder = os.path.join(root, name)
+                if name.startswith(".") or os.path.islink(folder):
+                    skipped.append(os.path.relpath(folder, path) + os.sep)
+                else:
+                    entered.append(name)
+            directories[:] = entered
             for name in sorted(names):
                 file = os.path.join(root, name)
                 if exclude is not None and _inside(file, exclude):
                     own.append(file)
-                elif name.endswith(".txt"):
+                elif name.endswith(".txt") and not name.startswith("."):
                     found.append(file)
                 else:
                     skipped.append(os.path.relpath(file, path))
         if skipped:
             print(f"paths: {path!r}: read {len(found)} .txt file(s); skipped {len(skipped)} "
-                  f"other file(s): {shorten(skipped)}.", flush=True)
+                  f"other file(s) and folder(s): {shorten(skipped)}.", flush=True)
         if own:
             print(f"paths: {path!r}: skipped {len(own)} file(s) inside the run's output "
                   f"directory {exclude!r}.", flush=True)

@@ -214,8 +214,25 @@ def test_a_walk_names_the_files_it_skips(tmp_path, capsys):
     write(tmp_path / "notes.md", "not read")
     write(tmp_path / "data.csv", "not read either")
     data.load_text_files(tmp_path)
-    assert "read 30 .txt file(s); skipped 2 other file(s): ['data.csv', 'notes.md']" in (
-        capsys.readouterr().out)
+    assert ("read 30 .txt file(s); skipped 2 other file(s) and folder(s): "
+            "['data.csv', 'notes.md']") in capsys.readouterr().out
+
+
+def test_a_walk_names_the_hidden_and_symlinked_folders_it_does_not_read(tmp_path, capsys):
+    root = tmp_path / "texts"
+    for folder in (root / ".ipynb_checkpoints", tmp_path / "elsewhere"):
+        folder.mkdir(parents=True)
+    for i in range(30):
+        write(root / f"doc{i:02d}.txt", f"Document {i}.")
+    # Jupyter's copies, and a hidden file: read, they would be duplicates.
+    write(root / ".ipynb_checkpoints" / "doc00-checkpoint.txt", "Document 0.")
+    write(root / ".doc00.txt", "Document 0.")
+    write(tmp_path / "elsewhere" / "more.txt", "Another document.")
+    (root / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    corpus = data.load_text_files(root)
+    assert len(all_of(corpus, "texts")) == 30
+    assert ("read 30 .txt file(s); skipped 3 other file(s) and folder(s): "
+            "['.ipynb_checkpoints/', 'linked/', '.doc00.txt']") in capsys.readouterr().out
 
 
 def test_a_walk_skips_the_runs_own_output_directory(tmp_path, capsys):
