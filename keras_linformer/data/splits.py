@@ -119,10 +119,14 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
         members[split_of(text, seed)].append(index)
     for split, indices in members.items():
         if not indices:
+            distinct = len(set(texts))
             raise ValueError(
                 f"Corpus {name!r} has too few documents to split: "
-                f"{len(texts)} documents left the {split} split empty. "
-                "About 30 documents or more are needed for 80/10/10 splits."
+                f"{len(texts)} documents"
+                + (f", only {distinct} of them distinct (copies share a split),"
+                   if distinct < len(texts) else "")
+                + f" left the {split} split empty. About 30 distinct documents or more "
+                "are needed for 80/10/10 splits."
             )
 
     def take(indices):

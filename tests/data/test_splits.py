@@ -88,3 +88,6 @@ def test_empty_corpus_is_an_error():
 def test_too_few_documents_for_three_splits_is_an_error():
     with pytest.raises(ValueError, match=r"3 documents left the \w+ split empty"):
         data.split_corpus("toy", ["a", "b", "c"], ["1", "2", "3"])
+    # Many copies of a few texts: the message says why 80 documents are too few.
+    with pytest.raises(ValueError, match=r"80 documents, only 2 of them distinct \(copies share"):
+        data.split_corpus("toy", ["good", "bad"] * 40, [str(i) for i in range(80)])
