@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 
 from keras_linformer.data.splits import split_corpus
@@ -293,7 +294,8 @@ def encode_labels(values, path):
     before "10"), otherwise alphabetically.
     """
     names = sorted(set(values))
-    if all(name.lstrip("-").isdigit() for name in names):
+    integers = all(re.fullmatch(r"-?[0-9]+", name) for name in names)
+    if integers:
         names.sort(key=int)
     if len(names) < 2:
         raise ValueError(
@@ -302,11 +304,14 @@ def encode_labels(values, path):
         )
     folded = {}
     for name in names:
-        folded.setdefault(" ".join(name.lower().split()), []).append(name)
+        number = re.fullmatch(r"-?[0-9]+", name)
+        key = int(name) if number else " ".join(name.lower().split())
+        folded.setdefault(key, []).append(name)
     alike = [group for group in folded.values() if len(group) > 1]
     if alike:
         raise ValueError(
-            f"label_column: {path!r} has classes that differ only in case or spacing: "
+            f"label_column: {path!r} has classes that differ only in case, spacing or "
+            f"leading zeros: "
             f"{shorten(alike, 4)}. Labels are compared exactly, so these would be "
             "different classes; make each class one spelling."
         )

@@ -183,8 +183,17 @@ def test_one_rule_for_the_same_class(tmp_path):
     assert corpus.label_names == ("0", "1")
     lines[1] = json.dumps({"text": ROWS[1][0], "label": "Pos"})
     lines[2] = json.dumps({"text": ROWS[2][0], "label": "pos"})
-    with pytest.raises(ValueError, match=r"differ only in case or spacing: \[\['Pos', 'pos'\]\]"):
+    with pytest.raises(ValueError, match=r"differ only in case, spacing or leading zeros: "
+                                         r"\[\['Pos', 'pos'\]\]"):
         data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)), check_labels=False)
+    # The same integer written twice; digits that int() refuses are plain text.
+    lines[1:3] = [json.dumps({"text": ROWS[i][0], "label": label})
+                  for i, label in ((1, "01"), (2, "²"))]
+    with pytest.raises(ValueError, match=r"leading zeros: \[\['01', '1'\]\]"):
+        data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)), check_labels=False)
+    lines[1] = json.dumps({"text": ROWS[1][0], "label": "--1"})
+    corpus = data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)), check_labels=False)
+    assert corpus.label_names == ("--1", "0", "1", "²")
 
 
 def test_text_that_is_not_text_is_refused(tmp_path):
