@@ -374,6 +374,25 @@ def check_from_bert_flags(parser, args):
                      "unless --attention transformer keeps full attention")
 
 
+LINFORMER_ONLY_FLAGS = ("--projection", "--projection-initializer", "--padding-compensation",
+                        "--null-slots", "--projected-dim", "--sharing")
+
+
+def check_attention_flags(parser, args):
+    """Refuses the Linformer's own flags with --attention transformer, and
+    --padding-compensation with a projection it does not apply to, instead of
+    ignoring them."""
+    if args.attention == "transformer":
+        given = [flag for flag in LINFORMER_ONLY_FLAGS
+                 if getattr(args, flag[2:].replace("-", "_")) is not None]
+        if given:
+            parser.error(f"argument {given[0]}: not allowed with --attention transformer, "
+                         "whose full attention projects nothing")
+    if args.padding_compensation is not None and args.projection not in (None, "linear"):
+        parser.error("argument --padding-compensation: only used with --projection linear "
+                     f"(a learned E), not {args.projection}")
+
+
 def add_attention_transfer_flag(group):
     """--attention-transfer EPOCHS, for the programs that take --from-bert."""
     group.add_argument(

@@ -31,13 +31,13 @@ def parse_args(argv=None):
     group = parser.add_argument_group("model (shared by both stages)")
     group.add_argument("--attention", choices=cli.ATTENTIONS, default=default["attention"],
                        help="Linformer attention, or the full-attention baseline.")
-    group.add_argument("--projection", choices=cli.PROJECTIONS, default=default["projection"],
-                       help="How keys/values are projected from n to k positions.")
-    group.add_argument("--projected-dim", type=cli.positive_int,
-                       default=default["projected_dim"], metavar="K",
-                       help="k, the projected length.")
-    group.add_argument("--sharing", choices=cli.SHARINGS, default=default["sharing"],
-                       help="Which projections share weights.")
+    group.add_argument("--projection", choices=cli.PROJECTIONS,
+                       help="How keys/values are projected from n to k positions. "
+                            f"Default: {default['projection']}.")
+    group.add_argument("--projected-dim", type=cli.positive_int, metavar="K",
+                       help=f"k, the projected length. Default: {default['projected_dim']}.")
+    group.add_argument("--sharing", choices=cli.SHARINGS,
+                       help=f"Which projections share weights. Default: {default['sharing']}.")
     group.add_argument("--sequence-length", type=cli.sequence_length,
                        default=default["max_sequence_length"],
                        help="n, tokens per sequence in both stages.")
@@ -85,15 +85,22 @@ def parse_args(argv=None):
     parser.add_argument("--model-name", default="linformer_sentiment",
                         help="The exported model's name (TF Serving's MODEL_NAME).")
     cli.add_debug_flag(parser)
-    return parser, parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name in ("projection", "projected_dim", "sharing"):
+        if getattr(args, name) is None:
+            setattr(args, name, None if args.attention == "transformer" else default[name])
+        elif args.attention == "transformer":
+            parser.error(f"argument --{name.replace('_', '-')}: not allowed with --attention "
+                         "transformer, whose full attention projects nothing")
+    return parser, args
 
 
 def stage_arguments(args):
     """The command-line arguments of the pretrain and finetune stages."""
-    model = [
-        "--attention", args.attention, "--projection", args.projection,
-        "--projected-dim", str(args.projected_dim), "--sharing", args.sharing,
-    ]
+    model = ["--attention", args.attention]
+    if args.attention == "linformer":
+        model += ["--projection", args.projection, "--projected-dim", str(args.projected_dim),
+                  "--sharing", args.sharing]
     common = ["--sequence-length", str(args.sequence_length), "--seed", str(args.seed)]
     if args.max_eval_examples:
         common += ["--max-eval-examples", str(args.max_eval_examples)]

@@ -85,6 +85,7 @@ def parse_args(argv=None):
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    cli.check_attention_flags(parser, args)
     cli.check_source_flags(parser, args, {
         "--documents": ("documents", "file", ["--text-files"]),
         "--text-column": ("text_column", "text", ["--table"]),

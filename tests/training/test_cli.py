@@ -69,6 +69,36 @@ def test_data_flags_without_their_source_are_refused_not_ignored(program, flags,
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("program, flags, message", [
+    ("finetune", ["--attention", "transformer", "--projected-dim", "8"],
+     "argument --projected-dim: not allowed with --attention transformer"),
+    ("pretrain", ["--attention", "transformer", "--null-slots", "1"],
+     "argument --null-slots: not allowed with --attention transformer"),
+    ("main", ["--attention", "transformer", "--sharing", "none"],
+     "argument --sharing: not allowed with --attention transformer"),
+    ("finetune", ["--projection", "mean", "--padding-compensation"],
+     "argument --padding-compensation: only used with --projection linear"),
+])
+def test_linformer_flags_that_would_do_nothing_are_refused(program, flags, message, capsys):
+    import importlib
+
+    with pytest.raises(SystemExit):
+        importlib.import_module(f"keras_linformer.programs.{program}").parse_args(flags)
+    assert message in capsys.readouterr().err
+
+
+def test_the_main_job_passes_linformer_flags_to_its_stages_only_for_the_linformer():
+    from keras_linformer.programs import main
+
+    _, args = main.parse_args(["--attention", "transformer"])
+    pretrain, finetune = main.stage_arguments(args)
+    assert "--projection" not in pretrain and "--projected-dim" not in finetune
+    _, args = main.parse_args(["--projected-dim", "8"])
+    pretrain = main.stage_arguments(args)[0]
+    assert pretrain[pretrain.index("--projected-dim") + 1] == "8"
+    assert pretrain[pretrain.index("--projection") + 1] == "mean"
+
+
 def test_data_flags_with_their_source_keep_their_values_and_defaults():
     from keras_linformer.programs import finetune
     from keras_linformer.programs import pretrain

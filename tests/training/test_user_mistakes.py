@@ -359,13 +359,13 @@ def test_checkpoint_of_another_configuration_is_refused(
 
     status, stderr = run_in_process(finetune, [
         "--table", reviews_file, "--pretrained", pretrained_dir, "--hidden-dim", 32,
-        "--attention", "transformer", "--projection", "linear", "--output-dir", tmp_path / "out",
+        "--attention", "transformer", "--output-dir", tmp_path / "out",
     ], capsys)
     assert status == 2
     assert "has a different configuration than requested" in stderr
     assert "hidden_dim: 32 requested, 16 in the checkpoint" in stderr
     assert "attention: 'transformer' requested, 'linformer' in the checkpoint" in stderr
-    assert "projection" not in stderr.split("requested (")[1]  # It matches.
+    assert "num_heads" not in stderr.split("requested (")[1]  # It matches.
 
 
 def test_checkpoint_with_another_vocabulary_is_refused(
