@@ -24,6 +24,13 @@ from keras_linformer.programs import cli
 from keras_linformer.programs import finetune as finetune_program
 from keras_linformer.programs import pretrain as pretrain_program
 
+# The pretraining flags' values; each is refused with --no-pretraining.
+PRETRAINING_DEFAULTS = {
+    "pretrain_corpus": ["news_articles"], "pretrain_epochs": 2.0,
+    "pretrain_learning_rate": 1e-3, "pretrain_max_steps": None,
+    "pretrain_short_sequence_rate": 0.0, "pretrain_documents": None,
+}
+
 
 def parse_args(argv=None):
     parser = cli.program_parser("main", __doc__)
@@ -47,20 +54,20 @@ def parse_args(argv=None):
     group = parser.add_argument_group("pretraining (masked LM on the news articles)")
     group.add_argument("--no-pretraining", action="store_true",
                        help="Skip pretraining: fine-tune from random weights.")
-    group.add_argument("--pretrain-corpus", nargs="+", default=["news_articles"],
+    group.add_argument("--pretrain-corpus", nargs="+",
                        choices=["news_articles", "rotten_tomatoes", "bbc_news"],
                        help="Bundled corpora to pretrain on (training splits only; "
-                            "rotten_tomatoes adds the training reviews, without labels).")
-    group.add_argument("--pretrain-epochs", type=cli.positive_float, default=2.0,
-                       help="Passes over the news training sequences.")
-    group.add_argument("--pretrain-learning-rate", type=cli.positive_float, default=1e-3,
-                       help="Peak learning rate of pretraining.")
+                            "rotten_tomatoes adds the training reviews, without labels). "
+                            "Default: news_articles.")
+    group.add_argument("--pretrain-epochs", type=cli.positive_float,
+                       help="Passes over the news training sequences. Default: 2.0.")
+    group.add_argument("--pretrain-learning-rate", type=cli.positive_float,
+                       help="Peak learning rate of pretraining. Default: 0.001.")
     group.add_argument("--pretrain-max-steps", type=cli.positive_int, default=None,
                        help="Cap on pretraining steps (for trial runs).")
     group.add_argument("--pretrain-short-sequence-rate", type=cli.closed_fraction,
-                       default=0.0,
                        help="Share of pretraining sequences cut in two at a random point "
-                            "(`keras-linformer-pretrain --short-sequence-rate`).")
+                            "(`keras-linformer-pretrain --short-sequence-rate`). Default: 0.")
     group.add_argument("--pretrain-documents", type=cli.positive_int, default=None,
                        help="Pretrain on the first N training articles only (for trial runs).")
     group = parser.add_argument_group("fine-tuning (Rotten Tomatoes sentiment)")
@@ -86,6 +93,12 @@ def parse_args(argv=None):
                         help="The exported model's name (TF Serving's MODEL_NAME).")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    for name, value in PRETRAINING_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+        elif args.no_pretraining:
+            parser.error(f"argument --{name.replace('_', '-')}: not allowed with "
+                         "--no-pretraining")
     for name in ("projection", "projected_dim", "sharing"):
         if getattr(args, name) is None:
             setattr(args, name, None if args.attention == "transformer" else default[name])

@@ -28,7 +28,10 @@ def test_runs_differ_only_in_the_projection_and_the_seed(tmp_path):
         ("transformer", 0), ("mean", 0), ("linear", 0),
         ("transformer", 1), ("mean", 1), ("linear", 1)]
     parsed = [vars(main_job.parse_args(r["argv"])[1]) for r in runs]
-    varying = {"attention", "projection", "seed", "output_dir", "export_dir"}
+    # The Transformer has no projection: its projection flags are None.
+    varying = {"attention", "projection", "projected_dim", "sharing", "seed", "output_dir",
+               "export_dir"}
+    assert parsed[0]["projected_dim"] is None and parsed[1]["projected_dim"] == 16
     reference = {k: v for k, v in parsed[0].items() if k not in varying}
     assert all({k: v for k, v in p.items() if k not in varying} == reference for p in parsed)
     assert (parsed[0]["attention"], parsed[1]["projection"], parsed[5]["seed"]) == (

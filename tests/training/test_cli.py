@@ -78,6 +78,10 @@ def test_data_flags_without_their_source_are_refused_not_ignored(program, flags,
      "argument --sharing: not allowed with --attention transformer"),
     ("finetune", ["--projection", "mean", "--padding-compensation"],
      "argument --padding-compensation: only used with --projection linear"),
+    ("main", ["--no-pretraining", "--pretrain-epochs", "3"],
+     "argument --pretrain-epochs: not allowed with --no-pretraining"),
+    ("main", ["--no-pretraining", "--pretrain-max-steps", "3"],
+     "argument --pretrain-max-steps: not allowed with --no-pretraining"),
 ])
 def test_linformer_flags_that_would_do_nothing_are_refused(program, flags, message, capsys):
     import importlib
