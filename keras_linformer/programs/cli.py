@@ -155,10 +155,10 @@ def check_tensorflow_backend(environ=None):
     )
 
 
-def path(text):
-    """An argparse type: a non-empty path (an unset shell variable gives an empty one)."""
+def nonempty(text):
+    """An argparse type: a non-empty path or name (an unset shell variable gives '')."""
     if not text:
-        raise argparse.ArgumentTypeError("an empty path (an unset variable?)")
+        raise argparse.ArgumentTypeError("must not be empty (an unset variable?)")
     return text
 
 

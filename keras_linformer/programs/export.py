@@ -21,6 +21,8 @@ from keras_linformer.programs import cli
 DEFAULT_MODEL_NAMES = {"classifier": "linformer_classifier", "masked_lm": "linformer_masked_lm"}
 # The library's parameters, named by their flags in its errors.
 FLAGS = {
+    "base_dir": "--base-dir",
+    "model_name": "--model-name",
     "max_batch_size": "--max-batch-size",
     "reuse_existing": "--reuse-existing",
     "version": "--version",
@@ -34,9 +36,9 @@ def parse_args(argv=None):
     parser.add_argument("source", nargs="?", default="artifacts/finetune", metavar="SOURCE",
                         help="A fine-tuning output directory (classifier.keras, vocab.txt, "
                              "labels.txt) or a pretraining one (masked_lm.keras, vocab.txt).")
-    parser.add_argument("--base-dir", default="saved_models",
+    parser.add_argument("--base-dir", type=cli.nonempty, default="saved_models",
                         help="Directory of the served models (what TF Serving mounts).")
-    parser.add_argument("--model-name", default=None,
+    parser.add_argument("--model-name", type=cli.nonempty, default=None,
                         help="TF Serving's model name and its directory under --base-dir. "
                              "Default: linformer_classifier or linformer_masked_lm.")
     parser.add_argument("--version", type=cli.positive_int, default=None,

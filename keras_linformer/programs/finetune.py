@@ -23,7 +23,7 @@ def parse_args(argv=None):
     source = group.add_mutually_exclusive_group()
     source.add_argument("--dataset", choices=["rotten_tomatoes", "bbc_news"],
                         default="rotten_tomatoes", help="A bundled labelled corpus.")
-    source.add_argument("--table", metavar="PATH", type=cli.path,
+    source.add_argument("--table", metavar="PATH", type=cli.nonempty,
                         help="Your labelled .csv/.tsv (with a header row) or .jsonl file.")
     group.add_argument("--text-column", help="With --table: the text column (default: text).")
     group.add_argument("--label-column",
@@ -54,7 +54,7 @@ def parse_args(argv=None):
                         help="Test (and save) the weights of the epoch with the best "
                              "validation accuracy, not the last epoch's: the checkpoint chosen "
                              "on the validation split (an epoch is --checkpoint-every steps).")
-    parser.add_argument("--output-dir", type=cli.path, default="artifacts/finetune",
+    parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/finetune",
                         help="Where the vocabulary, classifier.keras, checkpoints and logs go; "
                              "a rerun with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)

@@ -82,7 +82,7 @@ def parse_args(argv=None):
                              "only (for trial runs).")
     parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of both stages.")
     cli.add_xla_flags(parser, "both stages' training step")
-    parser.add_argument("--output-dir", type=cli.path, default="artifacts/main",
+    parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
     parser.add_argument("--export-dir", default="saved_models",
                         help="The classifier is exported for TF Serving to "

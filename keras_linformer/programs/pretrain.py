@@ -38,10 +38,10 @@ def parse_args(argv=None):
     source.add_argument("--corpus", nargs="+", choices=sorted(BUNDLED), default=["news_articles"],
                         help="Bundled corpora to pretrain on, each split 80/10/10 on its own "
                              "(only training splits are trained on; the others are held out).")
-    source.add_argument("--text-files", nargs="+", metavar="PATH", type=cli.path,
+    source.add_argument("--text-files", nargs="+", metavar="PATH", type=cli.nonempty,
                         help="Pretrain on these UTF-8 text files, or on the *.txt files under "
                              "these directories, split 80/10/10 by document.")
-    source.add_argument("--table", metavar="PATH", type=cli.path,
+    source.add_argument("--table", metavar="PATH", type=cli.nonempty,
                         help="Pretrain on the text column of a .csv, .tsv or .jsonl file.")
     group.add_argument("--documents", choices=["file", "paragraph"],
                        help="With --text-files: one document per file (the default), or per "
@@ -80,7 +80,7 @@ def parse_args(argv=None):
     cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
                            checkpoint_every=200)
-    parser.add_argument("--output-dir", type=cli.path, default="artifacts/pretrain",
+    parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/pretrain",
                         help="Where the vocabulary, model, checkpoints and logs go; a rerun "
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)

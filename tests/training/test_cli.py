@@ -46,9 +46,10 @@ def test_null_slots_are_a_count_or_left_to_the_default(capsys):
 
 
 @pytest.mark.parametrize("program, flags, message", [
-    ("finetune", ["--table", ""], "argument --table: an empty path"),
-    ("finetune", ["--output-dir", ""], "argument --output-dir: an empty path"),
-    ("pretrain", ["--text-files", "a.txt", ""], "argument --text-files: an empty path"),
+    ("finetune", ["--table", ""], "argument --table: must not be empty"),
+    ("finetune", ["--output-dir", ""], "argument --output-dir: must not be empty"),
+    ("pretrain", ["--text-files", "a.txt", ""], "argument --text-files: must not be empty"),
+    ("export", ["--model-name", ""], "argument --model-name: must not be empty"),
     ("finetune", ["--text-column", "review"], "argument --text-column: only used with --table"),
     ("finetune", ["--dataset", "bbc_news", "--no-label-check"],
      "argument --no-label-check: only used with --table"),
