@@ -447,6 +447,10 @@ class Trainer:
         if step >= plan.total_steps:
             self.log(f"Nothing to do: the checkpoint is at step {step} of {plan.total_steps}.")
             return {}, 0, 0.0
+        if profile_batches and profile_batches[0] > plan.total_steps - step:
+            self.log(f"profile_batches {tuple(profile_batches)}: this call runs "
+                     f"{plan.total_steps - step} steps (counted from 1, a resumed run's "
+                     "too), so nothing is profiled.")
         iterator = iter(make_train_dataset(step))
         self.model.stop_training = False
         epoch_logs = {}

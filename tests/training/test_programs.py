@@ -43,7 +43,8 @@ def finetuning(pretraining, reviews_file, tmp_path_factory):
     result = run_program(
         "training.finetune", "--table", reviews_file, "--pretrained", pretraining[0],
         "--cpu-replicas", 2, "--batch-size", 8, "--epochs", 10, "--max-steps", 72,
-        "--checkpoint-every", 36, "--learning-rate", 5e-3, "--output-dir", output_dir,
+        "--checkpoint-every", 36, "--learning-rate", 5e-3, "--profile-batches", "100,101",
+        "--output-dir", output_dir,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return output_dir, result.stdout
@@ -94,11 +95,15 @@ def test_pretraining_logs_loss_perplexity_accuracy_and_learning_rate(pretraining
     assert train["epoch_perplexity"][0] == pytest.approx(math.exp(train["epoch_loss"][0]), rel=0.02)
 
 
-def test_profiling_writes_a_trace(pretraining):
+def test_profiling_writes_a_trace(pretraining, finetuning):
     # Steps 2-3.
     profile_dir = pretraining[0] / "logs" / "train" / "plugins" / "profile"
     traces = list(profile_dir.glob("*/*.xplane.pb"))
     assert traces and traces[0].stat().st_size > 0
+    # Profiling past the run's last step is said, not silently skipped.
+    assert ("profile_batches (100, 101): this call runs 72 steps (counted from 1, a resumed "
+            "run's too), so nothing is profiled.") in finetuning[1]
+    assert not (finetuning[0] / "logs" / "train" / "plugins" / "profile").exists()
 
 
 def test_finetuning_starts_from_the_pretrained_model_on_two_replicas(finetuning, pretraining):
