@@ -131,25 +131,36 @@ def load_vocabulary(path):
         ) from None
     if vocabulary and vocabulary[-1] == "":
         vocabulary.pop()
-    where = f"path ({os.fspath(path)!r})"
-    check_vocabulary(vocabulary, where)
-    first = {}
-    for line, token in enumerate(vocabulary, start=1):
-        if not token or token.endswith("\r"):
-            raise ValueError(
-                f"{where}: line {line} holds {token!r}; a vocabulary has one token per "
-                "line, without empty lines or Windows line ends (\\r\\n)."
-            )
-        if token in first:
-            raise ValueError(
-                f"{where}: the token {token!r} is on lines {first[token]} and {line}; "
-                "every token must appear once (its line is its id)."
-            )
-        first[token] = line
+    check_vocabulary(vocabulary, f"path ({os.fspath(path)!r})", positions=FILE_LINES)
     return vocabulary
 
 
-def check_vocabulary(vocabulary, argument):
+# How `check_vocabulary` names a token's place: in a list, in a vocab.txt.
+LIST_IDS = ("id", 0, "its index is its id")
+FILE_LINES = ("line", 1, "its line is its id")
+
+
+def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
+    """Raises ValueError naming `argument` unless `vocabulary` can be the pipeline's.
+
+    It needs the special tokens with [PAD] at id 0, each token once, none empty
+    (or ending in a Windows line end's \\r), and none with capitals (the tokenizer
+    lowercases every text). `positions`: how a token's place is named.
+    """
+    word, start, meaning = positions
+    first = {}
+    for number, token in enumerate(vocabulary, start=start):
+        if not isinstance(token, str) or not token or token.endswith("\r"):
+            raise ValueError(
+                f"{argument}: {word} {number} holds {token!r}; a vocabulary has one "
+                "non-empty token per line, without Windows line ends (\\r\\n)."
+            )
+        if token in first:
+            raise ValueError(
+                f"{argument}: the token {token!r} is on {word}s {first[token]} and "
+                f"{number}; every token must appear once ({meaning})."
+            )
+        first[token] = number
     missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
     if missing or vocabulary[0] != PAD:
         raise ValueError(

@@ -86,6 +86,18 @@ def test_a_cased_vocabulary_is_refused_not_lowercased_silently():
     assert data.make_tokenizer(special + ["the", "cat"])(["The Cat"]) == [[6, 7]]
 
 
+def test_a_list_vocabulary_is_checked_as_a_file_is(tmp_path):
+    special = list(data.SPECIAL_TOKENS)
+    with pytest.raises(ValueError, match=r"vocabulary: the token 'the' is on ids 5 and 7"):
+        data.make_tokenizer(special + ["the", "cat", "the"])
+    # What save_vocabulary writes, load_vocabulary reads: a repeat is refused on saving.
+    with pytest.raises(ValueError, match=r"the token 'the' is on ids 5 and 7"):
+        data.save_vocabulary(special + ["the", "cat", "the"], tmp_path / "vocab.txt")
+    assert not (tmp_path / "vocab.txt").exists()
+    with pytest.raises(ValueError, match=r"vocabulary: id 5 holds ''"):
+        data.make_tokenizer(special + [""])
+
+
 def test_docstring_examples_run():
     from keras_linformer.data import corpora
     from keras_linformer.data import vocabulary
