@@ -18,6 +18,7 @@ On a real cluster, start the program on each host yourself with
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -95,6 +96,12 @@ def launch(args):
             f"--ports: {busy} already in use on localhost; pick others or omit --ports."
         )
     addresses = [f"localhost:{port}" for port in ports]
+    # Checked before any worker starts, so none is left running alone.
+    if shutil.which(args.command[0]) is None:
+        raise ValueError(f"command: {args.command[0]!r} is not a program on PATH (nor an "
+                         "executable path); the workers run COMMAND after `--`.")
+    if os.path.exists(args.log_dir) and not os.path.isdir(args.log_dir):
+        raise ValueError(f"--log-dir: {args.log_dir!r} is a file, not a directory.")
     os.makedirs(args.log_dir, exist_ok=True)
     workers = []
     for index in range(args.workers):

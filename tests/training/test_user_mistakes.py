@@ -166,6 +166,20 @@ def test_the_launcher_refuses_bad_ports(ports, message, capsys):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_the_launcher_checks_its_command_and_log_dir_before_any_worker_starts(
+        tmp_path, capsys):
+    from keras_linformer.programs import launch
+
+    (tmp_path / "file").write_text("")
+    status, stderr = run_in_process(launch, [
+        "--log-dir", tmp_path / "logs", "--", "no-such-program-here", "-m", "x"], capsys)
+    assert status == 2 and "command: 'no-such-program-here' is not a program on PATH" in stderr
+    status, stderr = run_in_process(launch, [
+        "--log-dir", tmp_path / "file", "--", sys.executable, "-c", "pass"], capsys)
+    assert status == 2 and "is a file, not a directory" in stderr
+    assert not (tmp_path / "logs").exists()
+
+
 def test_a_second_launch_appends_to_the_worker_logs(tmp_path):
     """Launching again (to resume) keeps the first launch's worker logs."""
     import subprocess
