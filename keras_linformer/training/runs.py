@@ -49,7 +49,8 @@ def texts_digest(texts, labels=None):
 
 # Keys that the run records of earlier versions lack. Such a record says nothing
 # about them, so they are compared only where it has them (and it still resumes).
-RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision", "dropout"})
+RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision", "dropout",
+                            "evaluation_texts"})
 
 
 def start_run(output_dir, run_config, chief=True):
@@ -235,6 +236,9 @@ def run(task, strategy=None, log=print, callbacks=None):
             "mixed_precision": keras.config.dtype_policy().name != "float32",
             "seed": config.seed,
             "data_sha256": texts_digest(corpus.train.texts, labels),
+            # The validation and test texts (fewer with --max-eval-examples): a finished
+            # run's summary holds the test metrics of these.
+            "evaluation_texts": [len(corpus.validation), len(corpus.test)],
         },
         chief=chief,
     )

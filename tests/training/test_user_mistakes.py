@@ -447,8 +447,10 @@ def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
     ({"warmup_fraction": 0.1}, ["--warmup-fraction", 0.5], "warmup_fraction: 0.1 then, 0.5 now"),
     ({"mixed_precision": False}, ["--mixed-precision"], "mixed_precision: False then, True now"),
     ({"dropout": 0.1}, ["--dropout", 0.5], "dropout: 0.1 then, 0.5 now"),
+    ({"evaluation_texts": [5, 5]}, ["--max-eval-examples", 3],
+     "evaluation_texts: [5, 5] then, [3, 3] now"),
 ])
-def test_resuming_with_another_optimizer_precision_or_dropout_is_refused(
+def test_resuming_with_another_optimizer_precision_dropout_or_evaluation_is_refused(
         reviews_file, tmp_path, capsys, recorded, flags, difference):
     from keras_linformer.programs import finetune
 
