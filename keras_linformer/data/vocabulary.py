@@ -147,6 +147,13 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
     (or ending in a Windows line end's \\r), and none with capitals (the tokenizer
     lowercases every text). `positions`: how a token's place is named.
     """
+    missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
+    if missing or vocabulary[0] != PAD:
+        raise ValueError(
+            f"{argument}: a vocabulary needs the special tokens "
+            f"{list(SPECIAL_TOKENS)} with {PAD} at id 0. Missing: {missing}; "
+            f"first token: {vocabulary[0] if vocabulary else None!r}."
+        )
     word, start, meaning = positions
     first = {}
     for number, token in enumerate(vocabulary, start=start):
@@ -161,13 +168,6 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
                 f"{number}; every token must appear once ({meaning})."
             )
         first[token] = number
-    missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
-    if missing or vocabulary[0] != PAD:
-        raise ValueError(
-            f"{argument}: a vocabulary needs the special tokens "
-            f"{list(SPECIAL_TOKENS)} with {PAD} at id 0. Missing: {missing}; "
-            f"first token: {vocabulary[0] if vocabulary else None!r}."
-        )
     # Bracketed tokens ([CLS], [unused0]) are never produced from text anyway.
     cased = [token for token in vocabulary
              if token != token.lower() and not (token[:1] == "[" and token[-1:] == "]")]

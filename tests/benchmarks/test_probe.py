@@ -49,7 +49,8 @@ def tiny_bert(tmp_path):
         vocabulary_size=len(tokens), num_layers=2, num_heads=2, hidden_dim=16,
         intermediate_dim=32, max_sequence_length=32,
     ).save_to_preset(str(tmp_path / "bert"))
-    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(tmp_path / "bert"))
+    keras_hub.models.BertTokenizer(vocabulary=tokens, lowercase=True).save_to_preset(
+        str(tmp_path / "bert"))
     return str(tmp_path / "bert")
 
 

@@ -28,7 +28,8 @@ def tiny_bert(tmp_path_factory):
         vocabulary_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=16,
         intermediate_dim=32, max_sequence_length=32,
     ).save_to_preset(str(directory))
-    keras_hub.models.BertTokenizer(vocabulary=tokens).save_to_preset(str(directory))
+    keras_hub.models.BertTokenizer(vocabulary=tokens, lowercase=True).save_to_preset(
+        str(directory))
     return directory
 
 
