@@ -381,14 +381,15 @@ LINFORMER_ONLY_FLAGS = ("--projection", "--projection-initializer", "--padding-c
 def check_attention_flags(parser, args):
     """Refuses the Linformer's own flags with --attention transformer, and
     --padding-compensation with a projection it does not apply to, instead of
-    ignoring them."""
+    ignoring them (a program without one of these flags has it None)."""
     if args.attention == "transformer":
         given = [flag for flag in LINFORMER_ONLY_FLAGS
-                 if getattr(args, flag[2:].replace("-", "_")) is not None]
+                 if getattr(args, flag[2:].replace("-", "_"), None) is not None]
         if given:
             parser.error(f"argument {given[0]}: not allowed with --attention transformer, "
                          "whose full attention projects nothing")
-    if args.padding_compensation is not None and args.projection not in (None, "linear"):
+    if getattr(args, "padding_compensation", None) is not None and (
+            args.projection not in (None, "linear")):
         parser.error("argument --padding-compensation: only used with --projection linear "
                      f"(a learned E), not {args.projection}")
 

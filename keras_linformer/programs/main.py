@@ -99,12 +99,11 @@ def parse_args(argv=None):
         elif args.no_pretraining:
             parser.error(f"argument --{name.replace('_', '-')}: not allowed with "
                          "--no-pretraining")
-    for name in ("projection", "projected_dim", "sharing"):
-        if getattr(args, name) is None:
-            setattr(args, name, None if args.attention == "transformer" else default[name])
-        elif args.attention == "transformer":
-            parser.error(f"argument --{name.replace('_', '-')}: not allowed with --attention "
-                         "transformer, whose full attention projects nothing")
+    cli.check_attention_flags(parser, args)
+    if args.attention == "linformer":
+        for name in ("projection", "projected_dim", "sharing"):
+            if getattr(args, name) is None:
+                setattr(args, name, default[name])
     return parser, args
 
 

@@ -63,11 +63,7 @@ def test_null_slots_are_a_count_or_left_to_the_default(capsys):
 ])
 def test_data_flags_without_their_source_are_refused_not_ignored(program, flags, message,
                                                                  capsys):
-    import importlib
-
-    with pytest.raises(SystemExit):
-        importlib.import_module(f"keras_linformer.programs.{program}").parse_args(flags)
-    assert message in capsys.readouterr().err
+    assert message in refusal(program, flags, capsys)
 
 
 @pytest.mark.parametrize("program, flags, message", [
@@ -85,11 +81,7 @@ def test_data_flags_without_their_source_are_refused_not_ignored(program, flags,
      "argument --pretrain-max-steps: not allowed with --no-pretraining"),
 ])
 def test_linformer_flags_that_would_do_nothing_are_refused(program, flags, message, capsys):
-    import importlib
-
-    with pytest.raises(SystemExit):
-        importlib.import_module(f"keras_linformer.programs.{program}").parse_args(flags)
-    assert message in capsys.readouterr().err
+    assert message in refusal(program, flags, capsys)
 
 
 def test_the_main_job_passes_linformer_flags_to_its_stages_only_for_the_linformer():
@@ -115,6 +107,15 @@ def test_data_flags_with_their_source_keep_their_values_and_defaults():
     assert args.label_check is False
     _, args = pretrain.parse_args(["--text-files", "d", "--encoding", "latin-1"])
     assert (args.documents, args.encoding, args.text_column) == ("file", "iso8859-1", "text")
+
+
+def refusal(program, flags, capsys):
+    """What the parser of `keras_linformer.programs.<program>` says on refusing `flags`."""
+    import importlib
+
+    with pytest.raises(SystemExit):
+        importlib.import_module(f"keras_linformer.programs.{program}").parse_args(flags)
+    return capsys.readouterr().err
 
 
 def heavy_modules_after(code):
