@@ -249,7 +249,7 @@ def transfer_attention(
     bert_was_trainable = bert.trainable
     bert.trainable = False
     try:
-        first_epoch, seconds = _train(
+        steps, seconds = _train(
             linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
             learning_rate, seed, checkpoint_dir, log, log_every)
     finally:
@@ -267,13 +267,12 @@ def transfer_attention(
         layer_error_after, cosine_after = layer_error_before, cosine_before
         log("Attention transfer: the error rose and the cosine did not; the starting "
             "projections are kept.")
-    count = len(inputs["token_ids"])
     return {
         "layer_error_before": [float(e) for e in layer_error_before],
         "layer_error_after": [float(e) for e in layer_error_after],
         "embedding_cosine_before": cosine_before,
         "embedding_cosine_after": cosine_after,
-        "steps": (epochs - first_epoch) * -(-count // batch_size),
+        "steps": steps,
         "epochs": epochs,
         "seconds": seconds,
         "kept_start": kept_start,
@@ -282,7 +281,7 @@ def transfer_attention(
 
 def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
            learning_rate, seed, checkpoint_dir, log, log_every):
-    """The epochs of `transfer_attention`: returns (first epoch run, seconds)."""
+    """The epochs of `transfer_attention`: returns (steps run, seconds)."""
     layers = _Layers(linformer, bert)
     optimizer = keras.optimizers.Adam(learning_rate)
     optimizer.build(variables)
@@ -307,7 +306,7 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
                 "back. Try a smaller one."
             )
         _save(checkpoint_dir, variables, optimizer, epoch + 1)
-    return first_epoch, time.perf_counter() - start
+    return (epochs - first_epoch) * steps_per_epoch, time.perf_counter() - start
 
 
 def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,
