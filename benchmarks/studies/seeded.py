@@ -290,9 +290,9 @@ def figure(rows, title):
     """The report's figure: one column per dataset (`title(dataset)` titles it).
 
     Its first row shows every seed's test accuracy and the mean ± standard deviation per
-    model. Once a model has two seeds paired with the Transformer's, a second row shows
-    each model's per-seed differences to the Transformer, their mean and its 95%
-    t-interval, against lines at 0 and -1 point.
+    model, with the majority class (`plot_majority`). Once a model has two seeds paired
+    with the Transformer's, a second row shows each model's per-seed differences to the
+    Transformer, their mean and its 95% t-interval, against lines at 0 and -1 point.
     """
     plt = outputs.pyplot()
     stats = summarise(rows)
@@ -312,12 +312,11 @@ def figure(rows, title):
                 plot_seeds(axes, position, values, mean, spread)
         majority = next((r.get("majority_accuracy") for r in rows
                          if r["dataset"] == dataset and r.get("majority_accuracy")), None)
-        if majority:
-            axes.axhline(100 * majority, color="red", linestyle=":", label="majority class")
-            axes.legend(fontsize=7, loc="lower right")
         axes.set_xticks(range(len(models)), models, rotation=20, fontsize=7, ha="right")
         axes.set_ylabel("test accuracy (%)")
         axes.set_title(title(dataset), fontsize=9)
+        if majority:
+            plot_majority(axes, 100 * float(majority))
         axes.grid(True, axis="y", alpha=0.3)
         if paired:
             plot_differences(all_axes[1][column], {
@@ -325,6 +324,18 @@ def figure(rows, title):
                 for model in compared})
     result.tight_layout()
     return result
+
+
+def plot_majority(axes, accuracy):
+    """The majority class's accuracy as a line where it falls within the seeds' range, in
+    the title otherwise: drawn far below, it would squeeze the seeds into a sliver."""
+    low, high = axes.get_ylim()
+    if low <= accuracy <= high:
+        axes.axhline(accuracy, color="red", linestyle=":", label="majority class")
+        axes.legend(fontsize=7, loc="lower right")
+    else:
+        axes.set_title(f"{axes.get_title()}\nmajority class {accuracy:.1f}%, off the axis",
+                       fontsize=9)
 
 
 def plot_differences(axes, differences):

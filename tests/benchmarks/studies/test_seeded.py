@@ -114,3 +114,26 @@ def test_the_figure_shows_the_paired_differences_once_two_seeds_pair():
     plt = outputs.pyplot()
     plt.close(figure)
     plt.close(unpaired)
+
+
+def test_the_majority_class_is_a_line_within_the_seeds_range_and_a_note_outside_it():
+    def rows(majority):
+        return [dict(dataset="bbc_news", model=model, seed=seed, status="finished",
+                     test_accuracy=accuracy, majority_accuracy=majority)
+                for model, seed, accuracy in [("transformer", 0, 0.97), ("transformer", 1, 0.5),
+                                              ("mean-k64", 0, 0.96)]]
+
+    plt = outputs.pyplot()
+    # At 24.5% it lies below every seed: in the title, and the axis spans the seeds only.
+    figure = seeded.figure(rows("0.245"), title=str)
+    axes = figure.axes[0]
+    assert axes.get_title() == "bbc_news\nmajority class 24.5%, off the axis"
+    assert axes.get_legend() is None and axes.get_ylim()[0] > 24.5
+    plt.close(figure)
+    # At 60% it lies among them: a line.
+    figure = seeded.figure(rows(0.6), title=str)
+    axes = figure.axes[0]
+    assert axes.get_title() == "bbc_news"
+    assert [t.get_text() for t in axes.get_legend().get_texts()] == ["majority class"]
+    assert any(line.get_ydata()[0] == 60 for line in axes.get_lines())
+    plt.close(figure)
