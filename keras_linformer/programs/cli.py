@@ -162,18 +162,27 @@ def nonempty(text):
     return text
 
 
-def check_source_flags(parser, args, flags):
-    """Refuses each flag of a data source given without that source, instead of
-    ignoring it; else gives it its default.
+def default_or_refuse(parser, args, flags, refusal=None):
+    """Gives each flag left out its default; refuses one given where `refusal` (why it
+    would do nothing; None: it is used) is set, instead of ignoring it.
 
-    `flags` maps a flag to `(dest, default, sources)`; such a flag is declared with
-    `default=None`, so that a flag given can be told from one left out.
+    `flags` maps a flag to `(dest, default)`; such a flag is declared with `default=None`,
+    so that a flag given can be told from one left out.
     """
-    for flag, (dest, default, sources) in flags.items():
+    for flag, (dest, default) in flags.items():
         if getattr(args, dest) is None:
             setattr(args, dest, default)
-        elif all(getattr(args, source[2:].replace("-", "_")) is None for source in sources):
-            parser.error(f"argument {flag}: only used with {' or '.join(sources)}")
+        elif refusal:
+            parser.error(f"argument {flag}: {refusal}")
+
+
+def check_source_flags(parser, args, flags):
+    """`default_or_refuse` for the flags of data sources: `flags` maps a flag to
+    `(dest, default, sources)`, and a flag given without any of its sources is refused."""
+    for flag, (dest, default, sources) in flags.items():
+        unused = all(getattr(args, source[2:].replace("-", "_")) is None for source in sources)
+        default_or_refuse(parser, args, {flag: (dest, default)},
+                          f"only used with {' or '.join(sources)}" if unused else None)
 
 
 def positive_int(text):

@@ -24,11 +24,14 @@ from keras_linformer.programs import cli
 from keras_linformer.programs import finetune as finetune_program
 from keras_linformer.programs import pretrain as pretrain_program
 
-# The pretraining flags' values; each is refused with --no-pretraining.
-PRETRAINING_DEFAULTS = {
-    "pretrain_corpus": ["news_articles"], "pretrain_epochs": 2.0,
-    "pretrain_learning_rate": 1e-3, "pretrain_max_steps": None,
-    "pretrain_short_sequence_rate": 0.0, "pretrain_documents": None,
+# The pretraining flags: {flag: (dest, default)}; each is refused with --no-pretraining.
+PRETRAINING_FLAGS = {
+    "--pretrain-corpus": ("pretrain_corpus", ["news_articles"]),
+    "--pretrain-epochs": ("pretrain_epochs", 2.0),
+    "--pretrain-learning-rate": ("pretrain_learning_rate", 1e-3),
+    "--pretrain-max-steps": ("pretrain_max_steps", None),
+    "--pretrain-short-sequence-rate": ("pretrain_short_sequence_rate", 0.0),
+    "--pretrain-documents": ("pretrain_documents", None),
 }
 
 
@@ -93,12 +96,8 @@ def parse_args(argv=None):
                         help="The exported model's name (TF Serving's MODEL_NAME).")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    for name, value in PRETRAINING_DEFAULTS.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-        elif args.no_pretraining:
-            parser.error(f"argument --{name.replace('_', '-')}: not allowed with "
-                         "--no-pretraining")
+    cli.default_or_refuse(parser, args, PRETRAINING_FLAGS,
+                          "not allowed with --no-pretraining" if args.no_pretraining else None)
     cli.check_attention_flags(parser, args)
     if args.attention == "linformer":
         for name in ("projection", "projected_dim", "sharing"):

@@ -96,6 +96,18 @@ def test_the_main_job_passes_linformer_flags_to_its_stages_only_for_the_linforme
     assert pretrain[pretrain.index("--projection") + 1] == "mean"
 
 
+def test_every_pretraining_flag_of_the_main_job_is_refused_with_no_pretraining():
+    from keras_linformer.programs import main
+
+    parser, args = main.parse_args([])
+    flags = {flag for action in parser._actions for flag in action.option_strings
+             if flag.startswith("--pretrain-")}
+    assert flags == set(main.PRETRAINING_FLAGS)
+    # Left out, each takes the default its help names.
+    assert (args.pretrain_corpus, args.pretrain_epochs, args.pretrain_learning_rate) == (
+        ["news_articles"], 2.0, 1e-3)
+
+
 def test_data_flags_with_their_source_keep_their_values_and_defaults():
     from keras_linformer.programs import finetune
     from keras_linformer.programs import pretrain
