@@ -116,7 +116,7 @@ def test_the_figure_shows_the_paired_differences_once_two_seeds_pair():
     plt.close(unpaired)
 
 
-def test_the_majority_class_is_a_line_within_the_seeds_range_and_a_note_outside_it():
+def test_the_majority_class_is_a_line_within_the_seeds_range_and_in_the_title_outside_it():
     def rows(majority):
         return [dict(dataset="bbc_news", model=model, seed=seed, status="finished",
                      test_accuracy=accuracy, majority_accuracy=majority)
