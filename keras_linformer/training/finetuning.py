@@ -112,7 +112,7 @@ class ClassificationTask(runs.Task):
         sequence_length = config.sequence_length
         if config.from_bert is not None:
             backbone_config = self.convert_bert(
-                config.architecture, sequence_length, config.dropout, log
+                config.architecture, sequence_length, config.dropout
             )
             sequence_length = self.sequence_length
         elif config.pretrained is not None:

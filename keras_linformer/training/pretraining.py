@@ -145,7 +145,7 @@ class MaskedLMTask(runs.Task):
                        if key not in ("max_sequence_length", "dropout")}
             self.architecture = self.convert_bert(
                 options, self.sequence_length,
-                self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"]), log,
+                self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"]),
             )
             record["from_bert"] = starting_points.preset_record(config.from_bert)
         else:

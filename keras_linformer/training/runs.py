@@ -128,6 +128,8 @@ class Task:
     - `prepare(strategy, log, start)`: reads what the run starts from; sets `vocabulary`
       (or `build_model` does) and `sequence_length`; returns `(plan, record)`, the
       `inputs.StepPlan` and the task's own fields of `run.json` (e.g. the backbone config).
+    - `transfer_attention(log)`: with a BERT to convert (`convert_bert`, in `prepare`) and
+      `attention_transfer_epochs`, trains its projections.
     - `build_model(optimizer, jit_compile)`: the compiled model (in the strategy's scope).
     - `dataset(split, shuffle, input_context)`: the batched `tf.data.Dataset` of `split`
       for one input pipeline.
@@ -170,19 +172,25 @@ class Task:
     def check_results(self, results):
         pass
 
-    def convert_bert(self, architecture, sequence_length, dropout, log):
-        """Loads the config's `from_bert` to convert (`starting_points.bert_start`) and, with
-        `attention_transfer_epochs`, transfers its attention; returns the backbone config."""
-        config = self.config
+    def convert_bert(self, architecture, sequence_length, dropout):
+        """Loads the config's `from_bert` to convert (`starting_points.bert_start`); returns
+        the backbone config."""
         self.bert, self.vocabulary, self.conversion, backbone_config = (
-            starting_points.bert_start(config.from_bert, architecture, sequence_length, dropout)
+            starting_points.bert_start(self.config.from_bert, architecture, sequence_length,
+                                       dropout)
         )
         self.sequence_length = backbone_config["max_sequence_length"]
-        if config.attention_transfer_epochs:
+        return backbone_config
+
+    def transfer_attention(self, log):
+        """With a BERT to convert and `attention_transfer_epochs`, transfers its attention
+        (`attention_transfer.transfer_for_run`). `run` calls it once `run.json` claims the
+        directory, so that a transfer cut short resumes with the run."""
+        epochs = self.config.attention_transfer_epochs
+        if self.bert is not None and epochs:
             self.transferred = attention_transfer.transfer_for_run(
                 self.bert, self.conversion, self.sequence_length, self.corpus.train.texts,
-                self.tokenizer(), config.attention_transfer_epochs, config.output_dir, log)
-        return backbone_config
+                self.tokenizer(), epochs, self.config.output_dir, log)
 
     def converted_backbone(self, dropout):
         """The backbone converted from `convert_bert`'s BERT, with the transferred projections."""
@@ -251,6 +259,7 @@ def run(task, strategy=None, log=print, callbacks=None):
         )
         return finished
 
+    task.transfer_attention(log)
     with strategy.scope():
         model = task.build_model(
             optimizers.make_optimizer(

@@ -1,10 +1,13 @@
 """`--attention-transfer`: a run from a BERT starts from the transferred projections."""
 
+import signal
+
 import keras
 import numpy as np
 import pytest
 
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
+from tests.training.harness import Run
 from tests.training.harness import run_program
 
 pytestmark = pytest.mark.slow
@@ -35,6 +38,30 @@ def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, revi
     # One step at a learning rate of 1e-9 leaves the projection where the transfer left it.
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(backbone.encoder.shared_projection), transferred, atol=1e-6)
+
+
+def test_a_run_killed_during_the_transfer_resumes_it(tiny_bert, reviews_file, tmp_path):
+    output = tmp_path / "run"
+    arguments = [
+        "training.finetune", "--table", reviews_file, "--from-bert", tiny_bert,
+        "--projected-dim", "8", "--projection", "linear", "--sequence-length", "16",
+        "--attention-transfer", "50", "--max-steps", "1", "--batch-size", "8",
+        "--no-jit-compile", "--output-dir", output,
+    ]
+    checkpoint = output / "attention_transfer" / "attention_transfer.npz"
+    run = Run(arguments, tmp_path / "killed.log")
+    run.wait_for(checkpoint.exists, "the transfer's first checkpoint")
+    run.stop(signal.SIGKILL)
+    with np.load(checkpoint) as saved:
+        killed_after = int(saved["epoch"])
+    assert killed_after < 50, "the kill came after the transfer; make it longer"
+
+    result = run_program(*arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Attention transfer: resumed from {checkpoint} after epoch {killed_after}" in (
+        result.stdout)
+    assert "Attention transfer: epoch 50/50" in result.stdout
+    assert f"epoch {killed_after}/50," not in result.stdout  # Not trained again.
 
 
 @pytest.mark.parametrize("flags, message", [
