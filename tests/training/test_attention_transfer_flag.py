@@ -1,4 +1,5 @@
-"""`--attention-transfer`: a run from a BERT starts from the transferred projections."""
+"""`--attention-transfer`: a run from a BERT starts from the transferred projections, and a
+run killed during the transfer resumes it."""
 
 import signal
 
@@ -16,20 +17,37 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("program", ["finetune", "pretrain"])
 def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, reviews_file,
                                                          tmp_path):
+    """Fine-tuning is killed during the transfer first: its rerun resumes the transfer."""
     from keras_linformer.training import starting_points
 
+    killed = program == "finetune"
+    epochs = 50 if killed else 3  # Long enough for a kill to land during the transfer.
     output = tmp_path / "run"
-    result = run_program(
+    arguments = [
         f"training.{program}", "--table", reviews_file, "--from-bert", tiny_bert,
         "--projected-dim", "8", "--projection", "linear", "--sequence-length", "16",
-        "--attention-transfer", "3", "--max-steps", "1", "--learning-rate", "1e-9",
+        "--attention-transfer", epochs, "--max-steps", "1", "--learning-rate", "1e-9",
         "--batch-size", "8", "--no-jit-compile", "--output-dir", output,
-    )
+    ]
+    checkpoint = output / "attention_transfer" / "attention_transfer.npz"
+    if killed:
+        run = Run(arguments, tmp_path / "killed.log")
+        run.wait_for(checkpoint.exists, "the transfer's first checkpoint")
+        run.stop(signal.SIGKILL)
+        with np.load(checkpoint) as saved:
+            killed_after = int(saved["epoch"])
+        assert killed_after < epochs, "the kill came after the transfer; make it longer"
+
+    result = run_program(*arguments)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Attention transfer: epoch 3/3" in result.stdout
+    assert f"Attention transfer: epoch {epochs}/{epochs}" in result.stdout
     assert "Attention transfer: after, relative error per layer" in result.stdout
-    with np.load(output / "attention_transfer" / "attention_transfer.npz") as saved:
-        assert int(saved["epoch"]) == 3
+    if killed:
+        assert (f"Attention transfer: resumed from {checkpoint} after epoch {killed_after}"
+                in result.stdout)
+        assert f"epoch {killed_after}/{epochs}," not in result.stdout  # Not trained again.
+    with np.load(checkpoint) as saved:
+        assert int(saved["epoch"]) == epochs
         transferred = saved["variable_0"]
     if program == "finetune":
         backbone = keras.saving.load_model(output / "classifier.keras").backbone
@@ -38,30 +56,6 @@ def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, revi
     # One step at a learning rate of 1e-9 leaves the projection where the transfer left it.
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(backbone.encoder.shared_projection), transferred, atol=1e-6)
-
-
-def test_a_run_killed_during_the_transfer_resumes_it(tiny_bert, reviews_file, tmp_path):
-    output = tmp_path / "run"
-    arguments = [
-        "training.finetune", "--table", reviews_file, "--from-bert", tiny_bert,
-        "--projected-dim", "8", "--projection", "linear", "--sequence-length", "16",
-        "--attention-transfer", "50", "--max-steps", "1", "--batch-size", "8",
-        "--no-jit-compile", "--output-dir", output,
-    ]
-    checkpoint = output / "attention_transfer" / "attention_transfer.npz"
-    run = Run(arguments, tmp_path / "killed.log")
-    run.wait_for(checkpoint.exists, "the transfer's first checkpoint")
-    run.stop(signal.SIGKILL)
-    with np.load(checkpoint) as saved:
-        killed_after = int(saved["epoch"])
-    assert killed_after < 50, "the kill came after the transfer; make it longer"
-
-    result = run_program(*arguments)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Attention transfer: resumed from {checkpoint} after epoch {killed_after}" in (
-        result.stdout)
-    assert "Attention transfer: epoch 50/50" in result.stdout
-    assert f"epoch {killed_after}/50," not in result.stdout  # Not trained again.
 
 
 @pytest.mark.parametrize("flags, message", [
