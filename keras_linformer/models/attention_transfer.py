@@ -342,6 +342,11 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
     return [ops.convert_to_numpy(v) for v in linformer_only_variables(linformer)]
 
 
+def has_run_checkpoint(output_dir):
+    """Whether a run's `output_dir` holds a checkpoint of `transfer_for_run`."""
+    return os.path.isfile(os.path.join(output_dir, RUN_DIRECTORY, CHECKPOINT))
+
+
 def check_run_option(epochs, from_bert):
     """Refuses a run's `attention_transfer_epochs` unless it is an int >= 0, and > 0 only
     with `from_bert`."""

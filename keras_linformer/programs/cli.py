@@ -733,7 +733,7 @@ def note_start(path):
 
 def remove_unfinished_starts():
     """Removes what a run noted by `note_start` wrote if it stopped before its first
-    checkpoint; returns the paths removed.
+    checkpoint (of training, or of an attention transfer); returns the paths removed.
 
     Such a run (refused options, data that yield no batch, a divergence in the first
     epoch, ...) has nothing to resume, but its run.json would refuse the corrected command.
@@ -744,10 +744,9 @@ def remove_unfinished_starts():
         return []  # Imports nothing: `run` calls it after every failure.
     from keras_linformer.training import run_directory
 
-    loop = sys.modules.get("keras_linformer.training.loop")
     removed = []
     for path, before, created in STARTED_RUNS:
-        if not os.path.isdir(path) or (loop is not None and loop.has_checkpoint(path)):
+        if not os.path.isdir(path) or _has_checkpoint(path):
             continue
         if os.path.isfile(os.path.join(path, run_directory.SUMMARY_FILE)):
             continue  # Finished (by another process sharing the directory): its results.
@@ -774,6 +773,15 @@ def remove_unfinished_starts():
                 directory = os.path.dirname(directory)
     del STARTED_RUNS[:]
     return removed
+
+
+def _has_checkpoint(path):
+    """Whether the run in `path` saved a checkpoint: of training or of an attention transfer
+    (a run that saved one imported the module that wrote it)."""
+    loop = sys.modules.get("keras_linformer.training.loop")
+    transfer = sys.modules.get("keras_linformer.models.attention_transfer")
+    return bool(loop is not None and loop.has_checkpoint(path)
+                or transfer is not None and transfer.has_run_checkpoint(path))
 
 
 def training_memory_lower_bound(args, sequence_length):
