@@ -40,17 +40,20 @@ def csv_writer(path, command, fields, value=blank_none, append=False):
     """Opens the CSV `path` with the columns `fields`; yields `write(row)` for dict rows.
 
     A new file starts with `# <command>` (no such line when `command` is None)
-    and the header. `append=True` adds to an existing file instead of replacing
-    it. `write` writes the `fields` of a row (others ignored; `value` turns each
-    cell into what is written, default None as blank) and flushes it.
+    and the header, flushed at once. `append=True` adds to an existing file
+    instead of replacing it (an empty one, left by a kill before its header,
+    counts as new). `write` writes the `fields` of a row (others ignored;
+    `value` turns each cell into what is written, default None as blank) and
+    flushes it.
     """
-    new = not (append and os.path.exists(path))
+    new = not (append and os.path.exists(path) and os.path.getsize(path))
     with open(path, "w" if new else "a", newline="", encoding="utf-8") as file:
         writer = csv.DictWriter(file, fields, extrasaction="ignore")
         if new:
             if command is not None:
                 file.write(f"# {command}\n")
             writer.writeheader()
+            file.flush()
 
         def write(row):
             writer.writerow({key: value(row.get(key)) for key in fields})
@@ -60,10 +63,13 @@ def csv_writer(path, command, fields, value=blank_none, append=False):
 
 
 def write_csv(path, command, fields, rows, value=blank_none):
-    """Writes dict `rows` to a new CSV `path` (see `csv_writer`)."""
-    with csv_writer(path, command, fields, value) as write:
+    """Writes dict `rows` to a new CSV `path` (see `csv_writer`), whole: a temporary file
+    replaces `path` once written, so that a kill or an error never leaves it cut off."""
+    temporary = f"{path}.tmp"
+    with csv_writer(temporary, command, fields, value) as write:
         for row in rows:
             write(row)
+    os.replace(temporary, path)
 
 
 def read_csv(path):

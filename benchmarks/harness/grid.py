@@ -649,11 +649,9 @@ def file_in_round(row, spec, group):
 
 
 def write_partial(rows, csv_path, command):
-    """Writes the rows so far to `csv_path`, replacing it whole (never half-written)."""
-    scratch = csv_path + ".partial"
+    """Writes the rows so far to `csv_path`, replacing it whole (`outputs.write_csv`)."""
     report.write_csv([{k: v for k, v in row.items() if k != "_spec"} for row in rows],
-                     scratch, command)
-    os.replace(scratch, csv_path)
+                     csv_path, command)
 
 
 def output_base(args):

@@ -1,5 +1,7 @@
 """The result files every program writes: commands, CSV, markdown tables, plots."""
 
+import pytest
+
 from benchmarks import outputs
 
 
@@ -34,6 +36,29 @@ def test_an_appended_csv_keeps_one_header_and_no_command(tmp_path):
         with outputs.csv_writer(path, None, ["a", "b"], append=True) as write:
             write({"a": value, "b": None})
     assert path.read_text().splitlines() == ["a,b", "1,", "2,"]
+
+
+def test_an_empty_csv_left_by_a_kill_gets_its_header_when_appended_to(tmp_path):
+    path = tmp_path / "killed.csv"
+    path.write_text("")
+    with outputs.csv_writer(path, None, ["a", "b"], append=True) as write:
+        assert path.read_text() == "a,b\n"  # Before the first row.
+        write({"a": 1})
+    assert outputs.read_csv(path) == ([{"a": 1, "b": None}], "")
+
+
+def test_a_csv_rewritten_whole_stays_whole_when_the_writing_fails(tmp_path):
+    path = tmp_path / "results.csv"
+    outputs.write_csv(path, "python -m x", ["a"], [{"a": 1}, {"a": 2}])
+
+    def failing(value):
+        if value == 4:
+            raise RuntimeError("the disk is full")
+        return value
+
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        outputs.write_csv(path, "python -m x", ["a"], [{"a": 3}, {"a": 4}], value=failing)
+    assert outputs.read_csv(path) == ([{"a": 1}, {"a": 2}], "python -m x")
 
 
 def test_markdown_tables_and_the_produced_by_block():
