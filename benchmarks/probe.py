@@ -277,7 +277,9 @@ def build_model(name, bert, n, args, transfer_inputs, log):
             json.dump({"sequence_length": n, "projected_dim": k,
                        "lengths": args.transfer_lengths, "texts": len(texts["token_ids"]),
                        **report}, file)
-        model.save_weights(weights)
+        # Renamed once whole: a file cut off by a kill would be taken for a finished transfer.
+        model.save_weights(weights.replace(".weights.h5", ".tmp.weights.h5"))
+        os.replace(weights.replace(".weights.h5", ".tmp.weights.h5"), weights)
     model.load_weights(weights)
     return model
 

@@ -172,7 +172,8 @@ def _cell(stats, group, digits=1):
 def _resumed(group_rows):
     """A note for resumed runs: a run's `seconds` times only its last invocation."""
     resumed = [r for r in group_rows
-               if r.get("steps") and r.get("total_steps") and r["steps"] < r["total_steps"]]
+               if r.get("steps") is not None and r.get("total_steps")
+               and r["steps"] < r["total_steps"]]
     return f" ({len(resumed)} resumed: timed from the resume)" if resumed else ""
 
 

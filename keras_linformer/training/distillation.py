@@ -265,7 +265,6 @@ class DistillationTask(pretraining.MaskedLMTask):
             f"Distillation done: on {summary['test_documents']} held-out documents the "
             f"conversion's outputs are {summary['test_token_error']:.3f} of the BERT's away "
             f"(relative error), sentence-embedding cosine "
-            f"{summary['test_embedding_cosine']:.4f} | {summary['steps']} steps, "
-            f"{summary['tokens_per_second']:,.0f} tokens/s | wall time "
-            f"{summary['seconds']:.0f} s | saved to {self.config.output_dir}"
+            f"{summary['test_embedding_cosine']:.4f} | {runs.speed_words(summary)} | saved "
+            f"to {self.config.output_dir}"
         )

@@ -237,7 +237,5 @@ class ClassificationTask(runs.Task):
             f"{len(self.corpus.test)} held-out examples"
             + (f" with the weights of epoch {summary['selected_round']} (validation accuracy "
                f"{summary['selected_val_accuracy']:.4f})" if "selected_round" in summary else "")
-            + f" | {self.attention} {self.source()} | "
-            f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall "
-            f"time {summary['seconds']:.0f} s"
+            + f" | {self.attention} {self.source()} | {runs.speed_words(summary)}"
         )

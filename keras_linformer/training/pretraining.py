@@ -239,6 +239,5 @@ class MaskedLMTask(runs.Task):
             f"(unigram baseline {summary['unigram_test_perplexity']:.2f}; "
             f"loss {summary['test_loss']:.4f}, masked-token accuracy "
             f"{summary['test_accuracy']:.4f}) on {len(self.corpus.test)} held-out documents | "
-            f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s | wall time "
-            f"{summary['seconds']:.0f} s | saved to {self.config.output_dir}"
+            f"{runs.speed_words(summary)} | saved to {self.config.output_dir}"
         )

@@ -203,6 +203,15 @@ class Task:
         return backbone
 
 
+def speed_words(summary):
+    """`N steps, T tokens/s | wall time S s`, the end of a run's report line."""
+    trained = (
+        f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s"
+        if summary["steps"] else "no step left to train (the checkpoints held them all)"
+    )
+    return f"{trained} | wall time {summary['seconds']:.0f} s"
+
+
 def run(task, strategy=None, log=print, callbacks=None):
     """Runs `task` the way every training run goes (see the module's docstring); returns the
     summary dict.
@@ -306,7 +315,10 @@ def run(task, strategy=None, log=print, callbacks=None):
         **task.summary(results),
         "steps": steps,
         "total_steps": plan.total_steps,
-        "tokens_per_second": steps * config.batch_size * task.sequence_length / fit_seconds,
+        # None when the checkpoints held every step (a run stopped before its summary).
+        "tokens_per_second": (
+            steps * config.batch_size * task.sequence_length / fit_seconds if steps else None
+        ),
         "fit_seconds": fit_seconds,
         "fit_cpu_seconds": fit_cpu_seconds,
         "seconds": time.perf_counter() - start,

@@ -151,3 +151,23 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
     result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 2, result.stdout[-2000:]
     assert "none of the checkpoints in" in result.stderr and "Remove the directory" in result.stderr
+
+
+def test_a_run_stopped_after_its_last_checkpoint_evaluates_and_finishes(runs, reviews_file,
+                                                                        tmp_path):
+    """A kill after the last checkpoint, before the summary: the rerun trains nothing, tests
+    the checkpointed model, and records no throughput for no steps."""
+    import shutil
+
+    uninterrupted, _, _ = runs
+    output_dir = tmp_path / "copy"
+    shutil.copytree(uninterrupted, output_dir)
+    finished = read_summary(output_dir)
+    (output_dir / "summary.json").unlink()
+    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Nothing to do: the checkpoint is at step 60 of 60" in result.stdout
+    assert "no step left to train (the checkpoints held them all)" in result.stdout
+    summary = read_summary(output_dir)
+    assert summary["steps"] == 0 and summary["tokens_per_second"] is None
+    assert summary["test_perplexity"] == pytest.approx(finished["test_perplexity"], rel=1e-6)
