@@ -188,6 +188,8 @@ def folds_of(path, texts, labels, folds, seed):
 
     from sklearn.model_selection import StratifiedKFold
 
+    from keras_linformer.training import run_directory
+
     digest = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
     if os.path.exists(path):
         with open(path, encoding="utf-8") as file:
@@ -201,9 +203,8 @@ def folds_of(path, texts, labels, folds, seed):
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     for index, (_, test) in enumerate(splitter.split(np.zeros(len(labels)), labels)):
         fold[test] = index
-    with open(path, "w", encoding="utf-8") as file:
-        json.dump({"texts_sha256": digest, "seed": seed, "folds": folds,
-                   "fold": fold.tolist()}, file)
+    run_directory.write_json(path, {"texts_sha256": digest, "seed": seed, "folds": folds,
+                                    "fold": fold.tolist()})
     return fold
 
 

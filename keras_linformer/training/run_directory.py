@@ -111,9 +111,11 @@ def is_finished(directory):
 
 
 def write_json(path, value):
-    """Writes `value` to `path` as indented JSON."""
-    with open(path, "w", encoding="utf-8") as file:
+    """Writes `value` to `path` as indented JSON, whole: a temporary file replaces `path` once
+    written, so that a kill never leaves a cut-off `summary.json` marking a run finished."""
+    with open(f"{path}.tmp", "w", encoding="utf-8") as file:
         json.dump(value, file, indent=2)
+    os.replace(f"{path}.tmp", path)
 
 
 def write_run(directory, run_config):

@@ -725,6 +725,16 @@ def test_a_run_with_a_checkpoint_or_an_earlier_record_is_kept(tmp_path):
         "transferred/attention_transfer/attention_transfer.npz", "transferred/run.json"]
 
 
+def test_a_run_record_is_replaced_only_once_written_whole(tmp_path):
+    from keras_linformer.training import run_directory
+
+    path = tmp_path / "summary.json"
+    run_directory.write_json(path, {"steps": 1})
+    with pytest.raises(TypeError):  # Fails halfway, as a kill would.
+        run_directory.write_json(path, {"steps": 2, "model": object()})
+    assert run_directory.read_json(path, "output_dir") == {"steps": 1}
+
+
 def test_a_single_process_is_the_chief_that_checks_and_cleans_its_output_dir():
     from keras_linformer.training import devices
 
