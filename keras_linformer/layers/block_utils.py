@@ -1,6 +1,17 @@
 """What the encoder stacks (Linformer and full attention) and their blocks share."""
 
 from keras_linformer.layers.keras_masks import padding_mask_of
+from keras_linformer.utils import validation
+
+
+def check_block_options(intermediate_dim, num_heads, dropout, layer_norm_epsilon,
+                        normalize_first):
+    """Raises ValueError for the options every encoder block takes, when out of range."""
+    validation.check_positive_int("intermediate_dim", intermediate_dim)
+    validation.check_positive_int("num_heads", num_heads)
+    validation.check_number("dropout", dropout, 0, 1, include_high=False)
+    validation.check_number("layer_norm_epsilon", layer_norm_epsilon, 0, include_low=False)
+    validation.check_bool("normalize_first", normalize_first)
 
 
 def check_heads_divide(num_heads, hidden_dim):

@@ -5,6 +5,7 @@ import keras
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers.block_utils import check_block_options
 from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
@@ -95,12 +96,10 @@ class LinformerEncoderBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        validation.check_positive_int("intermediate_dim", intermediate_dim)
+        check_block_options(intermediate_dim, num_heads, dropout, layer_norm_epsilon,
+                            normalize_first)
         validation.check_positive_int("null_slots", null_slots, minimum=0)
-        validation.check_number("dropout", dropout, 0, 1, include_high=False)
-        validation.check_bool("normalize_first", normalize_first)
         validation.check_bool("padding_compensation", padding_compensation)
-        validation.check_positive_int("num_heads", num_heads)
         validation.check_positive_int("sequence_length", sequence_length)
         validation.check_choice("projection", projection, sp.PROJECTIONS)
         validation.check_choice("sharing", sharing, sp.SHARINGS)

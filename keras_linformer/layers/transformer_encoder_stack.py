@@ -5,6 +5,7 @@ import keras_hub
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers.block_utils import call_in_sequence
+from keras_linformer.layers.block_utils import check_block_options
 from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.utils import validation
 
@@ -62,8 +63,8 @@ class TransformerEncoderStack(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         validation.check_positive_int("num_layers", num_layers)
-        validation.check_positive_int("intermediate_dim", intermediate_dim)
-        validation.check_positive_int("num_heads", num_heads)
+        check_block_options(intermediate_dim, num_heads, dropout, layer_norm_epsilon,
+                            normalize_first)
         self.blocks = [
             keras_hub.layers.TransformerEncoder(
                 intermediate_dim=intermediate_dim,

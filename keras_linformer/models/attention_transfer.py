@@ -286,6 +286,13 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
     optimizer = keras.optimizers.Adam(learning_rate)
     optimizer.build(variables)
     first_epoch = _restore(checkpoint_dir, variables, optimizer, log)
+    if first_epoch > epochs:
+        put_back_start()
+        raise ValueError(
+            f"epochs: the checkpoint in {checkpoint_dir} is of a transfer of {first_epoch} "
+            f"epochs, more than these. Give epochs of at least {first_epoch} to resume it, or "
+            f"a new checkpoint_dir. Received: epochs={epochs}"
+        )
     train_step = _train_step(layers, variables, optimizer)
     count = len(inputs["token_ids"])
     steps_per_epoch = -(-count // batch_size)

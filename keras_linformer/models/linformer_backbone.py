@@ -136,6 +136,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
             ("num_segments", num_segments),
         ):
             validation.check_positive_int(name, value)
+        validation.check_number("dropout", dropout, 0, 1, include_high=False)
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` must be divisible by `num_heads`. Received: "
@@ -252,7 +253,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
     def call(self, inputs, training=None, mask=None, **kwargs):
         length = None
         if isinstance(inputs, dict) and "token_ids" in inputs:
-            length = getattr(inputs["token_ids"], "shape", (None, None))[1]
+            length = _check_input_shapes(inputs)
         if length is not None and length > self.max_sequence_length:
             raise ValueError(
                 f"`token_ids` has {length} tokens per sequence, more than "
@@ -382,3 +383,24 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 }
             )
         return config
+
+
+def _check_input_shapes(inputs):
+    """Raises ValueError unless the inputs given are `(batch, sequence)` arrays of one shape (as
+    far as known); returns the sequence length of `token_ids` (None when unknown)."""
+    shapes = {key: getattr(inputs[key], "shape", None)
+              for key in ("token_ids", "segment_ids", "padding_mask") if key in inputs}
+    shapes = {key: shape if shape is None else tuple(shape) for key, shape in shapes.items()}
+    for key, shape in shapes.items():
+        if shape is not None and len(shape) != 2:
+            raise ValueError(
+                f"`{key}` must be a (batch, sequence) array. Received: {key} of shape {shape}")
+    expected = shapes["token_ids"]
+    for key, shape in shapes.items():
+        if shape is not None and expected is not None and any(
+                a is not None and b is not None and a != b for a, b in zip(shape, expected)):
+            raise ValueError(
+                f"`{key}` must have the shape of `token_ids`, {expected}: a value per token. "
+                f"Received: {key} of shape {shape}"
+            )
+    return None if expected is None else expected[1]

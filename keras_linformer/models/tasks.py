@@ -9,6 +9,7 @@ import keras_hub
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.models.linformer_backbone import LinformerBackbone
+from keras_linformer.utils import validation
 
 
 @keras_linformer_export("keras_linformer.models.LinformerMaskedLM")
@@ -72,5 +73,12 @@ class LinformerTextClassifier(keras_hub.models.BertTextClassifier):
     ...     "padding_mask": np.ones((2, 16), "int32")}, verbose=0).shape
     (2, 3)
     """
+
+    def __init__(self, backbone, num_classes, preprocessor=None, activation=None, dropout=0.1,
+                 **kwargs):
+        validation.check_positive_int("num_classes", num_classes)
+        validation.check_number("dropout", dropout, 0, 1, include_high=False)
+        super().__init__(backbone, num_classes, preprocessor=preprocessor,
+                         activation=activation, dropout=dropout, **kwargs)
 
     backbone_cls = LinformerBackbone

@@ -137,6 +137,7 @@ def test_hidden_size_not_divisible_by_heads_names_both(rng):
         (dict(dropout="0.1"), "`dropout` must be a number in.*Received: dropout='0.1'"),
         (dict(normalize_first="yes"), "`normalize_first` must be True or False"),
         (dict(padding_compensation="no"), "`padding_compensation` must be True or False"),
+        (dict(layer_norm_epsilon=-1.0), "`layer_norm_epsilon` must be a positive number"),
     ],
 )
 def test_bad_configuration_names_argument(overrides, message):

@@ -68,6 +68,10 @@ def test_get_config_lists_every_constructor_argument():
         (dict(num_layers=0), "`num_layers` must be a positive integer. Received: num_layers=0"),
         (dict(intermediate_dim=0), "`intermediate_dim` must be a positive integer"),
         (dict(num_heads=-1), "`num_heads` must be a positive integer"),
+        # keras-hub's block takes these as they come: "False" is true, -1 makes NaN.
+        (dict(normalize_first="False"), "`normalize_first` must be True or False"),
+        (dict(dropout=1.0), r"`dropout` must be a number in \[0, 1\)"),
+        (dict(layer_norm_epsilon=-1.0), "`layer_norm_epsilon` must be a positive number"),
     ],
 )
 def test_bad_configuration_names_argument(overrides, message):

@@ -117,6 +117,14 @@ def test_resumes_after_the_last_saved_epoch(bert, texts, tmp_path):
         keras.ops.convert_to_numpy(resumed.encoder.shared_projection),
         keras.ops.convert_to_numpy(straight.encoder.shared_projection), atol=1e-5)
 
+    # Fewer epochs than the checkpoint holds: refused, the conversion left as it was.
+    fewer = converted()
+    start = keras.ops.convert_to_numpy(fewer.encoder.shared_projection)
+    with pytest.raises(ValueError, match="a transfer of 3 epochs.*Received: epochs=1"):
+        run(fewer, 1, [])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(fewer.encoder.shared_projection),
+                                  start)
+
 
 def test_mean_pooling_has_nothing_to_transfer(bert, texts):
     linformer = LinformerBackbone.from_bert(bert, projected_dim=4, max_sequence_length=N)

@@ -165,6 +165,21 @@ def test_longer_inputs_name_the_limit_called_directly_and_in_predict(attention):
             run(features(length=20))
 
 
+@pytest.mark.parametrize("attention", ["linformer", "transformer"])
+@pytest.mark.parametrize("key, shape, message", [
+    # Full attention broadcast a (B, 1) mask over every position.
+    ("padding_mask", (3, 1), r"`padding_mask` must have the shape of `token_ids`, \(3, 16\)"),
+    ("segment_ids", (3, 8), r"`segment_ids` must have the shape of `token_ids`"),
+    ("padding_mask", (3, 16, 1), r"`padding_mask` must be a \(batch, sequence\) array"),
+])
+def test_inputs_of_another_shape_than_the_token_ids_are_refused(attention, key, shape, message):
+    backbone = LinformerBackbone(**{**CONFIG, "attention": attention})
+    x = {**features(), key: np.ones(shape, "int32")}
+    for run in (backbone, lambda x: backbone.predict(x, verbose=0)):
+        with pytest.raises(ValueError, match=message):
+            run(x)
+
+
 @pytest.mark.parametrize(
     "overrides, message",
     [
@@ -172,11 +187,22 @@ def test_longer_inputs_name_the_limit_called_directly_and_in_predict(attention):
         (dict(hidden_dim=9), "hidden_dim.*num_heads"),
         (dict(projected_dim=32), "projected_dim"),
         (dict(vocabulary_size=0), "vocabulary_size"),
+        (dict(attention="transformer", dropout="0.1"), "`dropout` must be a number in"),
     ],
 )
 def test_bad_configuration(overrides, message):
     with pytest.raises(ValueError, match=message):
         LinformerBackbone(**{**CONFIG, **overrides})
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(num_classes=True), "`num_classes` must be a positive integer.*num_classes=True"),
+    (dict(num_classes=0), "`num_classes` must be a positive integer"),
+    (dict(dropout=1.0), r"`dropout` must be a number in \[0, 1\)"),
+])
+def test_bad_classifier_configuration(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        LinformerTextClassifier(LinformerBackbone(**CONFIG), **{"num_classes": 2, **overrides})
 
 
 LINFORMER_ARGUMENTS = dict(
