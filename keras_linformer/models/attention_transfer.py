@@ -33,6 +33,8 @@ CHECKPOINT = "attention_transfer.npz"
 # What a training run (`--attention-transfer`) transfers on: its first training texts.
 RUN_TEXTS = 256
 RUN_DIRECTORY = "attention_transfer"
+# The output directories of this process's `transfer_for_run` calls that have not ended.
+_UNFINISHED = set()
 
 
 def linformer_only_variables(backbone):
@@ -344,14 +346,18 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
                                             **conversion)
     encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:RUN_TEXTS])
     inputs = {key: np.asarray(value) for key, value in encoded.items()}
+    _UNFINISHED.add(os.path.abspath(output_dir))
     transfer_attention(linformer, bert, inputs, epochs=epochs, log=log,
                        checkpoint_dir=os.path.join(output_dir, RUN_DIRECTORY))
+    _UNFINISHED.discard(os.path.abspath(output_dir))
     return [ops.convert_to_numpy(v) for v in linformer_only_variables(linformer)]
 
 
-def has_run_checkpoint(output_dir):
-    """Whether a run's `output_dir` holds a checkpoint of `transfer_for_run`."""
-    return os.path.isfile(os.path.join(output_dir, RUN_DIRECTORY, CHECKPOINT))
+def stopped_with_checkpoint(output_dir):
+    """Whether `transfer_for_run` into `output_dir` stopped (an error, Ctrl-C) before its
+    end, with a checkpoint that the run's rerun resumes."""
+    return (os.path.abspath(output_dir) in _UNFINISHED
+            and os.path.isfile(os.path.join(output_dir, RUN_DIRECTORY, CHECKPOINT)))
 
 
 def check_run_option(epochs, from_bert):

@@ -733,10 +733,12 @@ def note_start(path):
 
 def remove_unfinished_starts():
     """Removes what a run noted by `note_start` wrote if it stopped before its first
-    checkpoint (of training, or of an attention transfer); returns the paths removed.
+    checkpoint; returns the paths removed.
 
     Such a run (refused options, data that yield no batch, a divergence in the first
     epoch, ...) has nothing to resume, but its run.json would refuse the corrected command.
+    One stopped during its attention transfer (Ctrl-C) is kept: its rerun resumes the
+    transfer.
     Files that were there before it (a driver's command.txt, a shell's output.log) stay; a
     directory the run created goes, parents included, once empty.
     """
@@ -776,12 +778,13 @@ def remove_unfinished_starts():
 
 
 def _has_checkpoint(path):
-    """Whether the run in `path` saved a checkpoint: of training or of an attention transfer
-    (a run that saved one imported the module that wrote it)."""
+    """Whether the run in `path` saved a checkpoint to resume: of training, or of the
+    attention transfer it stopped in (a run that saved one imported the module that wrote
+    it)."""
     loop = sys.modules.get("keras_linformer.training.loop")
     transfer = sys.modules.get("keras_linformer.models.attention_transfer")
     return bool(loop is not None and loop.has_checkpoint(path)
-                or transfer is not None and transfer.has_run_checkpoint(path))
+                or transfer is not None and transfer.stopped_with_checkpoint(path))
 
 
 def training_memory_lower_bound(args, sequence_length):

@@ -50,7 +50,7 @@ def texts_digest(texts, labels=None):
 # Keys that the run records of earlier versions lack. Such a record says nothing
 # about them, so they are compared only where it has them (and it still resumes).
 RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision", "dropout",
-                            "evaluation_texts"})
+                            "evaluation_texts", "attention_transfer_epochs"})
 
 
 def start_run(output_dir, run_config, chief=True):
@@ -252,6 +252,8 @@ def run(task, strategy=None, log=print, callbacks=None):
             "weight_decay": config.weight_decay,
             "mixed_precision": keras.config.dtype_policy().name != "float32",
             "seed": config.seed,
+            # A run resumes its transfer: a rerun with other epochs would mix two.
+            "attention_transfer_epochs": config.attention_transfer_epochs,
             "data_sha256": texts_digest(corpus.train.texts, labels),
             # The validation and test texts (fewer with --max-eval-examples): a finished
             # run's summary holds the test metrics of these.

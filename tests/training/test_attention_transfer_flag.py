@@ -1,6 +1,7 @@
 """`--attention-transfer`: a run from a BERT starts from the transferred projections, and a
 run killed during the transfer resumes it."""
 
+import os
 import signal
 
 import keras
@@ -9,6 +10,7 @@ import pytest
 
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
 from tests.training.harness import Run
+from tests.training.harness import run_in_process
 from tests.training.harness import run_program
 
 pytestmark = pytest.mark.slow
@@ -56,6 +58,62 @@ def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, revi
     # One step at a learning rate of 1e-9 leaves the projection where the transfer left it.
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(backbone.encoder.shared_projection), transferred, atol=1e-6)
+
+
+def transfer_flags(tiny_bert, reviews_file, output, *more):
+    return ["--table", reviews_file, "--from-bert", tiny_bert, "--projected-dim", "8",
+            "--projection", "linear", "--sequence-length", "16", "--attention-transfer", "3",
+            "--max-steps", "1", "--batch-size", "8", "--no-jit-compile", "--output-dir",
+            output, *more]
+
+
+def test_ctrl_c_during_the_transfer_keeps_it_for_the_rerun(tiny_bert, reviews_file, tmp_path,
+                                                           capsys, monkeypatch):
+    from keras_linformer.models import attention_transfer
+    from keras_linformer.programs import finetune
+
+    save = attention_transfer._save
+
+    def save_then_interrupt(directory, variables, optimizer, epoch):
+        save(directory, variables, optimizer, epoch)
+        raise KeyboardInterrupt
+
+    output = tmp_path / "run"
+    flags = transfer_flags(tiny_bert, reviews_file, output)
+    monkeypatch.setattr(attention_transfer, "_save", save_then_interrupt)
+    status, _ = run_in_process(finetune, flags, capsys)
+    assert status == 130
+    assert sorted(os.listdir(output)) == ["attention_transfer", "run.json"]
+    monkeypatch.undo()
+    # Resumed with another number of epochs, two transfers would mix.
+    other = [str(flag) for flag in flags]
+    other[other.index("--attention-transfer") + 1] = "2"
+    status, stderr = run_in_process(finetune, other, capsys)
+    assert status == 2 and "attention_transfer_epochs: 3 then, 2 now" in stderr
+    assert finetune.main([str(flag) for flag in flags])["steps"] == 1
+    checkpoint = output / "attention_transfer" / "attention_transfer.npz"
+    assert f"Attention transfer: resumed from {checkpoint} after epoch 1" in (
+        capsys.readouterr().out)
+
+
+def test_a_failure_after_the_transfer_leaves_nothing_for_the_corrected_command(
+        tiny_bert, reviews_file, tmp_path, capsys, monkeypatch):
+    from keras_linformer.programs import finetune
+    from keras_linformer.training import loop
+
+    def diverge(*args, **kwargs):
+        raise FloatingPointError("the loss is NaN at step 1; try a smaller --learning-rate")
+
+    output = tmp_path / "run"
+    monkeypatch.setattr(loop.Trainer, "fit", diverge)
+    status, stderr = run_in_process(
+        finetune, transfer_flags(tiny_bert, reviews_file, output, "--learning-rate", "1"),
+        capsys)
+    assert status != 0 and "the loss is NaN" in stderr
+    assert not output.exists()  # The transfer had ended: nothing of it is resumed.
+    monkeypatch.undo()
+    flags = transfer_flags(tiny_bert, reviews_file, output, "--learning-rate", "1e-4")
+    assert finetune.main([str(flag) for flag in flags])["steps"] == 1
 
 
 @pytest.mark.parametrize("flags, message", [

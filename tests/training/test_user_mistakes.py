@@ -697,21 +697,14 @@ def test_the_main_job_checks_both_stages_output_directories_before_pretraining(
 
 
 def test_a_run_with_a_checkpoint_or_an_earlier_record_is_kept(tmp_path):
-    # attention_transfer and loop: what a training run imports, which know its checkpoints.
-    from keras_linformer.models import attention_transfer  # noqa: F401
     from keras_linformer.programs import cli
-    from keras_linformer.training import loop  # noqa: F401
+    from keras_linformer.training import loop  # noqa: F401 (what a training run imports)
 
     started = tmp_path / "checkpointed"
     cli.note_start(started)
     (started / "checkpoints").mkdir(parents=True)
     (started / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
     (started / "run.json").write_text("{}")
-    transferred = tmp_path / "transferred"  # Stopped (Ctrl-C) during its attention transfer.
-    cli.note_start(transferred)
-    (transferred / "attention_transfer").mkdir(parents=True)
-    (transferred / "attention_transfer" / "attention_transfer.npz").write_bytes(b"")
-    (transferred / "run.json").write_text("{}")
     resumed = tmp_path / "resumed"
     resumed.mkdir()
     (resumed / "run.json").write_text("{}")
@@ -720,9 +713,7 @@ def test_a_run_with_a_checkpoint_or_an_earlier_record_is_kept(tmp_path):
     assert cli.remove_unfinished_starts() == []
     assert files_under(tmp_path) == [
         "checkpointed", "checkpointed/checkpoints", "checkpointed/checkpoints/checkpoint",
-        "checkpointed/run.json", "resumed", "resumed/run.json", "resumed/vocab.txt",
-        "transferred", "transferred/attention_transfer",
-        "transferred/attention_transfer/attention_transfer.npz", "transferred/run.json"]
+        "checkpointed/run.json", "resumed", "resumed/run.json", "resumed/vocab.txt"]
 
 
 def test_a_run_record_is_replaced_only_once_written_whole(tmp_path):
