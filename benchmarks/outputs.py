@@ -16,6 +16,8 @@ import shlex
 import subprocess
 import sys
 
+from keras_linformer.utils import files
+
 
 def command_line(program, argv=None, drop=()):
     """`python -m PROGRAM ARGV...`, the command a result file records.
@@ -65,11 +67,10 @@ def csv_writer(path, command, fields, value=blank_none, append=False):
 def write_csv(path, command, fields, rows, value=blank_none):
     """Writes dict `rows` to a new CSV `path` (see `csv_writer`), whole: a temporary file
     replaces `path` once written, so that a kill or an error never leaves it cut off."""
-    temporary = f"{path}.tmp"
-    with csv_writer(temporary, command, fields, value) as write:
-        for row in rows:
-            write(row)
-    os.replace(temporary, path)
+    with files.replaced_whole(path) as temporary:
+        with csv_writer(temporary, command, fields, value) as write:
+            for row in rows:
+                write(row)
 
 
 def read_csv(path):

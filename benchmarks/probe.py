@@ -45,6 +45,7 @@ import numpy as np
 from benchmarks import conversion
 from benchmarks import outputs
 from keras_linformer.programs import cli
+from keras_linformer.utils import files
 
 PROGRAM = "benchmarks.probe"
 DATASETS = conversion.DATASETS  # name -> n
@@ -278,9 +279,10 @@ def build_model(name, bert, n, args, transfer_inputs, log):
             json.dump({"sequence_length": n, "projected_dim": k,
                        "lengths": args.transfer_lengths, "texts": len(texts["token_ids"]),
                        **report}, file)
-        # Renamed once whole: a file cut off by a kill would be taken for a finished transfer.
-        model.save_weights(weights.replace(".weights.h5", ".tmp.weights.h5"))
-        os.replace(weights.replace(".weights.h5", ".tmp.weights.h5"), weights)
+        # Whole: a file cut off by a kill would be taken for a finished transfer.
+        with files.replaced_whole(
+                weights, weights.replace(".weights.h5", ".tmp.weights.h5")) as temporary:
+            model.save_weights(temporary)
     model.load_weights(weights)
     return model
 
@@ -294,13 +296,13 @@ def embed(model, inputs, batch_size, log, prefix, path, chunk=256):
         parts.append(f"{path}.{start}.npy")
         if not os.path.exists(parts[-1]):
             piece = {key: value[start:start + chunk] for key, value in inputs.items()}
-            np.save(parts[-1] + ".tmp.npy", conversion.embeddings(model, piece, batch_size)[0])
-            os.replace(parts[-1] + ".tmp.npy", parts[-1])
+            with files.replaced_whole(parts[-1], parts[-1] + ".tmp.npy") as temporary:
+                np.save(temporary, conversion.embeddings(model, piece, batch_size)[0])
             computed += len(piece["token_ids"])
             log(f"{prefix} embedded {min(start + chunk, count)}/{count} texts, "
                 f"{computed / (time.perf_counter() - start_time):.1f} texts/s")
-    np.save(path + ".tmp.npy", np.concatenate([np.load(part) for part in parts]))
-    os.replace(path + ".tmp.npy", path)
+    with files.replaced_whole(path, path + ".tmp.npy") as temporary:
+        np.save(temporary, np.concatenate([np.load(part) for part in parts]))
     for part in parts:
         os.remove(part)
 

@@ -26,6 +26,7 @@ import numpy as np
 from keras import ops
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
+from keras_linformer.utils import files
 from keras_linformer.utils import validation
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
@@ -403,9 +404,9 @@ def _save(directory, variables, optimizer, epoch):
     arrays.update({f"optimizer_{i}": ops.convert_to_numpy(v)
                    for i, v in enumerate(optimizer.variables)})
     path = os.path.join(directory, CHECKPOINT)
-    with open(path + ".tmp", "wb") as file:  # np.savez would add ".npz" to a name.
+    # Into an open file: np.savez would add ".npz" to a name.
+    with files.replaced_whole(path) as temporary, open(temporary, "wb") as file:
         np.savez(file, epoch=epoch, **arrays)
-    os.replace(path + ".tmp", path)
 
 
 def _restore(directory, variables, optimizer, log):

@@ -34,6 +34,7 @@ import json
 import os
 
 from keras_linformer import programs
+from keras_linformer.utils import files
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
@@ -113,9 +114,8 @@ def is_finished(directory):
 def write_json(path, value):
     """Writes `value` to `path` as indented JSON, whole: a temporary file replaces `path` once
     written, so that a kill never leaves a cut-off `summary.json` marking a run finished."""
-    with open(f"{path}.tmp", "w", encoding="utf-8") as file:
+    with files.replaced_whole(path) as temporary, open(temporary, "w", encoding="utf-8") as file:
         json.dump(value, file, indent=2)
-    os.replace(f"{path}.tmp", path)
 
 
 def write_run(directory, run_config):

@@ -1,1 +1,2 @@
-"""Argument validation shared by the library and its programs (`validation`)."""
+"""Argument validation (`validation`) and files written whole (`files`), shared by the library
+and its programs."""
