@@ -78,7 +78,6 @@ def plan(args):
                              start=("main job: from random weights" if args.no_pretraining
                                     else "main job: pretrained on the news articles"),
                              directory=directory,
-                             summary_dir=os.path.join(directory, "finetune"),
                              module=runner.MAIN, argv=argv))
     return runs
 

@@ -76,12 +76,6 @@ def command_line(run):
     return f"python -m {run['module']} {shlex.join(run['argv'])}"
 
 
-def summary_directory(run):
-    """Where a run's `summary.json` is: its directory, or `run["summary_dir"]` for a program
-    whose last stage writes to a subdirectory (`training.main`: DIR/finetune)."""
-    return run.get("summary_dir", run["directory"])
-
-
 def command_key(command):
     """A run command's words but its `--output-dir`, the run directory itself: what makes
     two runs the same run, so that a study's runs can be moved, or linked into another
@@ -102,7 +96,7 @@ def is_finished(run):
     from keras_linformer.training.run_directory import COMMAND_FILE
     from keras_linformer.training.run_directory import SUMMARY_FILE
 
-    if not os.path.isfile(os.path.join(summary_directory(run), SUMMARY_FILE)):
+    if not os.path.isfile(os.path.join(run["directory"], SUMMARY_FILE)):
         return False
     recorded = os.path.join(run["directory"], COMMAND_FILE)
     previous = open(recorded, encoding="utf-8").read().strip() if os.path.isfile(recorded) else None

@@ -78,7 +78,7 @@ def collect(runs, fields, recorded=None):
             continue
         command = runner.command_line(run)
         key = runner.command_key(command)
-        summary = read_summary(runner.summary_directory(run))
+        summary = read_summary(run["directory"])
         row = {key: run.get(key) for key in fields}
         row["status"] = "finished" if summary else (
             "unfinished" if os.path.isdir(run["directory"]) else "not run")

