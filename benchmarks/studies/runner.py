@@ -93,10 +93,10 @@ def same_command(recorded, planned):
 def is_finished(run):
     """Whether `run` finished with this very command (wherever its directory was then);
     refuses a finished run of another."""
+    from keras_linformer.training import run_directory
     from keras_linformer.training.run_directory import COMMAND_FILE
-    from keras_linformer.training.run_directory import SUMMARY_FILE
 
-    if not os.path.isfile(os.path.join(run["directory"], SUMMARY_FILE)):
+    if not run_directory.is_finished(run["directory"]):
         return False
     recorded = os.path.join(run["directory"], COMMAND_FILE)
     previous = open(recorded, encoding="utf-8").read().strip() if os.path.isfile(recorded) else None
