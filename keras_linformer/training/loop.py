@@ -319,9 +319,10 @@ class Trainer:
                 f"restore_best: the best epoch's checkpoint {path!r} is missing; the run "
                 "directory was changed after it was written."
             )
+        # Every model variable must load; the writer's save counter is not wanted.
         tf.train.Checkpoint(model_variables=list(self.model.variables)).read(
             path
-        ).assert_existing_objects_matched()
+        ).assert_existing_objects_matched().expect_partial()
         value = float(self.best_value.numpy())
         self.log(f"Restored the best epoch's variables: step {step}, {self.monitor} {value:.4g}.")
         return step, value
