@@ -17,6 +17,7 @@ from benchmarks.harness import flops as flop_count
 from benchmarks.harness import report
 from benchmarks.harness.runner import busy_cores
 from benchmarks.harness.runner import empty_cell_memory
+from benchmarks.harness.runner import matmul_spec
 from benchmarks.harness.runner import run_in_subprocess
 from keras_linformer.programs import cli
 
@@ -576,8 +577,7 @@ def run(args, csv_path=None, command=None):
     stopped = None  # Why the remaining cells are not run.
     for index, (model, n, k, round_, variant) in enumerate(cells, 1):
         if model == "matmul":
-            spec = dict(model="matmul", matmul_size=args.matmul_size, dtype="float32",
-                        batch_size=1, warmup=args.warmup, repeats=args.repeats)
+            spec = matmul_spec(args.matmul_size, args.warmup, args.repeats)
         else:
             spec = cell_spec(args, shape, model, n, k, variant)
         earlier = previous[index - 1] if index <= len(previous) else None

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks.harness import flops
 from benchmarks.harness.cell import RESULT_MARKER
 
 POLL_SECONDS = 0.02
@@ -199,3 +200,25 @@ def empty_cell_memory(task="forward"):
             f"({result['status']}: {result.get('note', '')}); no cell could run"
         )
     return max(result["peak_rss_bytes"], result["max_rss_bytes"])
+
+
+def matmul_spec(size, warmup, repeats):
+    """The cell of an XLA-compiled float32 `size` x `size` matmul: the machine's reference."""
+    return dict(model="matmul", matmul_size=size, dtype="float32", batch_size=1,
+                warmup=warmup, repeats=repeats)
+
+
+# The float32 matmul `matmul_rate` times, and its warm-up and timed calls.
+MATMUL_RATE_SIZE, MATMUL_RATE_WARMUP, MATMUL_RATE_REPEATS = 2048, 2, 5
+
+
+def matmul_rate():
+    """The machine's float32 matmul rate now, in GFLOP/s: the median of a few calls of
+    an XLA-compiled 2048 x 2048 matmul in a fresh process (a second or two after
+    TensorFlow's start-up); None if that cell did not run."""
+    size = MATMUL_RATE_SIZE
+    result = run_in_subprocess(matmul_spec(size, MATMUL_RATE_WARMUP, MATMUL_RATE_REPEATS),
+                               EMPTY_CELL_SECONDS, math.inf)
+    if result["status"] != "ok":
+        return None
+    return flops.matmul(size, size, size) / result["median_s"] / 1e9

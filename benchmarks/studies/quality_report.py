@@ -12,6 +12,7 @@ import os
 import statistics
 
 from benchmarks import outputs
+from benchmarks.studies import runner
 from benchmarks.studies import seeded
 from keras_linformer.training import run_directory
 
@@ -58,6 +59,7 @@ def collect(runs):
         }
         if summary:
             row.update({key: summary.get(key) for key in FIELDS if key in summary})
+            row.update(runner.recorded_machine(run))
         if run["stage"] == "pretrain":
             row["curve"] = validation_curve(run["directory"], summary)
             if row["curve"]:
@@ -67,7 +69,7 @@ def collect(runs):
 
 
 def write_csv(rows, path, command):
-    outputs.write_csv(path, command, FIELDS, rows)
+    outputs.write_csv(path, command, (*FIELDS, runner.MATMUL, runner.MACHINE), rows)
 
 
 def write_curves_csv(rows, path, command):
@@ -343,7 +345,9 @@ def markdown(rows, command, machine, images):
         "",
         f"Command: `{command}`",
         "",
-        f"Machine: {machine}. Wall time of the finished runs, summed: {total / 60:.0f} minutes.",
+        f"Wall time of the finished runs, summed: {total / 60:.0f} minutes.",
+        *(seeded.machine_lines(rows)
+          or ["", f"Machine of this report (its runs recorded none): {machine}."]),
         "",
     ]
     if unfinished:

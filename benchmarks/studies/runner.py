@@ -11,6 +11,7 @@ Nothing here imports TensorFlow.
 
 import dataclasses
 import importlib
+import json
 import os
 import shlex
 import subprocess
@@ -24,6 +25,8 @@ from keras_linformer.programs import cli
 PRETRAIN = "training.pretrain"
 FINETUNE = "training.finetune"
 MAIN = "training.main"
+# The fields of a run's machine file (`record_machine`).
+MACHINE, MATMUL = "machine", "matmul_gflops_per_s"
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
 ECHOED = ("Epoch ", "Pretraining done", "Test accuracy", "Main job:", "python -m")
 
@@ -129,10 +132,36 @@ def recorded_commit(run):
     return open(path, encoding="utf-8").read().strip() if os.path.isfile(path) else None
 
 
+def record_machine(directory):
+    """Writes DIR/machine.json: this machine (`outputs.machine_description`) and its float32
+    matmul rate measured now (`harness.runner.matmul_rate`), for the run about to start."""
+    from benchmarks.harness.runner import matmul_rate
+    from keras_linformer.training.run_directory import MACHINE_FILE
+
+    record = {MACHINE: outputs.machine_description(), MATMUL: matmul_rate()}
+    with open(os.path.join(directory, MACHINE_FILE), "w", encoding="utf-8") as file:
+        json.dump(record, file, indent=2)
+        file.write("\n")
+
+
+def recorded_machine(run):
+    """`{MACHINE: ..., MATMUL: ...}` that `execute` recorded before a run's last process
+    (None values for runs from before it did)."""
+    from keras_linformer.training.run_directory import MACHINE_FILE
+
+    path = os.path.join(run["directory"], MACHINE_FILE)
+    record = {}
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as file:
+            record = json.load(file)
+    return {MACHINE: record.get(MACHINE), MATMUL: record.get(MATMUL)}
+
+
 def execute(run, position, total):
     """Runs one stage in a fresh process, its output to DIR/output.log; echoes progress lines.
 
-    DIR/commit.txt records the commit of the code it ran."""
+    DIR/commit.txt records the commit of the code it ran, DIR/machine.json the machine and
+    its matmul rate just before (`record_machine`)."""
     from keras_linformer.training.run_directory import COMMAND_FILE
     from keras_linformer.training.run_directory import COMMIT_FILE
     from keras_linformer.training.run_directory import LOG_FILE
@@ -142,6 +171,7 @@ def execute(run, position, total):
         file.write(command_line(run) + "\n")
     with open(os.path.join(run["directory"], COMMIT_FILE), "w", encoding="utf-8") as file:
         file.write(f"{source_commit() or 'unknown'}\n")
+    record_machine(run["directory"])
     label = f"[{position}/{total}] {run['stage']} {run['dataset']} {run['model']} ({run['start']})"
     cli.log(f"{label}: {command_line(run)}")
     start = time.perf_counter()

@@ -65,7 +65,8 @@ def add_run_flags(parser, output_dir, layout, name):
 
 def collect(runs, fields, recorded=None):
     """One row per fine-tuning run: its plan's `fields`, its status, its summary's `fields`,
-    its command (`COMMAND`) and the commit of the code it ran (`COMMIT`).
+    its machine and matmul rate (`runner.recorded_machine`), its command (`COMMAND`) and the
+    commit of the code it ran (`COMMIT`).
 
     A run whose directory holds no summary but whose command `recorded` ({command_key:
     row}, `recorded_rows`) holds is that recorded row, as it was written.
@@ -84,6 +85,7 @@ def collect(runs, fields, recorded=None):
             "unfinished" if os.path.isdir(run["directory"]) else "not run")
         if summary:
             row.update({key: summary.get(key) for key in fields if key in summary})
+            row.update(runner.recorded_machine(run))
             row[COMMIT] = runner.recorded_commit(run)
         elif key in (recorded or {}):
             row = dict(recorded[key])
@@ -263,9 +265,35 @@ def range_text(values):
     return low if low == high else f"{low}-{high}"
 
 
-def footer(rows):
-    """The majority-class line and the count of runs not finished."""
+def machine_lines(rows):
+    """`- Machine: ...` for each machine the finished runs recorded (`runner.record_machine`),
+    with their number and the range of its float32 matmul rate before them, and how many
+    finished runs recorded none (they ran before it was recorded)."""
+    finished = [r for r in rows if r["status"] == "finished"]
+    machines = {}
+    for row in finished:
+        if row.get(runner.MACHINE):
+            machines.setdefault(row[runner.MACHINE], []).append(row.get(runner.MATMUL))
+    def runs(count):
+        return f"{count} run" + "s" * (count != 1)
+
     lines = []
+    for machine, rates in machines.items():
+        measured = sorted(rate for rate in rates if rate is not None)
+        rate = (f", a 2048^3 float32 matmul at {measured[0]:.0f}"
+                + (f"-{measured[-1]:.0f}" if round(measured[-1]) != round(measured[0]) else "")
+                + " GFLOP/s before each" if measured else "")
+        lines.append(f"- {machine}: {runs(len(rates))}{rate}.")
+    unrecorded = len(finished) - sum(len(rates) for rates in machines.values())
+    if lines and unrecorded:
+        lines.append(f"- not recorded: {runs(unrecorded)} (from before machines were).")
+    return ["", "Machines:", "", *lines] if lines else []
+
+
+def footer(rows):
+    """The machines (`machine_lines`), the majority-class line and the count of runs not
+    finished."""
+    lines = machine_lines(rows)
     majority = {}
     for r in rows:
         if r.get("majority_accuracy"):
@@ -377,7 +405,8 @@ def write_results(rows, args, command, fields, markdown, title):
         )
     os.makedirs(args.results_dir, exist_ok=True)
     base = os.path.join(args.results_dir, args.name)
-    outputs.write_csv(base + ".csv", command, (*fields, COMMIT, COMMAND), rows)
+    outputs.write_csv(base + ".csv", command,
+                      (*fields, runner.MATMUL, runner.MACHINE, COMMIT, COMMAND), rows)
     plot(rows, base + ".png", title)
     with open(base + ".md", "w", encoding="utf-8") as file:
         file.write(markdown(rows, command) + f"\n![test accuracy]({args.name}.png)\n")

@@ -49,9 +49,10 @@ MASKED_LM_FILE = "masked_lm.keras"
 CLASSIFIER_FILE = "classifier.keras"
 LABELS_FILE = "labels.txt"
 # Written by the studies (`python -m benchmarks.quality`, ...) beside a run before starting
-# it: its command, the commit of the code that runs it, its output.
+# it: its command, the commit of the code that runs it, the machine it runs on, its output.
 COMMAND_FILE = "command.txt"
 COMMIT_FILE = "commit.txt"
+MACHINE_FILE = "machine.json"
 LOG_FILE = "output.log"
 
 # The `task` in run.json, and the program (of keras_linformer.programs) that writes such
@@ -185,11 +186,12 @@ def check_output_dir(path, task, argument="output_dir"):
             f"{argument}: {path!r} is a file, not a directory. Give a new directory "
             "(or the directory of an earlier run to resume it)."
         )
-    # A driver, or a shell redirection, may write the run's command, its commit or a log of
-    # its output (`*.log`) before the program starts; a run never writes such names, so none
-    # is lost.
+    # A driver, or a shell redirection, may write the run's command, its commit, its machine
+    # or a log of its output (`*.log`) before the program starts; a run never writes such
+    # names, so none is lost.
     present = sorted(name for name in os.listdir(path)
-                     if name not in (COMMAND_FILE, COMMIT_FILE) and not name.endswith(".log"))
+                     if name not in (COMMAND_FILE, COMMIT_FILE, MACHINE_FILE)
+                     and not name.endswith(".log"))
     if not present:
         return
     run = read_run(path, argument)

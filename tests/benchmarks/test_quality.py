@@ -10,12 +10,14 @@ flag into the same directory (refused).
 import contextlib
 import csv
 import io
+import json
 import math
 import os
 import subprocess
 
 import pytest
 
+from benchmarks import outputs
 from benchmarks import quality
 from benchmarks.studies import runner
 from keras_linformer.training import run_directory
@@ -74,6 +76,10 @@ def test_every_run_finishes_in_its_own_directory_with_its_command(study):
         assert (directory / "commit.txt").read_text().strip() == runner.source_commit()
         assert runner.source_commit().split("-")[0] in subprocess.run(
             ["git", "log", "--format=%h %H", "-1"], capture_output=True, text=True).stdout
+        # And the machine, with its matmul rate measured before the run.
+        machine = json.loads((directory / "machine.json").read_text())
+        assert machine["machine"] == outputs.machine_description()
+        assert machine["matmul_gflops_per_s"] > 0
     # Fine-tuning starts from the pretrained model of the same name.
     command = (output_dir / "rotten_tomatoes" / "linformer-k8-layerwise-seed3" / "command.txt")
     assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise-seed3'}" in (
@@ -127,6 +133,10 @@ def test_the_csv_holds_every_runs_results(study):
         else:
             assert float(row["test_accuracy"]) == pytest.approx(summary["test_accuracy"])
             assert row["start"] == "pretrained"
+        machine = runner.recorded_machine({"directory": output_dir / stage / name})
+        assert row["machine"] == machine["machine"]
+        assert float(row["matmul_gflops_per_s"]) == pytest.approx(
+            machine["matmul_gflops_per_s"])
 
 
 def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study):
@@ -153,6 +163,7 @@ def test_the_report_and_the_plot_are_written(study):
     assert "![fine-tuned test accuracy](toy-accuracy.png)" in report
     assert "| Transformer |" in report and "| Linformer k=8, layerwise |" in report
     assert "have not finished" not in report
+    assert f"- {outputs.machine_description()}: 4 runs, a 2048^3 float32 matmul at " in report
     assert "python -m training.finetune" in report  # every run's command
 
 

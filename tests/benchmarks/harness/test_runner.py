@@ -2,15 +2,19 @@
 
 import subprocess
 import sys
+import timeit
 
+import numpy
 import pytest
 
 from benchmarks import inference
 from benchmarks import outputs
 from benchmarks.harness import grid
 from benchmarks.harness import report
+from benchmarks.harness.runner import MATMUL_RATE_SIZE
 from benchmarks.harness.runner import OtherProcessesCpu
 from benchmarks.harness.runner import busy_cores
+from benchmarks.harness.runner import matmul_rate
 from benchmarks.harness.runner import run_in_subprocess
 
 TINY_SHAPE = dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32)
@@ -89,3 +93,15 @@ def test_load_that_runs_beside_a_cell_is_measured(two_busy_processes):
         subprocess.run([sys.executable, "-c", spin], check=True)
     assert others.cores > 0.5
     assert others.cores < 2.5
+
+
+def test_the_matmul_rate_agrees_with_numpy_s_on_this_machine():
+    # TensorFlow's compiled matmul and NumPy's BLAS differ, but not by 4x on one machine;
+    # a wrong size, FLOP count or unit in the rate would.
+    size = MATMUL_RATE_SIZE
+    a = numpy.random.default_rng(0).standard_normal((size, size), dtype=numpy.float32)
+    a @ a
+    seconds = min(timeit.repeat(lambda: a @ a, number=1, repeat=5))
+    numpy_rate = 2 * size ** 3 / seconds / 1e9
+    rate = matmul_rate()
+    assert numpy_rate / 4 < rate < numpy_rate * 4, (rate, numpy_rate)

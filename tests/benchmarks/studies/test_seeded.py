@@ -137,3 +137,22 @@ def test_the_majority_class_is_a_line_within_the_seeds_range_and_in_the_title_ou
     assert [t.get_text() for t in axes.get_legend().get_texts()] == ["majority class"]
     assert any(line.get_ydata()[0] == 60 for line in axes.get_lines())
     plt.close(figure)
+
+
+def test_the_footer_names_each_machine_with_its_runs_and_matmul_rates():
+    def row(machine=None, rate=None, status="finished"):
+        return dict(dataset="bbc_news", model="transformer", seed=0, status=status,
+                    machine=machine, matmul_gflops_per_s=rate)
+
+    rows = [row("2 CPU cores (A)", 160.2), row("2 CPU cores (A)", 171.6),
+            row("2 CPU cores (B)", 90.0), row("2 CPU cores (B)", None), row(),
+            row("2 CPU cores (C)", 50.0, status="unfinished")]
+    assert seeded.machine_lines(rows) == [
+        "", "Machines:", "",
+        "- 2 CPU cores (A): 2 runs, a 2048^3 float32 matmul at 160-172 GFLOP/s before each.",
+        "- 2 CPU cores (B): 2 runs, a 2048^3 float32 matmul at 90 GFLOP/s before each.",
+        "- not recorded: 1 run (from before machines were).",
+    ]
+    # Studies from before machines were recorded say nothing of them.
+    assert seeded.machine_lines([row(), row()]) == []
+    assert seeded.footer([row()]) == []
