@@ -12,6 +12,7 @@ Nothing here imports TensorFlow.
 import dataclasses
 import importlib
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -27,6 +28,10 @@ FINETUNE = "training.finetune"
 MAIN = "training.main"
 # The fields of a run's machine file (`record_machine`).
 MACHINE, MATMUL = "machine", "matmul_gflops_per_s"
+# A matmul rate is measured again once older than this: before each run of a real study
+# (its runs take longer), once for the runs of a toy one.
+MATMUL_RATE_MAX_AGE_S = 600
+_measured = {}  # "at": time.monotonic() of the last measurement, "rate": its result.
 # The lines of a run's output echoed to the study's own output (all go to LOG_FILE).
 ECHOED = ("Epoch ", "Pretraining done", "Test accuracy", "Main job:", "python -m")
 
@@ -134,11 +139,14 @@ def recorded_commit(run):
 
 def record_machine(directory):
     """Writes DIR/machine.json: this machine (`outputs.machine_description`) and its float32
-    matmul rate measured now (`harness.runner.matmul_rate`), for the run about to start."""
+    matmul rate (`harness.runner.matmul_rate`) measured at most `MATMUL_RATE_MAX_AGE_S`
+    before the run about to start."""
     from benchmarks.harness.runner import matmul_rate
     from keras_linformer.training.run_directory import MACHINE_FILE
 
-    record = {MACHINE: outputs.machine_description(), MATMUL: matmul_rate()}
+    if time.monotonic() - _measured.get("at", -math.inf) > MATMUL_RATE_MAX_AGE_S:
+        _measured.update(rate=matmul_rate(), at=time.monotonic())
+    record = {MACHINE: outputs.machine_description(), MATMUL: _measured["rate"]}
     with open(os.path.join(directory, MACHINE_FILE), "w", encoding="utf-8") as file:
         json.dump(record, file, indent=2)
         file.write("\n")

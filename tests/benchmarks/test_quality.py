@@ -19,6 +19,7 @@ import pytest
 
 from benchmarks import outputs
 from benchmarks import quality
+from benchmarks.harness import runner as cells
 from benchmarks.studies import runner
 from keras_linformer.training import run_directory
 from tests.training.harness import read_summary
@@ -66,6 +67,7 @@ def read_rows(path):
 def test_every_run_finishes_in_its_own_directory_with_its_command(study):
     output_dir, _, _, first, _ = study
     assert "4 runs, 0 already finished, 4 to run" in first
+    rates = set()
     for stage, name in RUN_NAMES:
         directory = output_dir / stage / name
         assert os.path.isfile(directory / "summary.json"), directory
@@ -80,6 +82,9 @@ def test_every_run_finishes_in_its_own_directory_with_its_command(study):
         machine = json.loads((directory / "machine.json").read_text())
         assert machine["machine"] == outputs.machine_description()
         assert machine["matmul_gflops_per_s"] > 0
+        rates.add(machine["matmul_gflops_per_s"])
+    # The runs took less than runner.MATMUL_RATE_MAX_AGE_S: one measurement served them all.
+    assert len(rates) == 1
     # Fine-tuning starts from the pretrained model of the same name.
     command = (output_dir / "rotten_tomatoes" / "linformer-k8-layerwise-seed3" / "command.txt")
     assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise-seed3'}" in (
@@ -100,6 +105,20 @@ def test_another_command_into_the_same_directory_is_refused(study, capsys):
     assert status == 2
     assert "holds a finished run of another command" in stderr
     assert "--max-steps 6" in stderr
+
+
+def test_the_matmul_rate_is_measured_again_once_older_than_its_limit(tmp_path, monkeypatch):
+    rates = iter([100.0, 120.0])
+    monkeypatch.setattr(cells, "matmul_rate", lambda: next(rates))
+    monkeypatch.setattr(runner, "_measured", {})
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    runner.record_machine(tmp_path / "a")
+    runner.record_machine(tmp_path / "b")  # Just after: the same measurement.
+    runner._measured["at"] -= runner.MATMUL_RATE_MAX_AGE_S + 1
+    runner.record_machine(tmp_path / "c")
+    assert [runner.recorded_machine({"directory": tmp_path / name})["matmul_gflops_per_s"]
+            for name in "abc"] == [100.0, 100.0, 120.0]
 
 
 def test_a_run_moved_or_linked_elsewhere_still_counts_as_finished(tmp_path):
