@@ -17,11 +17,9 @@ markdown report.
 import functools
 import time
 
-import keras
 import numpy as np
 
 from benchmarks import outputs
-from benchmarks.analysis import attention
 from benchmarks.analysis import spectrum_report
 from benchmarks.analysis.spectrum import MEASURES
 from benchmarks.analysis.spectrum import TARGETS
@@ -93,6 +91,10 @@ def parse_args(argv=None):
 
 def measure(args, command, machine):
     """Loads `--model`, averages its attention spectrum over the texts; `(spectrum, summary)`."""
+    import keras
+
+    from benchmarks.analysis import attention  # Keras and TensorFlow: not for --help.
+
     start = time.perf_counter()
     backbone, tokenize, tokenizer, name, checkpoint = attention.load_model(args.model)
     limit = backbone.max_sequence_length
