@@ -175,6 +175,25 @@ def test_the_report_gives_accuracy_throughput_and_wall_time_per_model(tmp_path):
         rows = list(csv.DictReader(file))
     assert [r["selected_round"] for r in rows if r["status"] == "finished"] == ["3"] * 5
     assert os.path.getsize(paths[2]) > 0
+    # No run recorded its machine: the report says nothing of machines.
+    assert "Machines:" not in markdown and {r["machine"] for r in rows} == {""}
+
+
+def test_each_run_s_recorded_machine_reaches_the_csv_and_the_report(tmp_path):
+    args = parse("--datasets", "bbc_news", "--seeds", "0", "--models", "transformer", "mean",
+                 "--projected-dims", "64", "--output-dir", str(tmp_path / "runs"),
+                 "--results-dir", str(tmp_path / "results"))
+    runs = study.plan(args)
+    for run, rate in zip(runs, (150.0, 170.0)):
+        finish(run, 0.95, seconds=600.0)
+        with open(os.path.join(run["directory"], run_directory.MACHINE_FILE), "w") as file:
+            json.dump({"machine": "2 CPU cores (X)", "matmul_gflops_per_s": rate}, file)
+    paths = study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
+    rows = read_results(tmp_path)
+    assert [(r["machine"], r["matmul_gflops_per_s"]) for r in rows] == [
+        ("2 CPU cores (X)", 150.0), ("2 CPU cores (X)", 170.0)]
+    assert ("- 2 CPU cores (X): 2 runs, a 2048^3 float32 matmul at 150-170 GFLOP/s before "
+            "each." in open(paths[1]).read())
 
 
 def read_results(tmp_path):
