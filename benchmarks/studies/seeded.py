@@ -16,6 +16,7 @@ import os
 import statistics
 
 from benchmarks import outputs
+from benchmarks.harness.runner import MATMUL_RATE_SIZE
 from benchmarks.studies import runner
 from keras_linformer.programs import cli
 
@@ -280,7 +281,7 @@ def machine_lines(rows):
     lines = []
     for machine, rates in machines.items():
         measured = sorted(rate for rate in rates if rate is not None)
-        rate = (f", a 2048^3 float32 matmul at {measured[0]:.0f}"
+        rate = (f", a {MATMUL_RATE_SIZE}^3 float32 matmul at {measured[0]:.0f}"
                 + (f"-{measured[-1]:.0f}" if round(measured[-1]) != round(measured[0]) else "")
                 + " GFLOP/s before each" if measured else "")
         lines.append(f"- {machine}: {runs(len(rates))}{rate}.")
