@@ -1,6 +1,7 @@
 """Test-wide settings: quiet TensorFlow logs, reproducible seeds, float32 policy, and the
 order the files run in."""
 
+import gc
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -37,6 +38,17 @@ def pytest_collection_modifyitems(items):
     """Puts the files of `LONGEST_FIRST` first, in its order (a stable sort)."""
     rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+def pytest_collection_finish(session):
+    """Moves everything the test modules imported out of the garbage collector's reach.
+
+    `keras.backend.clear_session()` collects garbage after every test; scanning the half
+    million objects TensorFlow, Keras and keras-hub create on import took a quarter of a
+    second each time, a sixth of the suite. Frozen, they are never scanned again (they live
+    as long as the process anyway); what the tests create is still collected."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
