@@ -41,8 +41,8 @@ crossover n.
         --lengths 512 1024 2048 4096 8192 16384 32768 65536 --output peers.csv
 """
 
-import argparse
 import csv
+import functools
 import json
 import math
 import os
@@ -55,6 +55,9 @@ import sys
 import time
 
 from benchmarks import outputs
+from keras_linformer.programs import cli
+
+PROGRAM = "benchmarks.peers"
 
 MODELS = ("linformer", "linformer-unfused", "linformer-dropout", "mha-fused", "mha-explicit")
 TASKS = ("forward", "train")
@@ -387,7 +390,7 @@ def run_child(spec, timeout, memory_limit_bytes):
     from benchmarks.harness.runner import run_in_subprocess
 
     result = run_in_subprocess(spec, timeout, memory_limit_bytes,
-                               program=("benchmarks.peers", "--cell"), marker=RESULT_MARKER,
+                               program=(PROGRAM, "--cell"), marker=RESULT_MARKER,
                                backend=None)
     cores = result["busy_cores_during"]
     result["busy_cores_during"] = None if cores is None else round(cores, 2)
@@ -407,12 +410,12 @@ def read_rows(path, appending=False):
         rows = list(csv.DictReader(file))
     missing = set(FIELDS) - set(rows[0]) if rows else set()
     if missing - LATER_FIELDS:
-        raise SystemExit(
+        raise ValueError(
             f"--output {path} is a CSV with other columns ({sorted(rows[0])}); "
             "name a new file."
         )
     if missing and appending:
-        raise SystemExit(
+        raise ValueError(
             f"--output {path} was written by an earlier version, without the columns "
             f"{sorted(missing)}: name a new file to run cells (--report-only reads it).")
     return rows
@@ -522,57 +525,52 @@ def backend_table(ok):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.peers", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
-    parser.add_argument("--lengths", nargs="+", type=int,
+    parser.add_argument("--lengths", nargs="+", type=cli.positive_int,
                         default=[2**p for p in range(9, 15)])
-    parser.add_argument("--projected-dim", type=int, default=256)
-    parser.add_argument("--tokens", type=int, default=16384,
+    parser.add_argument("--projected-dim", type=cli.positive_int, default=256)
+    parser.add_argument("--tokens", type=cli.positive_int, default=16384,
                         help="tokens per batch: batch = max(1, tokens // n)")
     parser.add_argument("--dtype", default="float32",
                         choices=["float32", "mixed_bfloat16", "bfloat16"])
     parser.add_argument("--compile", nargs="+", choices=["jit", "eager"], default=["jit"])
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--rounds", type=cli.positive_int, default=1,
                         help="passes over the grid, interleaved (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--min-seconds", type=float, default=0.2,
+    parser.add_argument("--repeats", type=cli.positive_int, default=5)
+    parser.add_argument("--min-seconds", type=cli.non_negative_float, default=0.2,
                         help="least time of one repeat; fast cells loop (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per cell")
-    parser.add_argument("--memory-limit-gb", type=float, default=16.0,
+    parser.add_argument("--timeout", type=cli.positive_float, default=300,
+                        help="seconds per cell")
+    parser.add_argument("--memory-limit-gb", type=cli.positive_float, default=16.0,
                         help="a cell whose RSS passes this is killed and recorded as OOM "
                              "(host memory; default: %(default)s)")
     parser.add_argument("--output", required=True, help="CSV, appended to and resumed")
     parser.add_argument("--report-only", action="store_true")
-    args = parser.parse_args(argv)
-    for name in ("projected_dim", "tokens", "rounds", "repeats"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1. "
-                         f"Received: {getattr(args, name)}")
-    if not args.memory_limit_gb > 0:
-        parser.error(f"--memory-limit-gb must be positive. Received: {args.memory_limit_gb}")
-    bad = [n for n in args.lengths if n < 1]
-    if bad:
-        parser.error(f"--lengths must be positive. Received: {bad}")
-    return args
+    cli.add_debug_flag(parser)
+    return parser, parser.parse_args(argv)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--cell"]:
         return cell_main(argv[1])
-    args = parse_args(argv)
+    parser, args = parse_args(argv)
+    return cli.run(parser, functools.partial(measure, argv=argv), args)
+
+
+def measure(args, argv):
+    """Runs the cells `args` asks for that the CSV lacks, then prints the summary."""
     rows = read_rows(args.output, appending=not args.report_only)
     if args.report_only and not rows:
-        raise SystemExit(f"--report-only: {args.output} holds no results.")
+        raise ValueError(f"--report-only: {args.output} holds no results.")
     if not args.report_only:
         backend, device, matmul = _device(args.dtype)
         # The probe imported the backend and ran one product: no cell needs less.
         floor = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         if args.memory_limit_gb * 2**30 < floor:
-            raise SystemExit(
+            raise ValueError(
                 f"--memory-limit-gb {args.memory_limit_gb:g} is below what a process of this "
                 f"backend needs before any cell ({floor / 2**30:.2f} GiB, measured): every "
                 "cell would be recorded as OOM. Give a larger limit.")
@@ -589,7 +587,7 @@ def main(argv=None):
         grid = [(r, c, task, n, model) for r in range(args.rounds) for c in args.compile
                 for task in args.tasks for n in args.lengths for model in args.models]
         # Appended to and resumed across commands: each row names its own.
-        command = outputs.command_line("benchmarks.peers", argv)
+        command = outputs.command_line(PROGRAM, argv)
         with outputs.csv_writer(args.output, None, FIELDS, append=True) as write:
             for index, (rnd, compile_mode, task, n, model) in enumerate(grid, 1):
                 batch = max(1, args.tokens // n)

@@ -19,8 +19,8 @@ on: fewer cannot place it), and texts per second (batch / mean latency).
         --output benchmarks/results/serving-latency.csv
 """
 
-import argparse
 import collections
+import functools
 import json
 import os
 import subprocess
@@ -31,6 +31,9 @@ import time
 import numpy as np
 
 from benchmarks import outputs
+from keras_linformer.programs import cli
+
+PROGRAM = "benchmarks.serving_latency"
 
 MODELS = ("linformer", "transformer")
 SIGNATURES = {"text": "serving_default", "token_ids": "predict_token_ids"}
@@ -159,27 +162,19 @@ def summary(rows):
     return "\n".join(lines)
 
 
-def positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.serving_latency", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lengths", nargs="+", type=positive, default=[512, 4096])
-    parser.add_argument("--batch-sizes", nargs="+", type=positive, default=[1, 32])
+    parser = cli.program_parser(PROGRAM, __doc__)
+    parser.add_argument("--lengths", nargs="+", type=cli.positive_int, default=[512, 4096])
+    parser.add_argument("--batch-sizes", nargs="+", type=cli.positive_int, default=[1, 32])
     parser.add_argument("--signatures", nargs="+", choices=sorted(SIGNATURES),
                         default=sorted(SIGNATURES))
-    parser.add_argument("--projected-dim", type=positive, default=128)
-    parser.add_argument("--requests", type=positive, default=100,
+    parser.add_argument("--projected-dim", type=cli.positive_int, default=128)
+    parser.add_argument("--requests", type=cli.positive_int, default=100,
                         help="requests per model and cell (default: %(default)s)")
-    parser.add_argument("--seconds", type=float, default=60.0,
+    parser.add_argument("--seconds", type=cli.positive_float, default=60.0,
                         help="most seconds per cell (default: %(default)s)")
     parser.add_argument("--output", required=True, help="the CSV to write")
+    cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     too_short = [n for n in args.lengths if n < args.projected_dim]
     if too_short:
@@ -187,7 +182,7 @@ def parse_args(argv):
                      "the Linformer projects n positions to k <= n slots.")
     if os.path.exists(args.output):
         parser.error(f"--output {args.output!r} exists; name a new file.")
-    return args
+    return parser, args
 
 
 def main(argv=None):
@@ -197,7 +192,12 @@ def main(argv=None):
         sys.stdout.write(RESULT_MARKER + json.dumps(rows) + "\n")
         sys.stdout.flush()
         os._exit(0)
-    args = parse_args(argv)
+    parser, args = parse_args(argv)
+    return cli.run(parser, functools.partial(measure, argv=argv), args)
+
+
+def measure(args, argv):
+    """Exports both models at each length, serves them in a fresh process, writes the CSV."""
     rows = []
     with tempfile.TemporaryDirectory() as base_dir:
         for n in args.lengths:
@@ -207,7 +207,7 @@ def main(argv=None):
                         signatures=args.signatures, requests=args.requests,
                         seconds=args.seconds)
             done = subprocess.run(
-                [sys.executable, "-m", "benchmarks.serving_latency", "--cell", json.dumps(spec)],
+                [sys.executable, "-m", PROGRAM, "--cell", json.dumps(spec)],
                 stdout=subprocess.PIPE, text=True)
             found = [line for line in done.stdout.splitlines()
                      if line.startswith(RESULT_MARKER)]
@@ -216,7 +216,7 @@ def main(argv=None):
             else:
                 rows.extend(dict(sequence_length=n, model=m, status="error",
                                  note=f"exit {done.returncode}") for m in MODELS)
-    command = outputs.command_line("benchmarks.serving_latency", argv)
+    command = outputs.command_line(PROGRAM, argv)
     outputs.write_csv(args.output, command, FIELDS, rows)
     print(f"command: {command}")
     print(summary([{k: str(v) for k, v in r.items()} for r in rows]))

@@ -91,8 +91,11 @@ def program_parser(program, doc, epilog=None):
     return parser
 
 
-# Where a program's docstring stops being its description: its first example command.
-EXAMPLE_COMMAND = re.compile(r"\n    (?:python |" + re.escape(programs.SCRIPT_PREFIX) + ")")
+# Where a program's docstring stops being its description: its first example command
+# (after any environment variables it sets, `KERAS_BACKEND=jax python ...`).
+EXAMPLE_COMMAND = re.compile(
+    r"\n    (?:[A-Z_]+=\S+ )*(?:python |" + re.escape(programs.SCRIPT_PREFIX) + ")"
+)
 SCRIPT_NAME = re.compile(
     r"(?<![\w-])" + re.escape(programs.SCRIPT_PREFIX) + "(" + "|".join(programs.PROGRAMS)
     + r")(?![\w-])"

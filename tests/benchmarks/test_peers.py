@@ -2,6 +2,7 @@
 
 import csv
 import os
+import re
 import subprocess
 import sys
 
@@ -74,16 +75,24 @@ def test_analytic_flops_favour_the_linformer_from_where_n_exceeds_k():
     assert peers.analytic_flops("linformer", 4096, 1, 768, 256, "train") == 3 * linformer
 
 
-def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path):
+def refusal(capsys, *argv):
+    """What `peers.main(argv)` printed as it exited with status 2."""
+    with pytest.raises(SystemExit) as exited:
+        peers.main([str(a) for a in argv])
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path, capsys):
     other = tmp_path / "other.csv"
     other.write_text("model,time\nx,1\n")
-    with pytest.raises(SystemExit, match="other.csv is a CSV with other columns"):
-        peers.main(["--report-only", "--output", str(other)])
-    with pytest.raises(SystemExit, match="holds no results"):
-        peers.main(["--report-only", "--output", str(tmp_path / "missing.csv")])
+    assert "other.csv is a CSV with other columns" in refusal(
+        capsys, "--report-only", "--output", other)
+    assert "missing.csv holds no results" in refusal(
+        capsys, "--report-only", "--output", tmp_path / "missing.csv")
 
 
-def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path):
+def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path, capsys):
     old = tmp_path / "old.csv"
     fields = [f for f in peers.FIELDS if f not in ("machine", "command")]
     row = dict.fromkeys(fields, "") | dict(
@@ -95,19 +104,19 @@ def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path):
         writer.writeheader()
         writer.writerow(row)
     peers.main(["--report-only", "--output", str(old)])
-    missing = r"old.csv was written by an earlier version.*'command', 'machine'"
-    with pytest.raises(SystemExit, match=missing):
-        peers.main(["--lengths", "64", "--output", str(old)])
+    capsys.readouterr()
+    assert re.search(r"old.csv was written by an earlier version.*'command', 'machine'",
+                     refusal(capsys, "--lengths", 64, "--output", old))
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--lengths", "0"], "--lengths must be positive"),
-    (["--repeats", "0"], "--repeats must be at least 1"),
+    (["--lengths", "0"], "argument --lengths: must be a positive integer, got 0"),
+    (["--repeats", "0"], "argument --repeats: must be a positive integer, got 0"),
+    (["--timeout", "-1"], "argument --timeout: must be a positive number, got -1.0"),
+    (["--memory-limit-gb", "nan"], "argument --memory-limit-gb: must be a positive number"),
 ])
 def test_bad_numbers_are_refused(flags, message, capsys, tmp_path):
-    with pytest.raises(SystemExit):
-        peers.main(flags + ["--output", str(tmp_path / "x.csv")])
-    assert message in capsys.readouterr().err
+    assert message in refusal(capsys, *flags, "--output", tmp_path / "x.csv")
 
 
 @pytest.mark.slow
@@ -119,5 +128,5 @@ def test_a_memory_limit_below_a_bare_process_is_refused_before_any_cell(tmp_path
         capture_output=True, text=True, timeout=300, cwd=peers.REPOSITORY,
         env={**os.environ, "KERAS_BACKEND": "jax"},
     )
-    assert done.returncode == 1 and "--memory-limit-gb 0.05 is below" in done.stderr
+    assert done.returncode == 2 and "--memory-limit-gb 0.05 is below" in done.stderr
     assert not output.exists()

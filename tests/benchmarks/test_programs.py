@@ -10,7 +10,8 @@ from tests.training.harness import program_environment
 from tests.training.harness import run_program
 
 PROGRAMS = ("inference", "train_step", "quality", "projection_study", "spectrum", "conversion",
-            "bert_study", "main_job_study", "projection_weights", "probe")
+            "bert_study", "main_job_study", "projection_weights", "probe", "peers",
+            "serving_latency")
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
@@ -36,6 +37,8 @@ def test_help_names_the_command_and_the_debug_flag_without_importing_tensorflow(
     ("projection_study", ["--seeds", "-1"],
      "argument --seeds: must be an integer from 0 to 2**32 - 1, got '-1'"),
     ("spectrum", ["--target", "0"], "argument --target: must be a number in (0, 1], got 0.0"),
+    ("serving_latency", ["--seconds", "inf", "--output", "x.csv"],
+     "argument --seconds: must be a positive number, got 'inf'"),
 ])
 def test_a_bad_flag_exits_2_naming_the_flag_and_the_value(program, flags, message):
     result = run_program(f"benchmarks.{program}", *flags)
