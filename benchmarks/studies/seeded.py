@@ -260,9 +260,9 @@ def ordered(rows, key):
     return list(dict.fromkeys(r[key] for r in rows))
 
 
-def range_text(values):
-    """`57.4` for one value, `57.4-58.5` for several."""
-    low, high = f"{values[0]:.1f}", f"{values[-1]:.1f}"
+def range_text(values, digits=1):
+    """`57.4` for one value (or several that print alike), `57.4-58.5` for several."""
+    low, high = f"{values[0]:.{digits}f}", f"{values[-1]:.{digits}f}"
     return low if low == high else f"{low}-{high}"
 
 
@@ -281,9 +281,8 @@ def machine_lines(rows):
     lines = []
     for machine, rates in machines.items():
         measured = sorted(rate for rate in rates if rate is not None)
-        rate = (f", a {MATMUL_RATE_SIZE}^3 float32 matmul at {measured[0]:.0f}"
-                + (f"-{measured[-1]:.0f}" if round(measured[-1]) != round(measured[0]) else "")
-                + " GFLOP/s before each" if measured else "")
+        rate = (f", a {MATMUL_RATE_SIZE}^3 float32 matmul at {range_text(measured, 0)} "
+                "GFLOP/s before each" if measured else "")
         lines.append(f"- {machine}: {runs(len(rates))}{rate}.")
     unrecorded = len(finished) - sum(len(rates) for rates in machines.values())
     if lines and unrecorded:
