@@ -41,12 +41,9 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_collection_finish(session):
-    """Moves everything the test modules imported out of the garbage collector's reach.
-
-    `keras.backend.clear_session()` collects garbage after every test; scanning the half
-    million objects TensorFlow, Keras and keras-hub create on import took a quarter of a
-    second each time, a sixth of the suite. Frozen, they are never scanned again (they live
-    as long as the process anyway); what the tests create is still collected."""
+    """Freezes what the imports created (`gc.freeze`): `keras.backend.clear_session()`
+    collects garbage after every test, and scanning TensorFlow's half million objects each
+    time took a sixth of the suite. What the tests create is still collected."""
     gc.collect()
     gc.freeze()
 
