@@ -10,6 +10,7 @@ BERT conversion.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,6 +124,36 @@ def test_the_wheel_installs_and_runs_anywhere(installed):
     assert file.startswith(str(tmp_path / "venv")), file  # The installed copy.
     assert training == "None"  # The checkout's entry points are not installed.
     assert name.startswith("linformer_encoder_stack")
+
+
+# A value each program refuses (exit status 2), and the message it gives.
+REFUSALS = {
+    "main": (["--max-train-examples", "0"], "--max-train-examples: must be a positive integer"),
+    "pretrain": (["--batch-size", "0"], "--batch-size: must be a positive integer"),
+    "finetune": (["--batch-size", "0"], "--batch-size: must be a positive integer"),
+    "export": (["no-such-run"], "directory 'no-such-run' does not exist"),
+    "verify": (["no-such-export"], "directory 'no-such-export' does not exist"),
+    "launch": (["--workers", "0", "--", "true"], "--workers: must be a positive integer"),
+}
+
+
+@pytest.mark.slow
+def test_every_console_script_refuses_bad_input_with_status_2_as_its_module(installed):
+    bin_dir, elsewhere, env = installed
+    assert sorted(REFUSALS) == sorted(programs.PROGRAMS)
+    for program, (arguments, message) in REFUSALS.items():
+        errors = []
+        for command in ([bin_dir / f"keras-linformer-{program}"],
+                        [bin_dir / "python", "-m", f"keras_linformer.programs.{program}"]):
+            result = subprocess.run([*map(str, command), *arguments], cwd=elsewhere, env=env,
+                                    capture_output=True, text=True, timeout=120)
+            assert result.returncode == 2, (command, result.stderr[-2000:])
+            assert message in result.stderr, (command, result.stderr[-2000:])
+            error = result.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+            # Each form names the programs as it was run.
+            errors.append(re.sub(r"python -m keras_linformer\.programs\.(\w+)",
+                                 r"keras-linformer-\1", error))
+        assert errors[0] == errors[1], errors  # The same refusal.
 
 
 def run_readme_example(name, checks, installed):

@@ -4,7 +4,9 @@ Installed, the same program is `keras-linformer-launch` or
 `python -m keras_linformer.programs.launch`, from any directory.
 """
 
+import sys
+
 from keras_linformer.programs.launch import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,7 +4,9 @@ Installed, the same program is `keras-linformer-main` or
 `python -m keras_linformer.programs.main`, from any directory.
 """
 
+import sys
+
 from keras_linformer.programs.main import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

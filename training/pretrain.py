@@ -4,7 +4,9 @@ Installed, the same program is `keras-linformer-pretrain` or
 `python -m keras_linformer.programs.pretrain`, from any directory.
 """
 
+import sys
+
 from keras_linformer.programs.pretrain import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,7 +4,9 @@ Installed, the same program is `keras-linformer-verify` or
 `python -m keras_linformer.programs.verify`, from any directory.
 """
 
+import sys
+
 from keras_linformer.programs.verify import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,6 +14,7 @@ then loads it the way TF Serving does.
 """
 
 import os
+import sys
 import time
 
 from keras_linformer.programs import cli
@@ -122,11 +123,12 @@ def export(args):
 
 
 def main(argv=None):
+    """The console script: runs the program and returns its exit status (0: done, 1: the
+    export failed verification; refusals and failures exit inside `cli.run`, see there)."""
     parser, args = parse_args(argv)
     _, report = cli.run(parser, export, args)
-    if report is not None and not report.passed:
-        raise SystemExit(1)
+    return 1 if report is not None and not report.passed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,6 +14,8 @@ held-out test split.
 """
 
 
+import sys
+
 from keras_linformer.programs import cli
 
 
@@ -126,9 +128,12 @@ def finetune(args, strategy=None):
 
 
 def main(argv=None):
+    """The console script: runs the program and returns its exit status (0: done;
+    refusals and failures exit inside `cli.run`, see there)."""
     parser, args = parse_args(argv)
-    return cli.run(parser, finetune, args)
+    cli.run(parser, finetune, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -163,10 +163,12 @@ def launch(args):
 
 
 def main(argv=None):
+    """The console script: runs the workers and returns the exit status of the first that
+    failed (128 + the signal for one killed by a signal), or 0."""
     parser, args = parse_args(argv)
     status = cli.run(parser, launch, args)
-    sys.exit(status if status >= 0 else 128 - status)
+    return status if status >= 0 else 128 - status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,7 @@ full-attention baseline.
 
 import os
 import shlex
+import sys
 import time
 
 from keras_linformer.programs import cli
@@ -221,9 +222,12 @@ def run(args):
 
 
 def main(argv=None):
+    """The console script: runs the program and returns its exit status (0: done;
+    refusals and failures exit inside `cli.run`, see there)."""
     parser, args = parse_args(argv)
-    return cli.run(parser, run, args)
+    cli.run(parser, run, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -18,6 +18,8 @@ outputs on the same texts (nothing masked, no masked_lm.keras).
 """
 
 
+import sys
+
 from keras_linformer.programs import cli
 
 # What the model learns (`--objective`): the `task` of run.json.
@@ -177,9 +179,12 @@ def pretrain(args, strategy=None):
 
 
 def main(argv=None):
+    """The console script: runs the program and returns its exit status (0: done;
+    refusals and failures exit inside `cli.run`, see there)."""
     parser, args = parse_args(argv)
-    return cli.run(parser, pretrain, args)
+    cli.run(parser, pretrain, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,6 +12,8 @@ exits with status 1 if any check fails, 2 on bad arguments.
 """
 
 
+import sys
+
 from keras_linformer.programs import cli
 
 
@@ -41,11 +43,11 @@ def verify(args):
 
 
 def main(argv=None):
+    """The console script: runs the program and returns its exit status (0: the export
+    passed, 1: it failed; refusals and failures exit inside `cli.run`, see there)."""
     parser, args = parse_args(argv)
-    report = cli.run(parser, verify, args)
-    if not report.passed:
-        raise SystemExit(1)
+    return 0 if cli.run(parser, verify, args).passed else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

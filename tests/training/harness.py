@@ -46,11 +46,25 @@ def run_in_process(program, arguments, capsys):
     return exit_info.value.code, capsys.readouterr().err
 
 
-def run_program(module, *arguments, timeout=300):
-    """Runs `python -m module arguments` in the repository; returns the CompletedProcess."""
+def console_script(program):
+    """The installed console script of a program (`keras-linformer-PROGRAM`), beside this
+    Python: the path a user's shell finds."""
+    return os.path.join(os.path.dirname(sys.executable), f"keras-linformer-{program}")
+
+
+def program_command(module):
+    """`python -m module`, or for a module named `keras-linformer-PROGRAM` that console
+    script."""
+    program = module.removeprefix("keras-linformer-")
+    return [console_script(program)] if program != module else [sys.executable, "-m", module]
+
+
+def run_program(module, *arguments, timeout=300, cwd=REPOSITORY):
+    """Runs `module arguments` (see `program_command`) in `cwd`; returns the
+    CompletedProcess."""
     return subprocess.run(
-        [sys.executable, "-m", module, *map(str, arguments)],
-        cwd=REPOSITORY,
+        [*program_command(module), *map(str, arguments)],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -61,13 +75,14 @@ def run_program(module, *arguments, timeout=300):
 class Run:
     """A program's process whose output goes to a file that can be read while it runs."""
 
-    def __init__(self, arguments, log_path, preexec_fn=None):
-        """`arguments`: the module to run with `python -m`, then its arguments."""
+    def __init__(self, arguments, log_path, preexec_fn=None, cwd=REPOSITORY):
+        """`arguments`: the module to run (see `program_command`), then its arguments."""
         self.log_path = log_path
+        module, *arguments = arguments
         with open(log_path, "w") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", *map(str, arguments)],
-                cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT, text=True,
+                [*program_command(module), *map(str, arguments)],
+                cwd=cwd, stdout=log, stderr=subprocess.STDOUT, text=True,
                 env=program_environment(), preexec_fn=preexec_fn,
             )
 

@@ -1,4 +1,5 @@
-"""The main job runs end to end on the bundled corpora (a short run)."""
+"""The main job runs end to end on the bundled corpora (a short run), through its installed
+console script from a directory outside the checkout."""
 
 import json
 import re
@@ -13,14 +14,14 @@ pytestmark = pytest.mark.slow
 
 def test_main_job_pretrains_finetunes_and_reports_test_accuracy(tmp_path):
     result = run_program(
-        "training.main", "--pretrain-documents", 30, "--pretrain-max-steps", 2,
+        "keras-linformer-main", "--pretrain-documents", 30, "--pretrain-max-steps", 2,
         "--finetune-epochs", 1, "--max-train-examples", 64, "--max-eval-examples", 16,
         "--vocabulary-size", 200, "--output-dir", tmp_path, "--export-dir", tmp_path / "exports",
-        timeout=600,
+        timeout=600, cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "[1/2] python -m training.pretrain " in result.stdout
-    assert "[2/2] python -m training.finetune " in result.stdout
+    assert "[1/2] keras-linformer-pretrain " in result.stdout
+    assert "[2/2] keras-linformer-finetune " in result.stdout
     match = re.search(
         r"Main job: test accuracy ([0-9.]+) on 16 held-out reviews .* pretrained \(test "
         r"perplexity [0-9.]+\) \| export \S+/linformer_sentiment/1", result.stdout,

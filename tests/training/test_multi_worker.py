@@ -1,4 +1,5 @@
-"""Two workers on localhost train under MultiWorkerMirroredStrategy through `training.launch`.
+"""Two workers on localhost train under MultiWorkerMirroredStrategy through the installed
+console scripts, `keras-linformer-launch -- keras-linformer-pretrain ...`.
 
 Two workers pretrain; one of them is killed mid-run (the launcher stops the
 other), then both are restarted and finish. Their final weights equal
@@ -19,6 +20,7 @@ from tests.training.harness import TINY_MODEL
 from tests.training.harness import Run
 from tests.training.harness import checkpoint_steps
 from tests.training.harness import checkpoint_values
+from tests.training.harness import console_script
 from tests.training.harness import read_summary
 from tests.training.harness import run_program
 from tests.training.harness import scalars
@@ -41,11 +43,11 @@ def two_workers(reviews_file, tmp_path_factory):
     root = tmp_path_factory.mktemp("two_workers")
     output_dir, log_dir = root / "out", root / "logs"
     arguments = [
-        "training.launch", "--workers", 2, "--log-dir", log_dir, "--",
-        "python", "-m", "training.pretrain", "--table", reviews_file, *ARGUMENTS,
+        "keras-linformer-launch", "--workers", 2, "--log-dir", log_dir, "--",
+        console_script("pretrain"), "--table", reviews_file, *ARGUMENTS,
         "--output-dir", output_dir,
     ]
-    launcher = Run(arguments, root / "launcher-1.log")
+    launcher = Run(arguments, root / "launcher-1.log", cwd=root)
     pid = re.compile(r"worker 1 \(\S+\): pid (\d+)")
     launcher.wait_for(lambda: pid.search(launcher.output()), "worker 1's pid")
     launcher.wait_for(lambda: EVERY in checkpoint_steps(output_dir), f"checkpoint {EVERY}")
@@ -56,7 +58,7 @@ def two_workers(reviews_file, tmp_path_factory):
     interrupted_at = checkpoint_steps(output_dir)[-1]
     assert interrupted_at < STEPS, "the run finished before worker 1 was killed"
 
-    result = run_program(*arguments, timeout=400)
+    result = run_program(*arguments, timeout=400, cwd=root)
     logs = [(log_dir / f"worker-{i}.log").read_text() for i in range(2)]
     # Each log holds both launches, each after its header; the restart's is the last.
     assert all(log.count("=== ") == 2 for log in logs), [log[:2000] for log in logs]

@@ -1,4 +1,5 @@
-"""Pretraining and fine-tuning, a few steps each on 2 replicas (MirroredStrategy on 2 logical CPUs).
+"""Pretraining and fine-tuning, a few steps each on 2 replicas (MirroredStrategy on 2 logical CPUs),
+through the installed console scripts, from a directory outside the checkout.
 
 Killing and resuming runs is tested in test_fault_tolerance.py (one
 device) and test_multi_worker.py (two workers); the trainer is the same.
@@ -27,27 +28,42 @@ def pretraining(reviews_file, tmp_path_factory):
     """(output_dir, stdout)."""
     output_dir = tmp_path_factory.mktemp("pretrain")
     result = run_program(
-        "training.pretrain", "--table", reviews_file, "--cpu-replicas", 2, *TINY_MODEL,
+        "keras-linformer-pretrain", "--table", reviews_file, "--cpu-replicas", 2, *TINY_MODEL,
         "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
         "--epochs", 100, "--max-steps", ROUNDS * EVERY, "--checkpoint-every", EVERY,
         "--learning-rate", 1e-2, "--validation-batches", 2, "--profile-batches", "2,3",
-        "--output-dir", output_dir,
+        "--output-dir", output_dir, cwd=output_dir.parent,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return output_dir, result.stdout
+
+
+FINETUNING = ["--cpu-replicas", 2, "--batch-size", 8, "--epochs", 10, "--max-steps", 72,
+              "--checkpoint-every", 36, "--learning-rate", 5e-3, "--profile-batches", "100,101"]
 
 
 @pytest.fixture(scope="module")
 def finetuning(pretraining, reviews_file, tmp_path_factory):
     output_dir = tmp_path_factory.mktemp("finetune")
     result = run_program(
-        "training.finetune", "--table", reviews_file, "--pretrained", pretraining[0],
-        "--cpu-replicas", 2, "--batch-size", 8, "--epochs", 10, "--max-steps", 72,
-        "--checkpoint-every", 36, "--learning-rate", 5e-3, "--profile-batches", "100,101",
-        "--output-dir", output_dir,
+        "keras-linformer-finetune", "--table", reviews_file, "--pretrained", pretraining[0],
+        *FINETUNING, "--output-dir", output_dir, cwd=output_dir.parent,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return output_dir, result.stdout
+
+
+def test_the_console_script_exits_0_on_a_finished_run_it_leaves_alone(
+        finetuning, pretraining, reviews_file):
+    output_dir = finetuning[0]
+    summary = (output_dir / "summary.json").read_text()
+    result = run_program(
+        "keras-linformer-finetune", "--table", reviews_file, "--pretrained", pretraining[0],
+        *FINETUNING, "--output-dir", output_dir, cwd=output_dir.parent,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "nothing to do, nothing changed" in result.stdout
+    assert (output_dir / "summary.json").read_text() == summary
 
 
 def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):

@@ -675,7 +675,8 @@ def test_a_refused_run_keeps_what_was_there_and_the_corrected_command_runs(
     assert "must be a multiple of `--projected-dim`" in stderr
     assert files_under(tmp_path) == ["output.log"]
     # Its run.json would have refused this one as "another configuration".
-    assert finetune.main([str(flag) for flag in flags])["steps"] == 1
+    assert finetune.main([str(flag) for flag in flags]) == 0
+    assert read_summary(tmp_path)["steps"] == 1
     assert {"run.json", "summary.json", "output.log"} <= set(os.listdir(tmp_path))
 
 
