@@ -47,9 +47,10 @@ class LinformerAttention(keras.layers.Layer):
       value and output kernels, which have `MultiHeadAttention`'s shapes.
 
     Padding: a key/value padding mask, passed as `value_mask`/`key_mask` or
-    propagated by Keras (e.g. from `Embedding(mask_zero=True)`), zeroes the
-    padded keys and values before the projection, so the outputs at every
-    position do not depend on what padded positions contain. Pooling slots
+    propagated by Keras (e.g. from `Embedding(mask_zero=True)`), selects the
+    padded keys and values out (to zero) before the projection, so the outputs
+    at every position do not depend on what padded positions contain, NaN and
+    inf included. Pooling slots
     that hold only padding are excluded from the softmax. Inputs shorter than
     `sequence_length` behave exactly like the same inputs padded to it with the
     padding masked (a linear E uses its first rows). A causal mask or a
@@ -587,7 +588,7 @@ class LinformerAttention(keras.layers.Layer):
     def _project_input(self, x, mask, kernel):
         """Projects the (B, S, dim) key/value input to (B, k, dim)."""
         if mask is not None:
-            x = x * ops.expand_dims(mask, -1)
+            x = sp.zero_padding(x, mask)
         return sp.project_sequence(
             x, mask, self.projection, self.projected_dim, self.sequence_length, kernel
         )
@@ -605,7 +606,7 @@ class LinformerAttention(keras.layers.Layer):
     def _project_output(self, x, mask, kernel):
         """Projects (B, S, N, H) keys or values to (B, k, N, H)."""
         if self.projection != "max" and mask is not None:
-            x = x * ops.expand_dims(ops.expand_dims(mask, -1), -1)
+            x = sp.zero_padding(x, mask)
         x_bar, _, slot_mask = sp.project_sequence(
             x, mask, self.projection, self.projected_dim, self.sequence_length, kernel
         )

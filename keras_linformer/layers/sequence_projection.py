@@ -128,6 +128,13 @@ def _broadcastable(slots, x):
     return ops.reshape(slots, ops.shape(slots) + (1,) * (len(x.shape) - 2))
 
 
+def zero_padding(x, mask):
+    """`x` `(B, S, ...)` with its padded positions set to 0: selected, not multiplied,
+    so that a NaN or inf in padding (0 * inf is NaN) never reaches a real position."""
+    real = _broadcastable(ops.cast(mask, "bool"), x)
+    return ops.where(real, x, ops.zeros_like(x))
+
+
 def _windows(x, projected_dim, sequence_length):
     """(B, S, ...) -> (B, k, w, ...), padding S up to n first."""
     window = sequence_length // projected_dim

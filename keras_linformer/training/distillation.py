@@ -53,9 +53,13 @@ def squared_relative_error(padding_mask, outputs):
     """
     outputs = ops.cast(outputs, "float32")
     student, teacher = outputs[:, :, 0, :], outputs[:, :, 1, :]
-    mask = ops.expand_dims(ops.cast(padding_mask, "float32"), -1)
-    error = ops.sum(ops.square(student - teacher) * mask, axis=(1, 2))
-    scale = ops.sum(ops.square(teacher) * mask, axis=(1, 2))
+    real = ops.expand_dims(ops.cast(padding_mask, "bool"), -1)
+
+    def total(x):  # Padding selected out, not multiplied: 0 * NaN is NaN.
+        return ops.sum(ops.where(real, x, ops.zeros_like(x)), axis=(1, 2))
+
+    error = total(ops.square(student - teacher))
+    scale = total(ops.square(teacher))
     return error / ops.maximum(scale, _EPSILON)
 
 
@@ -77,11 +81,12 @@ def sentence_embedding(sequence_output, padding_mask):
     Returns:
         `(B, ..., H)`.
     """
-    mask = ops.cast(padding_mask, sequence_output.dtype)
+    real = ops.cast(padding_mask, "bool")
     for _ in range(len(sequence_output.shape) - 2):
-        mask = ops.expand_dims(mask, -1)
-    count = ops.maximum(ops.sum(mask, axis=1), 1.0)
-    return ops.sum(sequence_output * mask, axis=1) / count
+        real = ops.expand_dims(real, -1)
+    count = ops.maximum(ops.sum(ops.cast(real, sequence_output.dtype), axis=1), 1.0)
+    real_outputs = ops.where(real, sequence_output, ops.zeros_like(sequence_output))
+    return ops.sum(real_outputs, axis=1) / count
 
 
 def embedding_cosine(padding_mask, outputs):

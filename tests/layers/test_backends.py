@@ -154,3 +154,40 @@ def test_inputs_carrying_keras_masks_compile_once_under_torch_compile(tmp_path):
         env={**os.environ, "KERAS_BACKEND": "torch", "PYTHONPATH": root},
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+# NaN and inf at padded key/value positions, every projection, under one backend: the
+# real outputs equal those of clean padding bit for bit.
+NON_FINITE_PADDING = textwrap.dedent(
+    """
+    import numpy as np
+    from keras import ops
+    from keras_linformer.layers import LinformerAttention
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    mask = np.arange(8)[None] < np.array([[5], [1]])
+    hostile = x.copy()
+    hostile[~mask] = np.where(rng.random(size=(~mask).sum()) < 0.5, np.nan, np.inf)[:, None]
+    for projection in ("linear", "mean", "max", "conv"):
+        for dtype in ("float32", "bfloat16"):
+            layer = LinformerAttention(num_heads=2, key_dim=4, sequence_length=8,
+                                       projected_dim=4, projection=projection, dtype=dtype)
+            clean = ops.convert_to_numpy(ops.cast(layer(x, x, value_mask=mask), "float32"))
+            real = ops.convert_to_numpy(ops.cast(layer(x, hostile, value_mask=mask), "float32"))
+            assert np.isfinite(clean).all(), (projection, dtype)
+            assert np.array_equal(real, clean), (projection, dtype, np.abs(real - clean).max())
+    """
+)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_non_finite_padding_never_reaches_real_outputs_under(backend, tmp_path):
+    script = tmp_path / "non_finite_padding.py"
+    script.write_text(NON_FINITE_PADDING)
+    root = str(pathlib.Path(__file__).parents[2])
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": root},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]

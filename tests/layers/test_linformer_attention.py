@@ -215,6 +215,24 @@ def test_padded_content_does_not_change_real_outputs(projection, sharing, rng):
 
 
 @pytest.mark.parametrize("projection", PROJECTIONS)
+@pytest.mark.parametrize("sharing", SHARINGS)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_non_finite_padding_never_reaches_real_outputs(projection, sharing, dtype, rng):
+    layer = make_layer(projection=projection, sharing=sharing, dtype=dtype)
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    mask = np.ones((2, 8), bool)
+    mask[0, 5:] = False
+    mask[1, 1:] = False
+    clean = keras.ops.convert_to_numpy(layer(x, x, value_mask=mask))
+    hostile = x.copy()
+    hostile[0, 5:] = np.array([[np.nan], [np.inf], [-np.inf]])
+    hostile[1, 1:] = np.nan
+    real = keras.ops.convert_to_numpy(layer(x, hostile, value_mask=mask))
+    assert np.isfinite(clean).all()
+    np.testing.assert_array_equal(real, clean)  # Bit for bit.
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
 def test_short_input_equals_padded_and_masked_input(projection, rng):
     layer = make_layer(projection=projection, sharing="headwise")
     x = rng.normal(size=(2, 5, 6)).astype("float32")

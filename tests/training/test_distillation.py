@@ -22,7 +22,14 @@ def test_the_measures_compare_real_tokens_only(rng):
     teacher = rng.normal(size=(3, 6, 4))
     mask = np.array([[1] * 6, [1] * 3 + [0] * 3, [1] + [0] * 5])
     student = teacher.copy()
-    student[mask == 0] = 100.0  # Padded positions: never compared.
+    student[mask == 0] = np.nan  # Padded positions: never compared, not even as 0 * NaN.
+    teacher_padding = teacher[mask == 0].copy()
+    teacher[mask == 0] = np.inf
+    perfect = stacked(student, teacher)
+    np.testing.assert_allclose(distillation.squared_relative_error(mask, perfect), 0, atol=1e-6)
+    np.testing.assert_allclose(distillation.embedding_cosine(mask, perfect), 1, atol=1e-6)
+    teacher[mask == 0] = teacher_padding
+    student[mask == 0] = 100.0
     perfect = stacked(student, teacher)
     np.testing.assert_allclose(distillation.squared_relative_error(mask, perfect), 0, atol=1e-6)
     np.testing.assert_allclose(distillation.relative_error(mask, perfect), 0, atol=1e-3)
@@ -44,6 +51,9 @@ def test_the_sentence_embedding_is_the_mean_over_real_tokens(rng):
     np.testing.assert_allclose(embedding[0], output[0].mean(0), rtol=1e-5)
     np.testing.assert_allclose(embedding[1], output[1, :2].mean(0), rtol=1e-5)
     np.testing.assert_array_equal(embedding[2], 0)  # No real token: zeros, not NaN.
+    hostile = np.where(mask[..., None] == 1, output, np.nan).astype("float32")
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(distillation.sentence_embedding(hostile, mask)), embedding)
     # The Distiller's stacked (B, S, 2, H) output: each of its two outputs' embedding.
     stacked = np.stack([output, 3 * output + 1], axis=2)
     both = keras.ops.convert_to_numpy(distillation.sentence_embedding(stacked, mask))
