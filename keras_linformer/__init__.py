@@ -1,18 +1,17 @@
 """keras_linformer: Linformer self-attention (Wang et al., 2020) for Keras 3.
 
 Importing the package registers its layers and models with Keras, so that
-`keras.saving.load_model` finds them in a `.keras` file. When Keras is not
-imported yet, the package waits: its layers and models (and Keras, and its
-backend) load when one of its names is first used, or when
-`keras_linformer.layers` or `keras_linformer.models` is imported. This is what
-lets the programs (`keras_linformer.programs`) parse their flags, and refuse
-a wrong Keras backend, before TensorFlow starts. So, to load a saved model
-without using a name of the package first, import Keras before it
-(`import keras`, then `import keras_linformer`), or import
-`keras_linformer.models`.
+`keras.saving.load_model` finds them in a `.keras` file, whichever of the two
+was imported first. Importing it does not import Keras itself: when Keras is
+not imported yet, the layers and models load (and register) right after it is,
+or when one of the package's names is first used. This is what lets the
+programs (`keras_linformer.programs`) parse their flags, and refuse a wrong
+Keras backend, before TensorFlow starts.
 """
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 
 __version__ = "0.1.0"
@@ -48,5 +47,59 @@ def __dir__():
     return sorted(set(globals()) | set(_TOP_LEVEL) | set(_SUBPACKAGES))
 
 
+# The top-level packages that import Keras as they load and that the layers and models
+# import in turn: the layers and models load once Keras is imported and none of these is
+# still loading (importing keras_hub half-loaded would fail).
+_KERAS_IMPORTERS = ("keras", "keras_hub", "keras_nlp", "tensorflow", "tensorflow_text")
+
+
+class _RegisterWhenKerasLoads(importlib.abc.MetaPathFinder):
+    """Loads the layers and models right after Keras has been imported."""
+
+    def __init__(self):
+        self.finding, self.loading = set(), set()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _KERAS_IMPORTERS or fullname in self.finding:
+            return None
+        self.finding.add(fullname)  # The real finders locate it (this one says None).
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.finding.discard(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _LoaderThenRegister(spec.loader, self)
+        return spec
+
+    def loaded(self, fullname):
+        self.loading.discard(fullname)
+        if not self.loading and "keras" in sys.modules and self in sys.meta_path:
+            sys.meta_path.remove(self)
+            _load_layers_and_models()
+
+
+class _LoaderThenRegister(importlib.abc.Loader):
+    """A package's own loader, which tells the finder when the package has loaded."""
+
+    def __init__(self, loader, finder):
+        self.loader, self.finder = loader, finder
+
+    def __getattr__(self, name):  # Resource readers and the like: the package's own.
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__loader__ = module.__spec__.loader = self.loader
+        self.finder.loading.add(module.__name__)
+        try:
+            self.loader.exec_module(module)
+        finally:
+            self.finder.loaded(module.__name__)
+
+
 if "keras" in sys.modules:
     _load_layers_and_models()
+elif not any(isinstance(finder, _RegisterWhenKerasLoads) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _RegisterWhenKerasLoads())

@@ -1,9 +1,14 @@
-"""`import keras_linformer`: registers the layers and models with Keras, and starts no
-TensorFlow before Keras is imported or one of its names is used."""
+"""`import keras_linformer`: registers the layers and models with Keras in any import order,
+and starts no TensorFlow before Keras is imported or one of its names is used."""
 
 import os
 import subprocess
 import sys
+
+import keras
+import pytest
+
+from keras_linformer.layers import LinformerEncoderStack
 
 REGISTERED = "keras.saving.get_registered_object('keras_linformer>{}')"
 
@@ -40,4 +45,26 @@ def test_imported_first_the_package_loads_on_first_use():
         "    assert 'no_such_name' in str(error)\n"
         "else:\n"
         "    raise AssertionError('no AttributeError')\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("saved") / "stack.keras"
+    keras.Sequential([keras.Input((8, 16)), LinformerEncoderStack(
+        num_layers=1, intermediate_dim=8, num_heads=2, sequence_length=8, projected_dim=4,
+    )]).save(path)
+    return path
+
+
+@pytest.mark.parametrize("then", ["keras", "tensorflow", "keras_hub"])
+def test_a_keras_file_loads_in_a_fresh_process_that_imported_the_package_first(
+        then, saved_model):
+    # keras_hub and tensorflow import Keras as they load: the classes register after them.
+    run_python(
+        "import keras_linformer\n"
+        f"import {then}\n"
+        "import keras\n"
+        f"model = keras.saving.load_model({str(saved_model)!r})\n"
+        "assert type(model.layers[0]).__name__ == 'LinformerEncoderStack'\n"
     )
