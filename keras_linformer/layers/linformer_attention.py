@@ -6,8 +6,7 @@ import keras
 from keras import ops
 
 from keras_linformer.api_export import keras_linformer_export
-from keras_linformer.layers import projection_initializers
-from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers import projections
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.layers.config_utils import get_optional_initializer
 from keras_linformer.layers.config_utils import serialize_optional_initializer
@@ -27,8 +26,10 @@ class LinformerAttention(keras.layers.Layer):
     where `E_i, F_i` map the `sequence_length` (n) key/value positions to
     `projected_dim` (k) slots, so time and memory grow as n * k instead of
     n * n. The projection is a learned matrix (`projection="linear"`), mean or
-    max pooling, or a depthwise convolution with kernel = stride = n / k
-    (`"mean"`, `"max"`, `"conv"`, paper section 4).
+    max pooling, a depthwise convolution with kernel = stride = n / k
+    (`"mean"`, `"max"`, `"conv"`, paper section 4), a fixed Gaussian matrix
+    (`"random"`, the paper's proofs), or a `SequenceProjection` of your own
+    (`keras_linformer.layers.projections`).
 
     Its call signature follows `keras.layers.MultiHeadAttention`, but it is
     not interchangeable with it:
@@ -58,7 +59,7 @@ class LinformerAttention(keras.layers.Layer):
     sequence, so both raise an error.
 
     Cost: when the projection is shared by all heads (`sharing` other than
-    `"none"`) and linear along the sequence (`"linear"`, `"mean"`), it is
+    `"none"`) and linear along the sequence (`"linear"`, `"random"`, `"mean"`), it is
     applied to the key/value *input* before the key/value kernels:
     `E (m * (X W + b)) = (E (m * X)) W + (E m) b`, which costs k * d^2 instead
     of n * d^2 for those kernels and gives the same result.
@@ -82,8 +83,9 @@ class LinformerAttention(keras.layers.Layer):
             at most `sequence_length`, and a divisor of it for the pooling and
             conv projections.
         value_dim: int. Size of each head for value. Defaults to `key_dim`.
-        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`.
-            Defaults to `"linear"`.
+        projection: str or `SequenceProjection`. `"linear"`, `"mean"`, `"max"`,
+            `"conv"`, `"random"`, or an object (see
+            `keras_linformer.layers.projections`). Defaults to `"linear"`.
         sharing: str. How projections are shared: `"none"` (separate E_i,
             F_i for every head), `"headwise"` (one E and one F for all heads),
             `"key_value"` (one E = F for all heads), or `"layerwise"` (the layer
@@ -214,18 +216,20 @@ class LinformerAttention(keras.layers.Layer):
         validation.check_positive_int("key_dim", key_dim)
         if value_dim is not None:
             validation.check_positive_int("value_dim", value_dim)
-        validation.check_positive_int("sequence_length", sequence_length)
-        validation.check_choice("projection", projection, sp.PROJECTIONS)
-        validation.check_choice("sharing", sharing, sp.SHARINGS)
-        sp.validate_projected_dim(projected_dim, sequence_length, projection)
+        projection_initializer = get_optional_initializer(projection_initializer)
+        projection = projections.get_checked(
+            projection, sharing, sequence_length, projected_dim, projection_initializer
+        )
         value_dim = key_dim if value_dim is None else value_dim
-        if projection == "conv" and sharing in ("key_value", "layerwise"):
-            if value_dim != key_dim:
-                raise ValueError(
-                    f"sharing={sharing!r} uses one conv kernel for keys and "
-                    "values, so `value_dim` must equal `key_dim`. Received: "
-                    f"key_dim={key_dim}, value_dim={value_dim}"
-                )
+        if sharing in ("key_value", "layerwise") and value_dim != key_dim and (
+            projection.kernel_shape(sharing, sequence_length, projected_dim, 1, key_dim)
+            != projection.kernel_shape(sharing, sequence_length, projected_dim, 1, value_dim)
+        ):
+            raise ValueError(
+                f"sharing={sharing!r} uses one projection weight for keys and values, "
+                f"and {projection!r}'s depends on the head size, so `value_dim` must "
+                f"equal `key_dim`. Received: key_dim={key_dim}, value_dim={value_dim}"
+            )
         if isinstance(output_shape, (tuple, list)):
             if len(output_shape) != 1:
                 raise ValueError(
@@ -248,8 +252,7 @@ class LinformerAttention(keras.layers.Layer):
         self._output_shape = output_shape
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.projection_initializer = get_optional_initializer(projection_initializer)
-        projection_initializers.check(self.projection_initializer, projection)
+        self.projection_initializer = projection_initializer
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
         self.projection_regularizer = keras.regularizers.get(projection_regularizer)
@@ -261,7 +264,7 @@ class LinformerAttention(keras.layers.Layer):
         self.null_slots = null_slots
         self.flash_attention = flash_attention
         self.supports_masking = True
-        self._projects_input = sp.projects_before_kernel(projection, sharing)
+        self._projects_input = projection.commutes_with_kernel(sharing)
 
     # --- Build -------------------------------------------------------------
 
@@ -281,21 +284,14 @@ class LinformerAttention(keras.layers.Layer):
         )
 
     def _projection_weight(self, name, head_dim):
-        shape = sp.projection_kernel_shape(
-            self.projection,
+        return self.projection.add_weight(
+            self,
+            name,
             self.sharing,
             self.sequence_length,
             self.projected_dim,
             self.num_heads,
             head_dim,
-        )
-        return sp.add_projection_weight(
-            self,
-            name,
-            shape,
-            self.projection,
-            self.projected_dim,
-            self.sequence_length,
             initializer=self.projection_initializer,
             regularizer=self.projection_regularizer,
             constraint=self.projection_constraint,
@@ -332,16 +328,24 @@ class LinformerAttention(keras.layers.Layer):
         )
 
         self.key_projection = self.value_projection = None
-        has_weights = self.projection in ("linear", "conv")
-        if has_weights and self.sharing in ("none", "headwise"):
+        if self.sharing in ("none", "headwise"):
             self.key_projection = self._projection_weight("key_projection", self.key_dim)
             self.value_projection = self._projection_weight(
                 "value_projection", self.value_dim
             )
-        elif has_weights and self.sharing == "key_value":
+        elif self.sharing == "key_value":
             self.key_projection = self._projection_weight("projection", self.key_dim)
             self.value_projection = self.key_projection
         self.built = True
+
+    @property
+    def projection_weights(self):
+        """This layer's own projection weights (none with `sharing="layerwise"`)."""
+        if not self.built or self.key_projection is None:
+            return []
+        if self.value_projection is self.key_projection:
+            return [self.key_projection]
+        return [self.key_projection, self.value_projection]
 
     def _length_error(self, length=None):
         has = "is" if length is None else f"has length {length},"
@@ -454,7 +458,8 @@ class LinformerAttention(keras.layers.Layer):
         # a linear E sees n real positions: nothing to zero, the padding scale is 1.
         masks = [m for m in (value_mask, key_mask) if m is not None]
         mask = None
-        if masks or self.projection != "linear" or value.shape[1] != self.sequence_length:
+        if (masks or not self.projection.fills_every_slot
+                or value.shape[1] != self.sequence_length):
             mask = ops.ones(ops.shape(value)[:2], dtype=self.compute_dtype)
             for m in masks:
                 mask = mask * ops.cast(ops.cast(m, "bool"), self.compute_dtype)
@@ -474,13 +479,13 @@ class LinformerAttention(keras.layers.Layer):
             )
             value, _ = self._project_output(self._value_dense(value), mask, value_projection)
 
-        if self.projection == "linear" and self.padding_compensation and mask is not None:
+        if self.projection.sums_positions and self.padding_compensation and mask is not None:
             value = value * self._padding_scale(mask, value.dtype)
         if self.null_slots:
             key, value, slot_mask = self._append_null_slots(key, value, slot_mask)
         scale = 1.0 / math.sqrt(self.key_dim)
         # A linear E fills every slot; a pooling window can hold only padding.
-        slots_may_be_empty = self.projection != "linear" and (
+        slots_may_be_empty = not self.projection.fills_every_slot and (
             bool(masks) or mask.shape[1] != self.sequence_length
         )
         if self._fused(training, return_attention_scores):
@@ -560,16 +565,15 @@ class LinformerAttention(keras.layers.Layer):
                     "projections."
                 )
             return self.key_projection, self.value_projection
-        if self.projection in ("linear", "conv") and projection_kernel is None:
+        expected = self.projection.kernel_shape(
+            self.sharing, self.sequence_length, self.projected_dim, self.num_heads, self.key_dim
+        )
+        if expected is not None and projection_kernel is None:
             raise ValueError(
                 "With sharing='layerwise' the layer owns no projection: pass the "
                 "shared one as `projection_kernel` (LinformerEncoderStack does "
                 "this), or choose sharing='key_value' for a single layer."
             )
-        expected = sp.projection_kernel_shape(
-            self.projection, self.sharing, self.sequence_length, self.projected_dim,
-            self.num_heads, self.key_dim,
-        )
         got = None if projection_kernel is None else tuple(projection_kernel.shape)
         if got is not None and expected is None:
             raise ValueError(
@@ -588,9 +592,9 @@ class LinformerAttention(keras.layers.Layer):
     def _project_input(self, x, mask, kernel):
         """Projects the (B, S, dim) key/value input to (B, k, dim)."""
         if mask is not None:
-            x = sp.zero_padding(x, mask)
-        return sp.project_sequence(
-            x, mask, self.projection, self.projected_dim, self.sequence_length, kernel
+            x = projections.zero_padding(x, mask)
+        return self.projection.project(
+            x, mask, kernel, self.sequence_length, self.projected_dim
         )
 
     def _dense_projected_input(self, projected, dense):
@@ -605,10 +609,10 @@ class LinformerAttention(keras.layers.Layer):
 
     def _project_output(self, x, mask, kernel):
         """Projects (B, S, N, H) keys or values to (B, k, N, H)."""
-        if self.projection != "max" and mask is not None:
-            x = sp.zero_padding(x, mask)
-        x_bar, _, slot_mask = sp.project_sequence(
-            x, mask, self.projection, self.projected_dim, self.sequence_length, kernel
+        if mask is not None:
+            x = projections.zero_padding(x, mask)
+        x_bar, _, slot_mask = self.projection.project(
+            x, mask, kernel, self.sequence_length, self.projected_dim
         )
         return x_bar, slot_mask
 
@@ -627,7 +631,7 @@ class LinformerAttention(keras.layers.Layer):
                 "sequence_length": self.sequence_length,
                 "projected_dim": self.projected_dim,
                 "value_dim": self.value_dim,
-                "projection": self.projection,
+                "projection": projections.serialize(self.projection),
                 "sharing": self.sharing,
                 "dropout": self.dropout,
                 "use_bias": self.use_bias,

@@ -3,8 +3,7 @@
 import keras
 
 from keras_linformer.api_export import keras_linformer_export
-from keras_linformer.layers import projection_initializers
-from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers import projections
 from keras_linformer.layers.block_utils import check_block_options
 from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.config_utils import clone_initializer
@@ -38,8 +37,9 @@ class LinformerEncoderBlock(keras.layers.Layer):
         num_heads: int. Number of attention heads; must divide the hidden size.
         sequence_length: int. n, the longest input sequence.
         projected_dim: int. k, the number of projected key/value slots.
-        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`. Defaults
-            to `"linear"`.
+        projection: str or `SequenceProjection`. `"linear"`, `"mean"`, `"max"`,
+            `"conv"`, `"random"`, or an object (see
+            `keras_linformer.layers.projections`). Defaults to `"linear"`.
         sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`
             (the projection comes from the caller; see
             `LinformerEncoderStack`). Defaults to `"none"`.
@@ -100,10 +100,10 @@ class LinformerEncoderBlock(keras.layers.Layer):
                             normalize_first)
         validation.check_positive_int("null_slots", null_slots, minimum=0)
         validation.check_bool("padding_compensation", padding_compensation)
-        validation.check_positive_int("sequence_length", sequence_length)
-        validation.check_choice("projection", projection, sp.PROJECTIONS)
-        validation.check_choice("sharing", sharing, sp.SHARINGS)
-        sp.validate_projected_dim(projected_dim, sequence_length, projection)
+        projection_initializer = get_optional_initializer(projection_initializer)
+        projection = projections.get_checked(
+            projection, sharing, sequence_length, projected_dim, projection_initializer
+        )
         self.intermediate_dim = intermediate_dim
         self.num_heads = num_heads
         self.sequence_length = sequence_length
@@ -115,8 +115,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.projection_initializer = get_optional_initializer(projection_initializer)
-        projection_initializers.check(self.projection_initializer, projection)
+        self.projection_initializer = projection_initializer
         self.normalize_first = bool(normalize_first)
         self.padding_compensation = bool(padding_compensation)
         self.null_slots = null_slots
@@ -243,7 +242,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
                 "num_heads": self.num_heads,
                 "sequence_length": self.sequence_length,
                 "projected_dim": self.projected_dim,
-                "projection": self.projection,
+                "projection": projections.serialize(self.projection),
                 "sharing": self.sharing,
                 "dropout": self.dropout,
                 "activation": keras.activations.serialize(self.activation),

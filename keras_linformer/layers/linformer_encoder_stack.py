@@ -3,7 +3,7 @@
 import keras
 
 from keras_linformer.api_export import keras_linformer_export
-from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers import projections
 from keras_linformer.layers.block_utils import call_in_sequence
 from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.config_utils import get_optional_initializer
@@ -38,8 +38,9 @@ class LinformerEncoderStack(keras.layers.Layer):
         num_heads: int. Number of attention heads.
         sequence_length: int. n, the longest input sequence.
         projected_dim: int, or a list of `num_layers` ints (k per layer).
-        projection: str. `"linear"`, `"mean"`, `"max"` or `"conv"`. Defaults
-            to `"linear"`.
+        projection: str or `SequenceProjection`. `"linear"`, `"mean"`, `"max"`,
+            `"conv"`, `"random"`, or an object (see
+            `keras_linformer.layers.projections`). Defaults to `"linear"`.
         sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
             Defaults to `"layerwise"`, the paper's best downstream setting.
         dropout, activation, layer_norm_epsilon, kernel_initializer, bias_initializer:
@@ -121,9 +122,10 @@ class LinformerEncoderStack(keras.layers.Layer):
             )
             for i, k in enumerate(projected_dims)
         ]
+        projection = self.blocks[0].projection
         if (
             sharing == "layerwise"
-            and projection in ("linear", "conv")
+            and projection.kernel_shape(sharing, sequence_length, projected_dims[0], 1, 1)
             and len(set(projected_dims)) > 1
         ):
             raise ValueError(
@@ -154,27 +156,26 @@ class LinformerEncoderStack(keras.layers.Layer):
         hidden_dim = inputs_shape[-1]
         check_heads_divide(self.num_heads, hidden_dim)
         self.shared_projection = None
-        if self.sharing == "layerwise" and self.projection in ("linear", "conv"):
-            shape = sp.projection_kernel_shape(
-                self.projection,
+        if self.sharing == "layerwise":
+            self.shared_projection = self.projection.add_weight(
+                self,
+                "shared_projection",
                 self.sharing,
                 self.sequence_length,
                 self.projected_dims[0],
                 self.num_heads,
                 hidden_dim // self.num_heads,
-            )
-            self.shared_projection = sp.add_projection_weight(
-                self,
-                "shared_projection",
-                shape,
-                self.projection,
-                self.projected_dims[0],
-                self.sequence_length,
                 initializer=self.projection_initializer,
             )
         for block in self.blocks:
             block.build(inputs_shape)
         self.built = True
+
+    @property
+    def projection_weights(self):
+        """The projection shared by every block (`sharing="layerwise"`), if it has one."""
+        shared = getattr(self, "shared_projection", None)
+        return [] if shared is None else [shared]
 
     def call(
         self, inputs, padding_mask=None, training=None, return_attention_scores=False
@@ -200,7 +201,7 @@ class LinformerEncoderStack(keras.layers.Layer):
                 "num_heads": self.num_heads,
                 "sequence_length": self.sequence_length,
                 "projected_dim": self.projected_dim,
-                "projection": self.projection,
+                "projection": projections.serialize(self.projection),
                 "sharing": self.sharing,
                 "dropout": self.dropout,
                 "activation": keras.activations.serialize(self.activation),

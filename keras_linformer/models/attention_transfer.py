@@ -26,6 +26,7 @@ import numpy as np
 from keras import ops
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
+from keras_linformer.layers import projections
 from keras_linformer.utils import files
 from keras_linformer.utils import validation
 
@@ -44,7 +45,7 @@ def linformer_only_variables(backbone):
     Null slots and pooling projections have no weights, so a mean-pooling
     conversion has none.
     """
-    return [v for v in backbone.weights if "projection" in v.path.rsplit("/", 1)[-1]]
+    return projections.projection_weights(backbone)
 
 
 def _check(linformer, bert, inputs):
@@ -228,12 +229,12 @@ def transfer_attention(
         validation.check_positive_int(name, value)
     validation.check_number("learning_rate", learning_rate, 0, include_low=False)
     validation.check_positive_int("seed", seed, minimum=0)
-    variables = linformer_only_variables(linformer)
+    variables = [v for v in linformer_only_variables(linformer) if v.trainable]
     if not variables:
         raise ValueError(
-            f"linformer: projection={linformer.projection!r} has no weights of its own, so "
-            "attention transfer has nothing to train. Convert with projection='linear' "
-            "(whose default start is mean pooling) or 'conv'."
+            f"linformer: projection={linformer.projection!r} has no weights that train, "
+            "so attention transfer has nothing to train. Convert with "
+            "projection='linear' (whose default start is mean pooling) or 'conv'."
         )
     log = log or (lambda message: None)
     if evaluation_inputs is None:

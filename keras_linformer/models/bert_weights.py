@@ -8,6 +8,8 @@ projections E/F; this maps the paths and copies every weight.
 import keras
 import keras_hub
 
+from keras_linformer.layers import projections
+
 
 def bert_architecture(backbone, linformer_class):
     """The constructor arguments a Linformer conversion keeps from a BERT backbone.
@@ -48,8 +50,9 @@ def _bert_path(path):
 def copy_bert_weights(bert, target):
     """Assigns every BERT variable to its twin in `target`; only projections are left."""
     source = {_bert_path(variable.path): variable for variable in bert.weights}
+    new = {id(weight) for weight in projections.projection_weights(target)}
     for variable in target.weights:
-        if "projection" in variable.path.rsplit("/", 1)[-1]:
+        if id(variable) in new:
             continue  # E/F: new, and initialised as asked.
         value = source.pop(_bert_path(variable.path), None)
         if value is None:

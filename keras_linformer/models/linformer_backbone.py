@@ -7,6 +7,7 @@ from keras.layers import ReversibleEmbedding
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers import TransformerEncoderStack
+from keras_linformer.layers import projections
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.models import bert_weights
 from keras_linformer.utils import validation
@@ -65,8 +66,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
             there: k, the projected key/value length (one per layer for a
             nonuniform k). Defaults to None.
         max_sequence_length: int. n, the longest input. Defaults to 512.
-        projection: str. Linformer only. `"linear"`, `"mean"`, `"max"` or
-            `"conv"`. Defaults to `"linear"`.
+        projection: str or `SequenceProjection`. Linformer only. `"linear"`,
+            `"mean"`, `"max"`, `"conv"`, `"random"` or an object, as in
+            `LinformerAttention`. Defaults to `"linear"`.
         projection_initializer: str, Keras initializer or None. Linformer
             only. How a learned E starts (see
             `keras_linformer.layers.LinformerAttention`). Defaults to None, the
@@ -373,7 +375,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
             config.update(
                 {
                     "projected_dim": self.projected_dim,
-                    "projection": self.projection,
+                    "projection": projections.serialize(projections.get(self.projection)),
                     "sharing": self.sharing,
                     "projection_initializer": serialize_optional_initializer(
                         self.projection_initializer

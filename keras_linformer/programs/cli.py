@@ -25,8 +25,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # tests/training/test_cli.py keeps each equal to its source.
 # keras_linformer.models.linformer_backbone.ATTENTIONS
 ATTENTIONS = ("linformer", "transformer")
-# keras_linformer.layers.sequence_projection.PROJECTIONS and SHARINGS
-PROJECTIONS = ("linear", "mean", "max", "conv")
+# keras_linformer.layers.projections.names() and SHARINGS
+PROJECTIONS = ("linear", "mean", "max", "conv", "random")
 SHARINGS = ("none", "headwise", "key_value", "layerwise")
 # keras_linformer.layers.projection_initializers.PROJECTION_INITIALIZERS
 PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
@@ -326,7 +326,8 @@ def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
                        default=defaults["projection"],
                        help=described("How keys and values are projected from n to k positions: "
                                       "learned matrices E, F (the paper's), mean or max pooling, "
-                                      "or a strided convolution.", "projection"))
+                                      "a strided convolution, or a fixed Gaussian E (the "
+                                      "paper's proofs; not trained).", "projection"))
     group.add_argument("--projection-initializer", choices=PROJECTION_INITIALIZERS,
                        default=None,
                        help="How a learned linear E starts (--projection linear): "

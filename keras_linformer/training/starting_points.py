@@ -14,7 +14,7 @@ import os
 import keras
 
 from keras_linformer import data
-from keras_linformer.layers import sequence_projection as sp
+from keras_linformer.layers import projections
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import pretrained_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
@@ -224,7 +224,8 @@ def bert_start(preset, architecture, sequence_length, dropout):
         )
     dims = conversion.get("projected_dim")
     for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
-        sp.validate_projected_dim(k, sequence_length, conversion["projection"])
+        projections.get_checked(conversion["projection"], conversion["sharing"],
+                                sequence_length, k)
     config = {
         **{key: getattr(bert, key) for key in (
             "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",

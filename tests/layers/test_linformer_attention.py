@@ -32,13 +32,13 @@ def numpy_reference(layer, query, value, mask=None):
     def projection(name, head):
         kernel = {"key": layer.key_projection, "value": layer.value_projection}[name]
         kernel = kernel.numpy()
-        return kernel[head] if kernel.ndim == 3 and layer.projection == "linear" else (
+        return kernel[head] if kernel.ndim == 3 and layer.projection.name == "linear" else (
             kernel[:, head] if kernel.ndim == 3 else kernel
         )
 
     def project(x, m, name, head):
         """x: (S, H) one head's keys or values with padded rows zeroed."""
-        if layer.projection == "linear":
+        if layer.projection.name == "linear":
             return projection(name, head)[:length].T @ x, np.ones(k, bool)
         window = n // k
         padded = np.zeros((n, x.shape[1]))
@@ -49,9 +49,9 @@ def numpy_reference(layer, query, value, mask=None):
         for j in range(k):
             xs, ms = padded[j * window : (j + 1) * window], pmask[j * window : (j + 1) * window]
             live.append(ms.sum() > 0)
-            if layer.projection == "mean":
+            if layer.projection.name == "mean":
                 slots.append(xs.sum(0) / max(ms.sum(), 1))
-            elif layer.projection == "max":
+            elif layer.projection.name == "max":
                 real = xs[ms > 0]
                 slots.append(real.max(0) if len(real) else np.zeros(x.shape[1]))
             else:  # conv: a depthwise window sum.
@@ -66,7 +66,7 @@ def numpy_reference(layer, query, value, mask=None):
             m = mask[b][:, None]
             k_bar, live = project(kk[b, :, h] * m, mask[b], "key", h)
             v_bar, _ = project(vv[b, :, h] * m, mask[b], "value", h)
-            if layer.projection == "linear" and layer.padding_compensation:
+            if layer.projection.name == "linear" and layer.padding_compensation:
                 v_bar = v_bar * n / max(mask[b].sum(), 1)  # F V over the real positions.
             logits = q[b, :, h] @ k_bar.T / np.sqrt(layer.key_dim)
             logits = np.where(live[None], logits, -1e9)

@@ -11,12 +11,12 @@ from tests.training.harness import REPOSITORY
 
 def test_the_names_the_flags_offer_are_the_librarys():
     from keras_linformer.layers import projection_initializers
-    from keras_linformer.layers import sequence_projection
+    from keras_linformer.layers import projections
     from keras_linformer.models import linformer_backbone
 
     assert cli.ATTENTIONS == linformer_backbone.ATTENTIONS
-    assert cli.PROJECTIONS == sequence_projection.PROJECTIONS
-    assert cli.SHARINGS == sequence_projection.SHARINGS
+    assert cli.PROJECTIONS == projections.names()
+    assert cli.SHARINGS == projections.SHARINGS
     assert cli.PROJECTION_INITIALIZERS == projection_initializers.PROJECTION_INITIALIZERS
 
 

@@ -1,0 +1,389 @@
+"""The n -> k sequence projections of Linformer (paper section 4), as objects.
+
+`LinformerAttention(projection=...)` takes a name (`"linear"`, `"mean"`,
+`"max"`, `"conv"`, `"random"`) or a `SequenceProjection` object: `get` turns
+either into an object, as `keras.initializers.get` does for initializers.
+Each class knows its weights, the lengths it accepts, how it projects, and
+what the attention needs to know about it; nothing else names the kinds. A
+subclass of your own, registered with `keras.saving.register_keras_serializable`,
+works wherever a name does and saves with the model.
+"""
+
+import math
+
+import keras
+import ml_dtypes
+from keras import ops
+
+from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import projection_initializers
+from keras_linformer.layers.config_utils import clone_initializer
+from keras_linformer.utils import validation
+
+SHARINGS = ("none", "headwise", "key_value", "layerwise")
+# Name -> class of the built-in projections (`register`).
+_BY_NAME = {}
+
+
+def register(name):
+    """Registers a built-in projection class under `name` (and with Keras)."""
+
+    def decorator(cls):
+        cls.name = name
+        _BY_NAME[name] = cls
+        return keras_linformer_export(f"keras_linformer.layers.{cls.__name__}")(cls)
+
+    return decorator
+
+
+def names():
+    """The names `get` accepts."""
+    return tuple(_BY_NAME)
+
+
+def get(identifier):
+    """A `SequenceProjection` from a name, a serialized config or a projection."""
+    if isinstance(identifier, SequenceProjection):
+        return identifier
+    if isinstance(identifier, str) and identifier in _BY_NAME:
+        return _BY_NAME[identifier]()
+    if isinstance(identifier, dict):
+        projection = keras.saving.deserialize_keras_object(identifier)
+        if isinstance(projection, SequenceProjection):
+            return projection
+    raise ValueError(
+        f"`projection` must be one of {list(_BY_NAME)} or a SequenceProjection. "
+        f"Received: projection={identifier!r}"
+    )
+
+
+def get_checked(projection, sharing, sequence_length, projected_dim, initializer=None):
+    """`get(projection)`, checked against the other arguments of a layer that uses it."""
+    projection = get(projection)
+    validation.check_choice("sharing", sharing, SHARINGS)
+    validation.check_positive_int("sequence_length", sequence_length)
+    validation.check_positive_int("projected_dim", projected_dim)
+    projection.check_lengths(sequence_length, projected_dim)
+    projection.check_initializer(initializer)
+    return projection
+
+
+def serialize(projection):
+    """A built-in projection's name; any other projection's Keras config."""
+    if type(projection) is _BY_NAME.get(projection.name):
+        return projection.name
+    return keras.saving.serialize_keras_object(projection)
+
+
+class SequenceProjection:
+    """Base class of the projections of keys and values from n positions to k slots.
+
+    A subclass implements `project`, and `kernel_shape` and
+    `default_initializer` if it has weights; its class attributes tell the
+    attention layer how to treat it.
+
+    Attributes:
+        name: str. What `get_config` of a layer writes for a built-in kind.
+        trainable: bool. Whether the projection's weights train.
+        fills_every_slot: bool. Every slot mixes every position (a matrix
+            does), so no slot ever holds padding only and none is masked.
+        sums_positions: bool. The projection sums over positions (a matrix
+            does), so padding shrinks its output: `padding_compensation`
+            applies.
+        linear: bool. Linear along the sequence, the same for every channel
+            and with weights shared by the heads: it commutes with the
+            key/value kernel, `E (m * (X W + b)) = (E (m * X)) W + (E m) b`,
+            so the layer projects its input first (k d^2 instead of n d^2).
+    """
+
+    name = None
+    trainable = True
+    fills_every_slot = False
+    sums_positions = False
+    linear = False
+
+    def check_lengths(self, sequence_length, projected_dim):
+        """Raises unless this projection maps n = `sequence_length` to k."""
+        if projected_dim > sequence_length:
+            raise ValueError(
+                "`projected_dim` must not exceed `sequence_length`: projecting "
+                f"{sequence_length} positions to {projected_dim} slots would grow "
+                f"the sequence. Received: projected_dim={projected_dim}, "
+                f"sequence_length={sequence_length}"
+            )
+
+    def kernel_shape(self, sharing, sequence_length, projected_dim, num_heads, head_dim):
+        """The shape of one projection weight, or None for a projection without one."""
+        return None
+
+    def commutes_with_kernel(self, sharing):
+        """Whether the layer may project its input before the key/value kernel."""
+        return self.linear and sharing != "none"
+
+    def check_initializer(self, initializer):
+        """Raises unless `initializer` (None, a name or a Keras initializer) suits this."""
+        if isinstance(initializer, str):
+            raise ValueError(
+                f"`projection_initializer={initializer!r}` initialises a learned linear E; "
+                f"it does not apply to projection={self.name or type(self).__name__!r}. "
+                "Pass None (the projection's default) or a Keras initializer."
+            )
+
+    def default_initializer(self, sequence_length, projected_dim, seed=None):
+        """The initializer of the weight when the layer names none."""
+        return None
+
+    def initializer(self, identifier, sequence_length, projected_dim, seed=None):
+        """The Keras initializer of the weight, from the layer's `projection_initializer`."""
+        if identifier is None:
+            return self.default_initializer(sequence_length, projected_dim, seed)
+        return clone_initializer(identifier)
+
+    def add_weight(self, layer, name, sharing, sequence_length, projected_dim, num_heads,
+                   head_dim, initializer=None, regularizer=None, constraint=None, seed=None):
+        """Adds this projection's weight to `layer` as `name`; None when it has none.
+
+        `initializer` is the layer's `projection_initializer` (see `initializer`).
+        """
+        shape = self.kernel_shape(sharing, sequence_length, projected_dim, num_heads, head_dim)
+        if shape is None:
+            return None
+        return layer.add_weight(
+            name=name,
+            shape=shape,
+            initializer=self.initializer(initializer, sequence_length, projected_dim, seed),
+            regularizer=regularizer,
+            constraint=constraint,
+            trainable=self.trainable,
+        )
+
+    def project(self, x, mask, kernel, sequence_length, projected_dim):
+        """Projects `x` along its sequence axis from S <= n positions to k slots.
+
+        Args:
+            x: `(B, S, C)` layer input or `(B, S, heads, head_dim)` keys or
+                values, with padded positions already zero (except for
+                projections that select them out themselves, see `max`).
+            mask: float `(B, S)`, 1 at real positions, 0 at padding; None when
+                every one of n positions is real (matrix projections only).
+            kernel: the weight (`kernel_shape`), or None.
+            sequence_length: n, the longest sequence accepted.
+            projected_dim: k.
+
+        Returns:
+            `(projected, weight_sums, slot_mask)`: the `(B, k, ...)`
+            projection; the projection of the mask itself, `(B, k)` (`(1, k)`
+            without a mask), which carries the bias through when the input is
+            projected first (None where that never happens); and a boolean
+            `(B, k)` mask of the slots that hold at least one real position.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement `project`.")
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):  # What error messages show: a built-in kind as its name.
+        if type(self) is _BY_NAME.get(self.name):
+            return repr(self.name)
+        return f"{type(self).__name__}()"
+
+
+class _Matrix(SequenceProjection):
+    """A matrix E: (n, k) shared by the heads, or (heads, n, k), one per head."""
+
+    fills_every_slot = True
+    linear = True
+
+    def kernel_shape(self, sharing, sequence_length, projected_dim, num_heads, head_dim):
+        if sharing == "none":
+            return (num_heads, sequence_length, projected_dim)
+        return (sequence_length, projected_dim)
+
+    def project(self, x, mask, kernel, sequence_length, projected_dim):
+        length = ops.shape(x)[1]
+        kernel = ops.cast(kernel, x.dtype)
+        if len(kernel.shape) == 2:  # E: (n, k), shared by the heads.
+            e = kernel[:length]
+            equation = "bsc,sk->bkc" if len(x.shape) == 3 else "bshd,sk->bkhd"
+        else:  # E_i: (heads, n, k), one per head.
+            e = kernel[:, :length]
+            equation = "bshd,hsk->bkhd"
+        projected = ops.einsum(equation, x, e)
+        # Only a head-shared E is ever applied before the kernel, where the
+        # projected mask carries the bias through.
+        if len(kernel.shape) != 2:
+            weight_sums = None
+        elif mask is None:
+            weight_sums = ops.sum(e, axis=0, keepdims=True)
+        else:
+            weight_sums = ops.einsum("bs,sk->bk", ops.cast(mask, x.dtype), e)
+        slot_mask = ops.ones((ops.shape(x)[0], projected_dim), dtype="bool")
+        return projected, weight_sums, slot_mask
+
+
+@register("linear")
+class LinearProjection(_Matrix):
+    """A learned matrix E (n x k), the paper's projection.
+
+    Any k <= n; an input shorter than n uses the first rows of E. Its start is
+    the layer's `projection_initializer`: a Keras initializer, or a name of
+    `projection_initializers` (default `"window_average"`).
+    """
+
+    sums_positions = True
+
+    def check_initializer(self, initializer):
+        pass  # Every name of projection_initializers describes an E.
+
+    def initializer(self, identifier, sequence_length, projected_dim, seed=None):
+        if identifier is None or isinstance(identifier, str):
+            return projection_initializers.projection_initializer(
+                identifier or projection_initializers.DEFAULT_PROJECTION_INITIALIZER,
+                projected_dim,
+                seed=seed,
+            )
+        return clone_initializer(identifier)
+
+
+class _Windows(SequenceProjection):
+    """Windows of w = n / k contiguous positions, one per slot; k must divide n."""
+
+    def check_lengths(self, sequence_length, projected_dim):
+        super().check_lengths(sequence_length, projected_dim)
+        if sequence_length % projected_dim:
+            raise ValueError(
+                f"The {self.name!r} projection uses a window (kernel and stride) "
+                "of sequence_length / projected_dim, so `sequence_length` must be "
+                f"a multiple of `projected_dim`. Received: sequence_length="
+                f"{sequence_length}, projected_dim={projected_dim}. Use a k that "
+                "divides n, or projection='linear', which takes any k <= n."
+            )
+
+    @staticmethod
+    def windows(x, sequence_length, projected_dim):
+        """(B, S, ...) -> (B, k, w, ...), padding S up to n with zeros first."""
+        if x.shape[1] != sequence_length:
+            pad = sequence_length - ops.shape(x)[1]
+            x = ops.pad(x, [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2))
+        return ops.reshape(
+            x, (-1, projected_dim, sequence_length // projected_dim) + tuple(x.shape[2:])
+        )
+
+    def slot_counts(self, mask, sequence_length, projected_dim):
+        """(B, k): the real positions in each window."""
+        windows = self.windows(ops.cast(mask, "float32"), sequence_length, projected_dim)
+        return ops.sum(windows, axis=2)
+
+
+@register("mean")
+class MeanPooling(_Windows):
+    """The mean of each window's real positions (no weights)."""
+
+    linear = True
+
+    def commutes_with_kernel(self, sharing):
+        return True  # No weights: shared by the heads whatever the sharing.
+
+    def project(self, x, mask, kernel, sequence_length, projected_dim):
+        counts = self.slot_counts(mask, sequence_length, projected_dim)
+        sums = ops.sum(self.windows(x, sequence_length, projected_dim), axis=2)
+        denominator = _broadcastable(ops.maximum(counts, 1.0), x)
+        slot_mask = counts > 0
+        projected = sums / ops.cast(denominator, x.dtype)
+        return projected, ops.cast(slot_mask, x.dtype), slot_mask
+
+
+@register("max")
+class MaxPooling(_Windows):
+    """The maximum over each window's real positions (no weights); padding is
+    selected out here, since a zero could be a window's maximum."""
+
+    def project(self, x, mask, kernel, sequence_length, projected_dim):
+        counts = self.slot_counts(mask, sequence_length, projected_dim)
+        slot_mask = counts > 0
+        windows = self.windows(x, sequence_length, projected_dim)
+        real = self.windows(ops.cast(mask, "bool"), sequence_length, projected_dim)
+        real = ops.reshape(real, ops.shape(real) + (1,) * (len(x.shape) - 2))
+        lowest = ops.full_like(windows, _lowest(x.dtype))
+        projected = ops.max(ops.where(real, windows, lowest), axis=2)
+        projected = ops.where(_broadcastable(slot_mask, x), projected, ops.zeros_like(projected))
+        return projected, ops.cast(slot_mask, x.dtype), slot_mask
+
+
+@register("conv")
+class ConvProjection(_Windows):
+    """A depthwise convolution with kernel = stride = w = n / k.
+
+    Its weight is `(w, head_dim)`, shared by the heads, or `(w, heads,
+    head_dim)` with `sharing="none"`; it starts as a window average plus
+    N(0, 0.02^2) noise, so an untrained model already sees every position.
+    """
+
+    def kernel_shape(self, sharing, sequence_length, projected_dim, num_heads, head_dim):
+        window = sequence_length // projected_dim
+        if sharing == "none":
+            return (window, num_heads, head_dim)
+        return (window, head_dim)
+
+    def default_initializer(self, sequence_length, projected_dim, seed=None):
+        window = sequence_length // projected_dim
+        return keras.initializers.RandomNormal(mean=1.0 / window, stddev=0.02, seed=seed)
+
+    def project(self, x, mask, kernel, sequence_length, projected_dim):
+        counts = self.slot_counts(mask, sequence_length, projected_dim)
+        slot_mask = counts > 0
+        windows = self.windows(x, sequence_length, projected_dim)  # (B, k, w, H, D)
+        kernel = ops.cast(kernel, x.dtype)
+        equation = "bkwhd,wd->bkhd" if len(kernel.shape) == 2 else "bkwhd,whd->bkhd"
+        projected = ops.einsum(equation, windows, kernel)
+        return projected, ops.cast(slot_mask, x.dtype), slot_mask
+
+
+@register("random")
+class RandomProjection(_Matrix):
+    """A fixed Gaussian matrix E with entries N(0, 1/k), never trained.
+
+    The projection of the paper's proofs (Theorem 2, Johnson-Lindenstrauss): it
+    preserves the attention's output with high probability once k is about
+    log(n) / eps^2. Drawn once from the layer's `seed` (or
+    `projection_initializer`, a Keras initializer), saved with the model, and
+    left out of training and of attention transfer. With entries of variance
+    1/k it keeps a vector's norm in expectation, whatever the number of real
+    positions, so `padding_compensation` does not apply.
+    """
+
+    trainable = False
+
+    def default_initializer(self, sequence_length, projected_dim, seed=None):
+        return keras.initializers.RandomNormal(stddev=1.0 / math.sqrt(projected_dim), seed=seed)
+
+
+def projection_weights(layer):
+    """The projection weights (E, F, conv kernels) of `layer` and the layers inside it, each
+    once: what a BERT converted to a Linformer does not have."""
+    found = {}
+    for inner in layer._flatten_layers(include_self=True, recursive=True):
+        for weight in getattr(inner, "projection_weights", ()):
+            found.setdefault(id(weight), weight)
+    return list(found.values())
+
+
+def zero_padding(x, mask):
+    """`x` `(B, S, ...)` with its padded positions set to 0: selected, not multiplied,
+    so that a NaN or inf in padding (0 * inf is NaN) never reaches a real position."""
+    real = _broadcastable(ops.cast(mask, "bool"), x)
+    return ops.where(real, x, ops.zeros_like(x))
+
+
+def _broadcastable(slots, x):
+    """(B, k) -> (B, k, 1, ...) with as many trailing axes as `x` has features."""
+    return ops.reshape(slots, ops.shape(slots) + (1,) * (len(x.shape) - 2))
+
+
+def _lowest(dtype):
+    """The most negative finite value of a float dtype (bfloat16 included)."""
+    return float(ml_dtypes.finfo(keras.backend.standardize_dtype(dtype)).min)
