@@ -8,11 +8,13 @@ lines, non-.txt files in a folder) is counted and named in a printed line.
 """
 
 import csv
+import decimal
 import io
 import json
 import os
 import re
 import sys
+import unicodedata
 
 from keras_linformer.data.splits import split_corpus
 from keras_linformer.utils.validation import shorten
@@ -270,13 +272,10 @@ def _delimited_rows(path, text, delimiter):
 
 
 def label_of(value, path, where):
-    """The class a label value names: the one rule for what counts as the same class.
+    """The label a value spells: a string or an integer, its surrounding whitespace removed.
 
-    A label is a string or an integer; its class is its text with surrounding
-    whitespace removed, compared exactly (so the JSON `1` and `"1"` are one
-    class, `"pos"` and `"Pos"` are two, and `encode_labels` refuses classes
-    that differ only in case or spacing as a likely typo). Anything else
-    (true/false, 1.5, objects, lists, null) is an error.
+    Anything else (true/false, 1.5, objects, lists, null) is an error. Which
+    spellings name the same class is `encode_labels`'s rule.
     """
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(
@@ -287,33 +286,52 @@ def label_of(value, path, where):
     return str(value).strip()
 
 
+NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def spelling_key(label):
+    """What every spelling of one class shares: the one rule for what counts as the same class.
+
+    A numeral's key is its number (`1`, `1.0`, `01`, `+1` and `1e0` share one);
+    any other label's is its text in Unicode's composed form (NFC), without
+    invisible format characters (such as a zero-width space), case-folded, with
+    runs of whitespace as one space.
+    """
+    if NUMBER.fullmatch(label):
+        return decimal.Decimal(label)
+    visible = "".join(
+        c for c in unicodedata.normalize("NFC", label) if unicodedata.category(c) != "Cf")
+    return " ".join(visible.casefold().split())
+
+
 def encode_labels(values, path):
     """Maps label strings to indices; returns `(labels, label_names)`.
 
-    Names are sorted numerically when every label is an integer (so "2" comes
-    before "10"), otherwise alphabetically.
+    Labels are compared exactly, and two that `spelling_key` calls the same
+    class are refused, naming both spellings: they are a typo or a formatting
+    accident, and one class would otherwise become two. Names are sorted
+    numerically when every label is a numeral (so "2" comes before "10"),
+    otherwise alphabetically.
     """
     names = sorted(set(values))
-    integers = all(re.fullmatch(r"-?[0-9]+", name) for name in names)
-    if integers:
-        names.sort(key=int)
+    if all(NUMBER.fullmatch(name) for name in names):
+        names.sort(key=decimal.Decimal)
     if len(names) < 2:
         raise ValueError(
             f"label_column: {path!r} has a single label class {names!r}; "
             "classification needs at least two."
         )
-    folded = {}
+    spellings = {}
     for name in names:
-        number = re.fullmatch(r"-?[0-9]+", name)
-        key = int(name) if number else " ".join(name.lower().split())
-        folded.setdefault(key, []).append(name)
-    alike = [group for group in folded.values() if len(group) > 1]
+        spellings.setdefault(spelling_key(name), []).append(name)
+    alike = [" and ".join(map(ascii, group)) for group in spellings.values() if len(group) > 1]
     if alike:
+        shown = "; ".join(alike[:4]) + (f"; ... and {len(alike) - 4} more" if alike[4:] else "")
         raise ValueError(
-            f"label_column: {path!r} has classes that differ only in case, spacing or "
-            f"leading zeros: "
-            f"{shorten(alike, 4)}. Labels are compared exactly, so these would be "
-            "different classes; make each class one spelling."
+            f"label_column: {path!r} has classes that differ only in case, spacing, "
+            f"invisible characters or how a number is written: {shown}. Labels are "
+            "compared exactly, so these would be different classes; make each class one "
+            "spelling."
         )
     index = {name: i for i, name in enumerate(names)}
     return [index[value] for value in values], tuple(names)

@@ -1,6 +1,7 @@
 """The user's own text files and tables load, and every bad input says what is wrong."""
 
 import json
+import re
 
 import pytest
 
@@ -183,17 +184,35 @@ def test_one_rule_for_the_same_class(tmp_path):
     assert corpus.label_names == ("0", "1")
     lines[1] = json.dumps({"text": ROWS[1][0], "label": "Pos"})
     lines[2] = json.dumps({"text": ROWS[2][0], "label": "pos"})
-    with pytest.raises(ValueError, match=r"differ only in case, spacing or leading zeros: "
-                                         r"\[\['Pos', 'pos'\]\]"):
+    with pytest.raises(ValueError, match=r"differ only in case, spacing, invisible characters "
+                                         r"or how a number is written: 'Pos' and 'pos'\. "):
         data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)), check_labels=False)
     # The same integer written twice; digits that int() refuses are plain text.
     lines[1:3] = [json.dumps({"text": ROWS[i][0], "label": label})
                   for i, label in ((1, "01"), (2, "²"))]
-    with pytest.raises(ValueError, match=r"leading zeros: \[\['01', '1'\]\]"):
+    with pytest.raises(ValueError, match=r"how a number is written: '01' and '1'\. "):
         data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)), check_labels=False)
     lines[1] = json.dumps({"text": ROWS[1][0], "label": "--1"})
     corpus = data.load_table(write(tmp_path / "r.jsonl", "\n".join(lines)), check_labels=False)
     assert corpus.label_names == ("--1", "0", "1", "²")
+
+
+@pytest.mark.parametrize("spellings, shown", [
+    (("1", "1.0"), "'1' and '1.0'"),  # A number read back from a spreadsheet.
+    (("2", "+2e0"), "'+2e0' and '2'"),
+    (("pos", "pos\u200b"), "'pos' and 'pos\\u200b'"),  # A zero-width space.
+    (("café", "cafe\u0301"), "'cafe\\u0301' and 'caf\\xe9'"),  # Composed and decomposed é.
+    (("pos", "pos\u00a0"), None),  # A no-break space at the end is stripped: one class.
+])
+def test_spellings_of_one_class_a_user_cannot_tell_apart_are_refused(tmp_path, spellings, shown):
+    rows = [(text, spellings[i // 2 % 2] if label == "pos" else "neg")
+            for i, (text, label) in enumerate(ROWS)]
+    path = write(tmp_path / "r.csv", "\n".join(["text,label"] + [f"{t},{l}" for t, l in rows]))
+    if shown is None:
+        assert data.load_table(path).label_names == ("neg", "pos")
+        return
+    with pytest.raises(ValueError, match=re.escape(f"how a number is written: {shown}. ")):
+        data.load_table(path)
 
 
 def test_text_that_is_not_text_is_refused(tmp_path):
