@@ -8,6 +8,7 @@ before TensorFlow starts (and before `--cpu-replicas` must take effect).
 import argparse
 import codecs
 import contextlib
+import errno
 import json
 import math
 import os
@@ -594,7 +595,7 @@ def run(parser, function, args):
     """Runs `function(args)`; an error ends the program with one line and a non-zero status.
 
     Bad input exits with status 2, a diverged run (NaN loss) with 3, a
-    checkpoint that could not be written (disk full) with 74 (EX_IOERR), a
+    checkpoint or file that could not be written (disk full) with 74 (EX_IOERR), a
     preempted one (SIGTERM, after saving a checkpoint) with 143, as a
     process killed by SIGTERM, Ctrl-C with 130, any other failure with 1.
     With `--debug`, errors are raised with their traceback instead.
@@ -624,11 +625,16 @@ def run(parser, function, args):
         del STARTED_RUNS[:]
 
 
+# A file that could not be written for want of room: the disk, a quota, a size limit.
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def failure(error):
     """`(exit status, message)` for an error that ends a program (see `run`)."""
     # The trainer's own errors can only come from a program that imported it.
     loop = sys.modules.get("keras_linformer.training.loop")
-    if loop is not None and isinstance(error, loop.CheckpointWriteError):
+    if (loop is not None and isinstance(error, loop.CheckpointWriteError)) or (
+            isinstance(error, OSError) and error.errno in WRITE_ERRORS):
         return 74, f"error: {error}"
     if isinstance(error, (ValueError, OSError, ModuleNotFoundError)):
         return 2, f"error: {str(error).strip() or type(error).__name__}"

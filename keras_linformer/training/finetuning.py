@@ -215,7 +215,7 @@ class ClassificationTask(runs.Task):
         )
 
     def save(self, model, output_dir):
-        model.save(os.path.join(output_dir, run_directory.CLASSIFIER_FILE))
+        run_directory.save_model(model, output_dir, run_directory.CLASSIFIER_FILE)
         run_directory.write_labels(output_dir, self.corpus.label_names)
 
     def summary(self, results):

@@ -1,7 +1,6 @@
 """Masked-language-model pretraining of a LinformerBackbone on `tf.distribute`."""
 
 import math
-import os
 import time
 
 import keras
@@ -218,7 +217,7 @@ class MaskedLMTask(runs.Task):
     def save(self, model, output_dir):
         starting_points.save_pretrained(model.backbone, self.vocabulary, output_dir)
         # The whole masked LM (backbone and tied head), for fill-mask use and export.
-        model.save(os.path.join(output_dir, run_directory.MASKED_LM_FILE))
+        run_directory.save_model(model, output_dir, run_directory.MASKED_LM_FILE)
 
     def summary(self, results):
         corpus = self.corpus

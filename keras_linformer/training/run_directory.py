@@ -30,13 +30,18 @@ finished run. An output directory must be new, empty, or a run of the same
 program: anything else would have files replaced or mixed with the run's.
 """
 
+import contextlib
+import fcntl
 import json
 import os
+import socket
 
 from keras_linformer import programs
 from keras_linformer.utils import files
 
 RUN_FILE = "run.json"
+# Held by the process writing the run (`claimed`); left by a killed one, and then free.
+LOCK_FILE = ".lock"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_DIR = "checkpoints"
 BEST_DIR = os.path.join(CHECKPOINT_DIR, "best")
@@ -131,8 +136,16 @@ def write_summary(directory, summary):
 
 def write_labels(directory, label_names):
     """Writes the class names to `labels.txt`, one per line in class-index order."""
-    with open(os.path.join(directory, LABELS_FILE), "w", encoding="utf-8") as file:
+    path = os.path.join(directory, LABELS_FILE)
+    with files.replaced_whole(path) as temporary, open(temporary, "w", encoding="utf-8") as file:
         file.writelines(f"{name}\n" for name in label_names)
+
+
+def save_model(model, directory, name):
+    """Saves `model` as `directory/name` (a `.keras` file), whole (`files.replaced_whole`)."""
+    path = os.path.join(directory, name)
+    with files.replaced_whole(path, files.keras_temporary(path)) as temporary:
+        model.save(temporary)
 
 
 def read_labels(path):
@@ -166,6 +179,64 @@ def logged_scalars(log_dir):
     return {tag: sorted(by_epoch.items()) for tag, by_epoch in points.items()}
 
 
+@contextlib.contextmanager
+def claimed(directory, writer=True):
+    """Holds `directory` for the run of this process (its `writer`; others do nothing):
+    another run into it is refused while this one lasts.
+
+    The claim is an exclusive `flock` on `LOCK_FILE`, which names this process; the
+    operating system releases it when the process ends, however it ends, so a killed run
+    leaves no claim behind and its rerun resumes.
+
+    Raises:
+        ValueError: another process holds `directory`, naming it.
+    """
+    if not writer:
+        yield
+        return
+    path = os.path.join(directory, LOCK_FILE)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # A claim ending between our open and flock removed the file we locked.
+            if os.fstat(descriptor).st_ino != os.stat(path).st_ino:
+                raise BlockingIOError
+        except (BlockingIOError, FileNotFoundError):
+            raise _in_use(directory, descriptor) from None
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"process {os.getpid()} on {socket.gethostname()}\n".encode())
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+    finally:
+        os.close(descriptor)  # Releases the claim.
+
+
+def _in_use(directory, descriptor, argument="output_dir"):
+    holder = os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip()
+    return ValueError(
+        f"{argument}: {directory!r} is in use by {holder or 'another process'}, a run "
+        "writing there now. Wait for it to end (or stop it), or use another output "
+        "directory."
+    )
+
+
+def check_not_claimed(directory, argument="output_dir"):
+    """Raises `claimed`'s error if another process holds `directory` now (a check before
+    a program starts its work; `claimed` is what holds it)."""
+    path = os.path.join(directory, LOCK_FILE)
+    if not os.path.isfile(path):
+        return
+    with contextlib.suppress(FileNotFoundError), open(path, "rb+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(directory, file.fileno(), argument) from None
+
+
 def check_output_dir(path, task, argument="output_dir"):
     """Raises unless `path` may receive a run of `task` (a key of `PROGRAMS`).
 
@@ -186,11 +257,12 @@ def check_output_dir(path, task, argument="output_dir"):
             f"{argument}: {path!r} is a file, not a directory. Give a new directory "
             "(or the directory of an earlier run to resume it)."
         )
+    check_not_claimed(path, argument)
     # A driver, or a shell redirection, may write the run's command, its commit, its machine
     # or a log of its output (`*.log`) before the program starts; a run never writes such
     # names, so none is lost.
     present = sorted(name for name in os.listdir(path)
-                     if name not in (COMMAND_FILE, COMMIT_FILE, MACHINE_FILE)
+                     if name not in (COMMAND_FILE, COMMIT_FILE, MACHINE_FILE, LOCK_FILE)
                      and not name.endswith(".log"))
     if not present:
         return

@@ -234,106 +234,106 @@ def run(task, strategy=None, log=print, callbacks=None):
         run_directory.check_output_dir(output_dir, task.name)
     keras.utils.set_random_seed(config.seed)
     os.makedirs(output_dir, exist_ok=True)
-
-    plan, record = task.prepare(strategy, log, start)
-    labels = corpus.train.labels if task.labelled else None
-    start_run(
-        output_dir,
-        {
-            "task": task.name,
-            "corpus": corpus.name,
-            **record,
-            # Named as in the run records of earlier versions, which then still resume.
-            "rounds": plan.epochs,
-            "steps_per_round": plan.steps_per_epoch,
-            "batch_size": config.batch_size,
-            "learning_rate": config.learning_rate,
-            "warmup_fraction": config.warmup_fraction,
-            "weight_decay": config.weight_decay,
-            "mixed_precision": keras.config.dtype_policy().name != "float32",
-            "seed": config.seed,
-            # A run resumes its transfer: a rerun with other epochs would mix two.
-            "attention_transfer_epochs": config.attention_transfer_epochs,
-            "data_sha256": texts_digest(corpus.train.texts, labels),
-            # The validation and test texts (fewer with --max-eval-examples): a finished
-            # run's summary holds the test metrics of these.
-            "evaluation_texts": [len(corpus.validation), len(corpus.test)],
-        },
-        chief=chief,
-    )
-    finished = run_directory.read_summary(output_dir)
-    if finished is not None:
-        log(
-            f"{output_dir} holds a finished run of these options and data "
-            f"({SUMMARY_FILE}); nothing to do, nothing changed. Use another output "
-            "directory to train again."
+    with run_directory.claimed(output_dir, chief):
+        plan, record = task.prepare(strategy, log, start)
+        labels = corpus.train.labels if task.labelled else None
+        start_run(
+            output_dir,
+            {
+                "task": task.name,
+                "corpus": corpus.name,
+                **record,
+                # Named as in the run records of earlier versions, which then still resume.
+                "rounds": plan.epochs,
+                "steps_per_round": plan.steps_per_epoch,
+                "batch_size": config.batch_size,
+                "learning_rate": config.learning_rate,
+                "warmup_fraction": config.warmup_fraction,
+                "weight_decay": config.weight_decay,
+                "mixed_precision": keras.config.dtype_policy().name != "float32",
+                "seed": config.seed,
+                # A run resumes its transfer: a rerun with other epochs would mix two.
+                "attention_transfer_epochs": config.attention_transfer_epochs,
+                "data_sha256": texts_digest(corpus.train.texts, labels),
+                # The validation and test texts (fewer with --max-eval-examples): a finished
+                # run's summary holds the test metrics of these.
+                "evaluation_texts": [len(corpus.validation), len(corpus.test)],
+            },
+            chief=chief,
         )
-        return finished
+        finished = run_directory.read_summary(output_dir)
+        if finished is not None:
+            log(
+                f"{output_dir} holds a finished run of these options and data "
+                f"({SUMMARY_FILE}); nothing to do, nothing changed. Use another output "
+                "directory to train again."
+            )
+            return finished
 
-    task.transfer_attention(log)
-    with strategy.scope():
-        model = task.build_model(
-            optimizers.make_optimizer(
-                config.learning_rate, plan.total_steps, config.warmup_fraction,
-                config.weight_decay,
+        task.transfer_attention(log)
+        with strategy.scope():
+            model = task.build_model(
+                optimizers.make_optimizer(
+                    config.learning_rate, plan.total_steps, config.warmup_fraction,
+                    config.weight_decay,
+                ),
+                jit_compile,
+            )
+        if chief:
+            # Written after run.json, which marks the directory as this run's.
+            data.save_vocabulary(
+                task.vocabulary, os.path.join(output_dir, run_directory.VOCABULARY_FILE)
+            )
+
+        def distributed(split, shuffle, **options):
+            return inputs.distribute(
+                strategy, lambda context: task.dataset(split, shuffle, context), **options
+            )
+
+        def make_train(skip_steps):
+            return distributed(corpus.train, True, repeat=True, skip_steps=skip_steps)
+
+        validation = distributed(
+            corpus.validation, False, max_steps=getattr(config, "validation_batches", None)
+        )
+        test = distributed(corpus.test, False)
+        log(task.describe(model, plan, strategy, jit_compile, start))
+
+        fit_start, fit_cpu_start = time.perf_counter(), time.process_time()
+        trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor)
+        history, steps, _ = trainer.fit(
+            make_train, plan, validation, callbacks, config.update_freq, config.profile_batches
+        )
+        # CPU time of all this process's threads: on a shared or paused machine it counts only
+        # this run's own work.
+        fit_seconds = time.perf_counter() - fit_start
+        fit_cpu_seconds = time.process_time() - fit_cpu_start
+        selected = trainer.restore_best() if task.monitor else None
+        results = loop_lib.evaluate(model, strategy, test)
+        task.check_results(results)
+        if chief:
+            task.save(model, output_dir)
+        summary = {
+            **task.summary(results),
+            "steps": steps,
+            "total_steps": plan.total_steps,
+            # None when the checkpoints held every step (a run stopped before its summary).
+            "tokens_per_second": (
+                steps * config.batch_size * task.sequence_length / fit_seconds if steps else None
             ),
-            jit_compile,
-        )
-    if chief:
-        # Written after run.json, which marks the directory as this run's.
-        data.save_vocabulary(
-            task.vocabulary, os.path.join(output_dir, run_directory.VOCABULARY_FILE)
-        )
-
-    def distributed(split, shuffle, **options):
-        return inputs.distribute(
-            strategy, lambda context: task.dataset(split, shuffle, context), **options
-        )
-
-    def make_train(skip_steps):
-        return distributed(corpus.train, True, repeat=True, skip_steps=skip_steps)
-
-    validation = distributed(
-        corpus.validation, False, max_steps=getattr(config, "validation_batches", None)
-    )
-    test = distributed(corpus.test, False)
-    log(task.describe(model, plan, strategy, jit_compile, start))
-
-    fit_start, fit_cpu_start = time.perf_counter(), time.process_time()
-    trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor)
-    history, steps, _ = trainer.fit(
-        make_train, plan, validation, callbacks, config.update_freq, config.profile_batches
-    )
-    # CPU time of all this process's threads: on a shared or paused machine it counts only
-    # this run's own work.
-    fit_seconds = time.perf_counter() - fit_start
-    fit_cpu_seconds = time.process_time() - fit_cpu_start
-    selected = trainer.restore_best() if task.monitor else None
-    results = loop_lib.evaluate(model, strategy, test)
-    task.check_results(results)
-    if chief:
-        task.save(model, output_dir)
-    summary = {
-        **task.summary(results),
-        "steps": steps,
-        "total_steps": plan.total_steps,
-        # None when the checkpoints held every step (a run stopped before its summary).
-        "tokens_per_second": (
-            steps * config.batch_size * task.sequence_length / fit_seconds if steps else None
-        ),
-        "fit_seconds": fit_seconds,
-        "fit_cpu_seconds": fit_cpu_seconds,
-        "seconds": time.perf_counter() - start,
-        "final_train_loss": history["loss"][-1] if history.get("loss") else None,
-    }
-    if selected is not None:
-        step, value = selected
-        summary.update(
-            selected_step=step,
-            selected_round=step // plan.steps_per_epoch,
-            **{f"selected_{task.monitor}": value},
-        )
-    if chief:
-        run_directory.write_summary(output_dir, summary)
-    log(task.report(summary))
-    return summary
+            "fit_seconds": fit_seconds,
+            "fit_cpu_seconds": fit_cpu_seconds,
+            "seconds": time.perf_counter() - start,
+            "final_train_loss": history["loss"][-1] if history.get("loss") else None,
+        }
+        if selected is not None:
+            step, value = selected
+            summary.update(
+                selected_step=step,
+                selected_round=step // plan.steps_per_epoch,
+                **{f"selected_{task.monitor}": value},
+            )
+        if chief:
+            run_directory.write_summary(output_dir, summary)
+        log(task.report(summary))
+        return summary

@@ -10,6 +10,7 @@ During training: a NaN loss, a port in use, a full disk and changed data files (
 marked slow start training processes).
 """
 
+import errno
 import json
 import os
 import resource
@@ -843,6 +844,57 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
         in result.stdout
     )
     assert {name: (tmp_path / name).read_bytes() for name in record} == record
+
+
+@pytest.mark.slow
+def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(reviews_file, tmp_path):
+    from keras_linformer.training import run_directory
+
+    output = tmp_path / "run"
+    output.mkdir()
+    flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2,
+             "--vocabulary-size", 100, "--output-dir", output]
+    with run_directory.claimed(str(output)):  # This process writes there now.
+        result = run_program("keras-linformer-finetune", *flags, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert (f"error: --output-dir: '{output}' is in use by process {os.getpid()} on "
+            f"{socket.gethostname()}, a run writing there now.") in result.stderr
+    assert os.listdir(output) == []
+    # A run killed while it held the directory leaves its lock file, and no claim.
+    killed = subprocess.run([sys.executable, "-c", (
+        "import os, signal\n"
+        "from keras_linformer.training import run_directory\n"
+        f"with run_directory.claimed({str(output)!r}):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n")], env=program_environment(), timeout=120)
+    assert killed.returncode == -signal.SIGKILL and os.listdir(output) == [".lock"]
+    result = run_program("keras-linformer-finetune", *flags, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ".lock" not in os.listdir(output) and read_summary(output)["steps"] == 2
+
+
+def test_a_full_disk_at_the_final_save_names_the_file_and_the_rerun_finishes(
+        reviews_file, tmp_path, capsys, monkeypatch):
+    import keras
+
+    from keras_linformer.programs import finetune
+
+    def fill_the_disk(model, path, *args, **kwargs):
+        with open(path, "wb") as file:
+            file.write(b"PK\x03\x04 the first bytes of a zip")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    output = tmp_path / "run"
+    flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", "16", "--max-steps", "2",
+             "--vocabulary-size", "100", "--output-dir", output]
+    monkeypatch.setattr(keras.Model, "save", fill_the_disk)
+    status, stderr = run_in_process(finetune, flags, capsys)
+    assert status == 74, stderr
+    assert (f"could not write {output / 'classifier.keras'} (No space left on device); nothing "
+            "was written there") in stderr
+    assert not [p.name for p in output.iterdir() if p.name.startswith("classifier")]
+    monkeypatch.undo()
+    assert finetune.main([str(flag) for flag in flags]) == 0
+    assert keras.saving.load_model(output / "classifier.keras").count_params() > 0
 
 
 @pytest.fixture()
