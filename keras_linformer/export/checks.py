@@ -103,6 +103,13 @@ def check_fingerprints(export_dir, info):
             f"{warmup.EXTRA_DIR}/{serving.INFO_FILE}: label_names {info.get('label_names')!r:.200} "
             f"do not match the fingerprint of the exported {sources.LABELS_FILE}"
         )
+    contents = recorded.get("contents")
+    if contents:
+        problem = fingerprints.check_contents(export_dir, contents)
+        if problem is None:
+            described.append(f"the {len(contents)} files of the export")
+        else:
+            problems.append(problem + "; export again")
     if problems or not described:
         return Check(
             name,

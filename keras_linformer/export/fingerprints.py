@@ -14,6 +14,9 @@ An export records in `assets.extra/export_info.json`, under
   model, vocabulary, class names, sequence length, serving options, model
   name, library versions): two exports with the same one serve the same
   thing, so a rerun can reuse the version that holds it.
+- `"contents"`: the SHA-256 of every file the export wrote (graph, variables,
+  assets, warmup requests), but `export_info.json` itself: a version is
+  reused only if it still holds every one of them.
 """
 
 import hashlib
@@ -102,6 +105,33 @@ def line_differences(found, recorded, limit=3):
     if len(differing) > limit:
         parts.append(f"and {len(differing) - limit} more lines differ")
     return "; ".join(parts)
+
+
+def contents_sha256(export_dir, skip=()):
+    """`{path: sha256}` of every file under `export_dir` (paths relative to it, with `/`),
+    but those in `skip`: what `check_contents` checks a reused export against."""
+    contents = {}
+    for root, _, names in os.walk(export_dir):
+        for name in names:
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, export_dir).replace(os.sep, "/")
+            if relative not in skip:
+                contents[relative] = file_sha256(path)
+    return dict(sorted(contents.items()))
+
+
+def check_contents(export_dir, recorded):
+    """A problem (str) if a file of `recorded` (`contents_sha256`) is missing from
+    `export_dir` or changed, else `None`."""
+    for relative, sha256 in recorded.items():
+        path = os.path.join(export_dir, *relative.split("/"))
+        if not os.path.isfile(path):
+            return f"{relative} is missing"
+        found = file_sha256(path)
+        if found != sha256:
+            return (f"{relative} does not match its fingerprint (sha256 {short(found)}... now, "
+                    f"{short(sha256)}... at export)")
+    return None
 
 
 def check_file(path, name, record, exported_lines=None):

@@ -386,42 +386,42 @@ def library_versions():
 
 
 def find_same_export(base_dir, model_name, export_fingerprint):
-    """The latest version of `model_name` if it holds the export `export_fingerprint`, else None.
+    """`(path, damage)`: the latest version of `model_name` and `None` if it holds the export
+    `export_fingerprint` whole; the version and what is wrong with it if it holds that
+    export but is incomplete or a file changed; `(None, None)` otherwise.
 
-    Only the latest version counts (TF Serving serves it), and only if it
-    is complete and its `vocab.txt` / `labels.txt` still match their
-    fingerprints.
+    Only the latest version counts (TF Serving serves it).
     """
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     versions = layout.list_versions(model_dir)
     if not versions:
-        return None
+        return None, None
     path = os.path.join(model_dir, str(versions[-1]))
-    if not (
-        os.path.isfile(os.path.join(path, "saved_model.pb"))
-        and os.path.isdir(os.path.join(path, "variables"))
-        and os.path.isfile(warmup.warmup_path(path))
-    ):
-        return None
     try:
         recorded = read_export_info(path).get("fingerprints") or {}
     except (OSError, ValueError):
-        return None
+        return None, None
     if recorded.get("export") != export_fingerprint:
-        return None
+        return None, None
+    if not recorded.get("contents"):
+        return path, f"{INFO_FILE} records no fingerprints of its files, so it cannot be checked"
     extra = os.path.join(path, warmup.EXTRA_DIR)
     for name, record in (recorded.get("files") or {}).items():
-        if fingerprints.check_file(os.path.join(extra, name), name, record) is not None:
-            return None
-    return path
+        problem = fingerprints.check_file(os.path.join(extra, name), name, record)
+        if problem is not None:
+            return path, problem
+    return path, fingerprints.check_contents(path, recorded["contents"])
 
 
-def write_export(source, base_dir, model_name, version, build_archive, reuse_existing=False):
+def write_export(source, base_dir, model_name, version, build_archive, reuse_existing=False,
+                 log=print):
     recorded = export_fingerprints(source, model_name)
     if reuse_existing:
-        existing = find_same_export(base_dir, model_name, recorded["export"])
-        if existing is not None:
+        existing, damage = find_same_export(base_dir, model_name, recorded["export"])
+        if existing is not None and damage is None:
             return existing
+        if existing is not None:
+            log(f"{existing} holds this export, but damaged: {damage}. Writing a new version.")
 
     def write(path):
         archive, requests = build_archive(source)
@@ -460,7 +460,8 @@ def write_extras(path, source, model_name, recorded):
         problem = fingerprints.check_file(os.path.join(extra, name), name, record)
         if problem is not None:
             raise RuntimeError(f"export: {problem} right after writing it.")
-    info["fingerprints"] = recorded
+    info["fingerprints"] = {**recorded, "contents": fingerprints.contents_sha256(
+        path, skip=[f"{warmup.EXTRA_DIR}/{INFO_FILE}"])}
     info["signatures"] = {
         name: {
             "inputs": {k: [d, list(s)] for k, (d, s) in inputs.items()},
