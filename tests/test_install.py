@@ -133,6 +133,7 @@ REFUSALS = {
     "finetune": (["--batch-size", "0"], "--batch-size: must be a positive integer"),
     "export": (["no-such-run"], "directory 'no-such-run' does not exist"),
     "verify": (["no-such-export"], "directory 'no-such-export' does not exist"),
+    "query": (["no-such-export", "a text"], "directory 'no-such-export' does not exist"),
     "launch": (["--workers", "0", "--", "true"], "--workers: must be a positive integer"),
 }
 

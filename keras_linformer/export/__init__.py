@@ -5,11 +5,13 @@ from keras_linformer import export
 
 path = export.export_classifier("artifacts/finetune")  # saved_models/linformer_classifier/1
 report = export.verify(path)  # loads it the way TF Serving does
+export.query(path, ["a fine film"])  # {"probabilities": ..., ...}
 ```
 """
 
 from keras_linformer.export.layout import list_versions
 from keras_linformer.export.layout import next_version
+from keras_linformer.export.query import query
 from keras_linformer.export.report import VerificationReport
 from keras_linformer.export.serving import DEFAULT_MAX_BATCH_SIZE
 from keras_linformer.export.serving import SIGNATURES
@@ -27,6 +29,7 @@ __all__ = [
     "export_masked_lm",
     "list_versions",
     "next_version",
+    "query",
     "read_export_info",
     "read_warmup_requests",
     "verify",

@@ -7,6 +7,7 @@ One module per program, each with a `main(argv=None)`:
 - `finetune`: text classification, from scratch, a pretraining run or a BERT;
 - `export`: a SavedModel for TF Serving, raw text in;
 - `verify`: checks an export the way TF Serving loads it;
+- `query`: answers texts with an export, loaded the way TF Serving loads it;
 - `launch`: local workers under MultiWorkerMirroredStrategy.
 
 `cli` holds what they share: flags, argparse types, exit statuses.
@@ -24,7 +25,7 @@ before TensorFlow starts.
 import sys
 
 # The programs, by module name.
-PROGRAMS = ("main", "pretrain", "finetune", "export", "verify", "launch")
+PROGRAMS = ("main", "pretrain", "finetune", "export", "verify", "query", "launch")
 # A program's console script is this prefix and its module name (setup.cfg).
 SCRIPT_PREFIX = "keras-linformer-"
 # The packages whose modules run the programs with `python -m`: this one, and the

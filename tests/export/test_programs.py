@@ -172,6 +172,58 @@ def test_export_reuse_existing_says_so_and_writes_no_version(
     assert sorted(os.listdir(tmp_path / "sentiment")) == ["1"]
 
 
+@pytest.mark.slow
+def test_query_answers_texts_as_typed_with_the_served_model(
+        classifier, classifier_export, tmp_path):
+    import json
+
+    import numpy as np
+
+    from keras_linformer import export
+    from keras_linformer.export import sources
+    from keras_linformer.export.reference import KerasReference
+    from tests.export.conftest import LABEL_NAMES
+    from tests.export.conftest import VOCABULARY
+    from tests.training.harness import run_program
+
+    texts = ["the cat", "ünïcödé, [MASK] and more"]
+    result = run_program("keras-linformer-query", os.path.dirname(classifier_export), *texts,
+                         cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [answer["text"] for answer in answers] == texts
+    info = export.read_export_info(classifier_export)
+    reference = KerasReference(sources.load_source(
+        "classifier", classifier, VOCABULARY, LABEL_NAMES, info["sequence_length"]), info)
+    reference.cases([text.encode() for text in texts])
+    expected = reference.classifier_probabilities()
+    np.testing.assert_allclose([a["probabilities"] for a in answers], expected, atol=1e-5)
+    assert [a["labels"] for a in answers] == [LABEL_NAMES[i] for i in expected.argmax(-1)]
+    refused = run_program("keras-linformer-query", classifier_export, "x", "--signature",
+                          "predict_token_ids", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "`--signature` must be one of ['serving_default']" in refused.stderr
+
+
+@pytest.mark.slow
+def test_export_replaces_a_damaged_export_instead_of_reusing_it(
+    finetune_dir, classifier_export, tmp_path
+):
+    from tests.training.harness import run_program
+
+    model_dir = tmp_path / "sentiment"
+    shutil.copytree(classifier_export, model_dir / "1")
+    data_file = next((model_dir / "1" / "variables").glob("variables.data-*"))
+    data_file.write_bytes(data_file.read_bytes()[:100])
+    result = run_program("keras-linformer-export", finetune_dir, "--base-dir", tmp_path,
+                         "--model-name", "sentiment", "--reuse-existing", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (f"{model_dir / '1'} holds this export, but damaged: variables/{data_file.name} "
+            "does not match its fingerprint") in result.stdout
+    assert f"to {model_dir / '2'}" in result.stdout, result.stdout
+    assert layout.list_versions(model_dir) == [1, 2]
+
+
 def test_the_oldest_tensorflow_check_refuses_a_python_without_tensorflow(tmp_path, capsys):
     from keras_linformer.export import oldest_tensorflow
 
