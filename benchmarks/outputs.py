@@ -10,6 +10,7 @@ Shared by the speed benchmarks (`harness/`), the spectrum analysis
 import contextlib
 import csv
 import io
+import math
 import os
 import platform
 import shlex
@@ -85,6 +86,50 @@ def read_csv(path):
             for row in csv.DictReader(file)
         ]
     return rows, command
+
+
+# What a column of a measured ("ok") row must hold, for `check_rows`.
+KINDS = {
+    "time": ("a finite time in seconds above 0", lambda x: math.isfinite(x) and x > 0),
+    "amount": ("a finite number of at least 0", lambda x: math.isfinite(x) and x >= 0),
+}
+
+
+def check_rows(path, rows, measured, key, argument="--report-only", keyed=None):
+    """Refuses rows a report cannot trust, naming the file, the data row and the column.
+
+    Every row whose `status` is "ok" must hold in each column of `measured`
+    (`{column: kind of KINDS}`) a number of that kind; no two rows (of those
+    for which `keyed(row)` is true, default all) may have the same values in
+    the columns of `key`, which name one cell.
+
+    Raises:
+        ValueError: the first row that fails, naming `argument`, `path`, the
+            row (counted from 1 after the header) and the column.
+    """
+    seen = {}
+    for number, row in enumerate(rows, 1):
+        where = f"{argument}: {path}: data row {number}"
+        if row.get("status") == "ok":
+            for column, kind in measured.items():
+                what, good = KINDS[kind]
+                value = row.get(column)
+                try:
+                    fine = good(float(value))
+                except (TypeError, ValueError):
+                    fine = False
+                if not fine:
+                    raise ValueError(f"{where}, column {column}: {value!r} is not {what}; "
+                                     "correct the row or measure it again")
+        if keyed is not None and not keyed(row):
+            continue
+        cell = tuple(str(blank_none(row.get(column))) for column in key)
+        if cell in seen:
+            raise ValueError(
+                f"{where} records the same cell as data row {seen[cell]} ("
+                + ", ".join(f"{c}={v or '-'}" for c, v in zip(key, cell))
+                + "); keep one of them")
+        seen[cell] = number
 
 
 def _parse(value):

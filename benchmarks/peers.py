@@ -397,10 +397,19 @@ def run_child(spec, timeout, memory_limit_bytes):
     return result
 
 
+# What a cell measured, and where on which machine.
+RESULT_FIELDS = {
+    "status", "median_s", "min_s", "tokens_per_s", "peak_bytes", "memory_measure",
+    "compiled_temp_bytes", "fused_kernel", "analytic_flops", "busy_cores_during", "note",
+    "machine",
+}
+# The columns that name a cell: a resumed run skips the cells the CSV holds.
+KEY_FIELDS = ("backend", "device", "compile", "dtype", "task", "model", "sequence_length",
+              "projected_dim", "round")
+
+
 def _key(row):
-    return tuple(str(row[f]) for f in (
-        "backend", "device", "compile", "dtype", "task", "model", "sequence_length",
-        "projected_dim", "round"))
+    return tuple(str(outputs.blank_none(row[f])) for f in KEY_FIELDS)
 
 
 def read_rows(path, appending=False):
@@ -418,6 +427,11 @@ def read_rows(path, appending=False):
         raise ValueError(
             f"--output {path} was written by an earlier version, without the columns "
             f"{sorted(missing)}: name a new file to run cells (--report-only reads it).")
+    # A cell is every column but what was measured: a file appended to by several
+    # commands (an A/B of two versions) holds each cell once per command.
+    configuration = [column for column in rows[0] if column not in RESULT_FIELDS] if rows else []
+    outputs.check_rows(path, rows, {"median_s": "time", "min_s": "time",
+                                    "peak_bytes": "amount"}, configuration, "--output")
     return rows
 
 
@@ -461,7 +475,8 @@ def summary(rows):
                 row.append("-" if memory is None or not best_memory
                            else f"{memory / best_memory:.3f}")
             batch = max(int(r["batch_size"]) for r in cells if int(r["sequence_length"]) == n)
-            k = int(cells[0]["projected_dim"])
+            k = next((int(r["projected_dim"]) for r in cells
+                      if r["model"].startswith("linformer") and r["projected_dim"]), n)
             flop_ratio = analytic_flops(best, n, batch, 768, k, "forward") / analytic_flops(
                 "linformer", n, batch, 768, k, "forward")
             row.append(f"{flop_ratio:.2f}")
@@ -595,9 +610,11 @@ def measure(args, argv):
                             projected_dim=args.projected_dim, num_heads=12, head_dim=64,
                             dtype=args.dtype, compile=compile_mode, device=device,
                             repeats=args.repeats, min_seconds=args.min_seconds)
+                # The k that runs: at most n, and none for exact attention.
+                k = min(args.projected_dim, n) if model.startswith("linformer") else None
                 row = dict(backend=backend, device=device, compile=compile_mode,
                            dtype=args.dtype, task=task, model=model, sequence_length=n,
-                           batch_size=batch, projected_dim=args.projected_dim, round=rnd,
+                           batch_size=batch, projected_dim=k, round=rnd,
                            machine="; ".join(machine), command=command,
                            analytic_flops=analytic_flops(model, n, batch, 768,
                                                          args.projected_dim, task))
@@ -612,7 +629,7 @@ def measure(args, argv):
                 if row["status"] in ("OOM", "timeout"):
                     failed.setdefault((rnd, compile_mode, task, model), (n, row["status"]))
                 write(row)
-                rows.append({f: str(row.get(f)) for f in FIELDS})
+                rows.append({f: str(outputs.blank_none(row.get(f))) for f in FIELDS})
                 shown = (f"{float(row['median_s']) * 1e3:.2f} ms, "
                          f"{int(row['peak_bytes']) / 2**20:.0f} MiB, fused={row['fused_kernel']}"
                          if row["status"] == "ok" else row.get("note", ""))

@@ -80,11 +80,11 @@ def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, uni
         metavar="N", help="sequence lengths n to run",
     )
     parser.add_argument(
-        "--projected-dims", type=cli.positive_int, nargs="+", default=projected_dims,
-        metavar="K",
+        "--projected-dims", type=cli.positive_int, nargs="+", default=None, metavar="K",
         help="Linformer projected dims k; only k < n is run, and a k that no n exceeds "
-        "is refused",
+        f"is refused, as is any k without linformer in --models (default: {projected_dims})",
     )
+    parser.set_defaults(default_projected_dims=projected_dims)
     parser.add_argument(
         "--models", nargs="+", choices=("transformer", "linformer"),
         default=["transformer", "linformer"], help="which encoders to run",
@@ -238,6 +238,12 @@ def parse_arguments(parser, argv, task, default_name):
     parser.set_defaults(task=task)
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    given_dims, args.projected_dims = args.projected_dims, (
+        args.projected_dims or args.default_projected_dims)
+    if given_dims and "linformer" not in args.models:
+        parser.error(f"argument --projected-dims: k is the Linformer's, and --models "
+                     f"{' '.join(args.models)} runs no Linformer; leave --projected-dims out "
+                     "or add linformer to --models")
     check_model_shape(parser, args)
     if not args.report_only:  # Which runs nothing: its CSV is checked when it is read.
         check_grid(parser, args)

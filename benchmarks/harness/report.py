@@ -108,6 +108,9 @@ REQUIRED_FIELDS = (
     "flops", "gflops_per_s",
 )
 MODELS = ("transformer", "linformer", "matmul")
+# What a measured row holds (`outputs.check_rows`), and the columns that name its cell.
+MEASURED = {"median_s": "time", "min_s": "time", "flops": "amount", "gflops_per_s": "amount"}
+CELL = ("task", "model", "sequence_length", "projected_dim", "round", "variant")
 TASK_NAMES = {"forward": "forward passes", "train": "train steps"}
 
 
@@ -149,6 +152,9 @@ def read_results(path, task, argument="--report-only"):
             raise ValueError(f"{argument}: {path}: data row {number} has {len(cells)} cells, "
                              f"more than the {len(header)} columns of its header")
     rows, command = outputs.read_csv(path)
+    # The reference matmul is measured again beside every n: not a cell of its own.
+    outputs.check_rows(path, rows, MEASURED, CELL, argument,
+                       keyed=lambda row: row.get("model") != "matmul")
     for number, row in enumerate(rows, 1):
         if row["model"] not in MODELS:
             raise ValueError(f"{argument}: {path}: data row {number} has model {row['model']!r}; "

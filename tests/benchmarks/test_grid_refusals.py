@@ -47,8 +47,11 @@ def test_a_k_below_some_n_is_still_run_only_where_k_is_below_n():
         ("transformer", 64, None), ("matmul", 64, None),
         ("transformer", 128, None), ("linformer", 128, 64), ("matmul", 128, None),
     ]
-    # Without the Linformer, k is not used: nothing to refuse.
-    inference.parse_args(["--models", "transformer", "--projected-dims", "100000"])
+    # Without the Linformer, a k would be recorded in the command and never run.
+    with pytest.raises(SystemExit) as exited:
+        inference.parse_args(["--models", "transformer", "--projected-dims", "16"])
+    assert exited.value.code == 2
+    inference.parse_args(["--models", "transformer"])
 
 
 def test_a_memory_limit_below_an_empty_cell_is_refused_naming_the_measured_floor(tmp_path):
@@ -117,6 +120,18 @@ ROW = "small,2,256,4,1024,{model},512,{k},1,float32,ok,,0.1,0.09,0.2,5,5120,10,,
     (f"# python -m benchmarks.train_step\n{HEADER},task\n{ROW.format(model='linformer', k=128)}"
      ",train\n",
      "holds train steps (written by `python -m benchmarks.train_step`), not forward passes"),
+    # Edited by hand: what a report would turn into wrong numbers, or a crash after its plots.
+    (f"{HEADER}\n{ROW.format(model='linformer', k=128).replace(',0.1,', ',fast,')}\n",
+     "data row 1, column median_s: 'fast' is not a finite time in seconds above 0"),
+    (f"{HEADER}\n{ROW.format(model='transformer', k='')}\n"
+     f"{ROW.format(model='linformer', k=128).replace(',0.09,', ',0,')}\n",
+     "data row 2, column min_s: 0 is not a finite time in seconds above 0"),
+    (f"{HEADER}\n{ROW.format(model='linformer', k=128).replace(',0.1,', ',nan,')}\n",
+     "data row 1, column median_s: nan is not a finite time in seconds above 0"),
+    (f"{HEADER}\n{ROW.format(model='linformer', k=128)}\n{ROW.format(model='linformer', k=128)}"
+     "\n",
+     "data row 2 records the same cell as data row 1 (task=-, model=linformer, "
+     "sequence_length=512, projected_dim=128, round=-, variant=-); keep one of them"),
 ])
 def test_a_report_only_csv_that_is_no_grid_run_is_refused_in_one_line(text, message, tmp_path):
     path = tmp_path / "results.csv"

@@ -17,7 +17,7 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
          "--models", "linformer", "mha-fused", "--tasks", "train",
-         "--projected-dim", "16", "--repeats", "1", "--min-seconds", "0",
+         "--projected-dim", "128", "--repeats", "1", "--min-seconds", "0",
          "--output", str(output)],
         capture_output=True, text=True, timeout=600, cwd=peers.REPOSITORY,
         env={**os.environ, "KERAS_BACKEND": "jax"},
@@ -33,6 +33,8 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
         assert row["status"] == "ok", row
         assert (row["backend"], row["device"], row["batch_size"]) == ("jax", "cpu", "2")
         assert float(row["median_s"]) > 0 and int(row["peak_bytes"]) >= 0
+    # What ran: k clamped to n, and no k for the exact attention.
+    assert [row["projected_dim"] for row in rows] == ["64", ""]
     assert "TFLOP/s" in done.stdout and "cpu: " in done.stdout
     # Each row records the machine and the run's matmul rate.
     assert all("cpu: " in r["machine"] and "matmul: " in r["machine"] for r in rows)
@@ -41,7 +43,7 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
     again = subprocess.run(
         [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
          "--models", "linformer", "mha-fused", "--tasks", "train",
-         "--projected-dim", "16", "--output", str(output)],
+         "--projected-dim", "128", "--output", str(output)],
         capture_output=True, text=True, timeout=300, cwd=peers.REPOSITORY,
         env={**os.environ, "KERAS_BACKEND": "jax"},
     )
@@ -92,13 +94,27 @@ def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path, capsys):
         capsys, "--report-only", "--output", tmp_path / "missing.csv")
 
 
+def test_a_csv_edited_by_hand_is_refused_naming_the_row_and_column(tmp_path, capsys):
+    path = tmp_path / "peers.csv"
+    row = dict.fromkeys(peers.FIELDS, "") | dict(
+        backend="jax", device="cpu", compile="jit", dtype="float32", task="forward",
+        model="linformer", sequence_length="64", batch_size="2", projected_dim="16",
+        status="ok", median_s="nan", min_s="0.4", peak_bytes="1", round="0")
+    with open(path, "w", newline="") as file:
+        writer = csv.DictWriter(file, peers.FIELDS)
+        writer.writeheader()
+        writer.writerow(row)
+    assert (f"--output: {path}: data row 1, column median_s: 'nan' is not a finite time in "
+            "seconds above 0") in refusal(capsys, "--report-only", "--output", path)
+
+
 def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path, capsys):
     old = tmp_path / "old.csv"
     fields = [f for f in peers.FIELDS if f not in ("machine", "command")]
     row = dict.fromkeys(fields, "") | dict(
         backend="jax", device="cpu", compile="jit", dtype="float32", task="forward",
         model="linformer", sequence_length="64", batch_size="2", projected_dim="16",
-        status="ok", median_s="0.5", peak_bytes="1", round="0")
+        status="ok", median_s="0.5", min_s="0.4", peak_bytes="1", round="0")
     with open(old, "w", newline="") as file:
         writer = csv.DictWriter(file, fields)
         writer.writeheader()
