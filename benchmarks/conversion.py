@@ -103,10 +103,10 @@ def parse_args(argv=None):
 
 def embeddings(backbone, inputs, batch_size):
     """`(sentence embeddings, pooled outputs, sequence outputs)` of `backbone`, as NumPy
-    (float64; the sentence embeddings are distillation's `sentence_embedding`)."""
+    (float64; the sentence embeddings are `keras_linformer.models.agreement`'s)."""
     import keras
 
-    from keras_linformer.training import distillation
+    from keras_linformer.models import agreement
 
     pieces = []
     for start in range(0, len(inputs["token_ids"]), batch_size):
@@ -117,7 +117,7 @@ def embeddings(backbone, inputs, batch_size):
     sequence = np.concatenate([p[0] for p in pieces]).astype(np.float64)
     pooled = np.concatenate([p[1] for p in pieces]).astype(np.float64)
     sentence = keras.ops.convert_to_numpy(
-        distillation.sentence_embedding(sequence, inputs["padding_mask"]))
+        agreement.sentence_embedding(sequence, inputs["padding_mask"]))
     return sentence, pooled, sequence
 
 
@@ -138,17 +138,17 @@ def compare(reference, converted, padding_mask):
     """The metrics of `converted` against `reference`, both from `embeddings`.
 
     The sentence-embedding cosine and the relative error are distillation's
-    (`training.distillation`), so that a distillation's metrics and this
+    (`keras_linformer.models.agreement`), so that a distillation's metrics and this
     program's measure the same thing.
     """
     from keras import ops
 
-    from keras_linformer.training import distillation
+    from keras_linformer.models import agreement
 
     (sentence, pooled, sequence), (sentence2, pooled2, sequence2) = reference, converted
     outputs = np.stack([sequence2, sequence], axis=2)  # (texts, S, 2, H): student, teacher.
-    embedding = ops.convert_to_numpy(distillation.embedding_cosine(padding_mask, outputs))
-    errors = ops.convert_to_numpy(distillation.relative_error(padding_mask, outputs))
+    embedding = ops.convert_to_numpy(agreement.embedding_cosine(padding_mask, outputs))
+    errors = ops.convert_to_numpy(agreement.relative_error(padding_mask, outputs))
     pooled_cosine = cosines(pooled, pooled2)
     return {
         "embedding_cosine": float(embedding.mean()),

@@ -18,7 +18,6 @@ import keras_hub
 
 from keras_linformer import data
 from keras_linformer import layers
-from keras_linformer import programs
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier
 from keras_linformer.training import run_directory
@@ -93,8 +92,8 @@ def task_of_directory(directory):
     if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"model: directory {directory!r} does not exist. Pass the "
-            f"--output-dir of `{programs.command('finetune')}` (classifier.keras) "
-            f"or of `{programs.command('pretrain')}` (masked_lm.keras)."
+            "--output-dir of `keras-linformer-finetune` (classifier.keras) "
+            "or of `keras-linformer-pretrain` (masked_lm.keras)."
         )
     for task, name in TASK_FILES.items():
         if os.path.isfile(os.path.join(directory, name)):
@@ -127,7 +126,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
     """
     cls = TASK_CLASSES[task]
     kind, program, function = TASK_PROGRAMS[task]
-    program = programs.command(program)
+    program = f"keras-linformer-{program}"
     directory = model_path = None
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
@@ -138,7 +137,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
                 raise ValueError(
                     f"model: {path!r} is {other[0]} output directory (it has "
                     f"{TASK_FILES[found]}, not {TASK_FILES[task]}); export it "
-                    f"with `{other[2]}` (or `{programs.command('export')}`, which "
+                    f"with `{other[2]}` (or `keras-linformer-export`, which "
                     "tells them apart)."
                 )
             directory = path

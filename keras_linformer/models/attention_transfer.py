@@ -27,6 +27,7 @@ from keras import ops
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
 from keras_linformer.layers import projections
+from keras_linformer.models import agreement
 from keras_linformer.utils import files
 from keras_linformer.utils import validation
 
@@ -121,10 +122,8 @@ class _Layers:
 
     def loss(self, inputs):
         """The squared relative error of each layer's attention output, averaged."""
-        from keras_linformer.training import distillation  # Which imports the runs, and this.
-
         mask = inputs["padding_mask"]
-        errors = [ops.mean(distillation.squared_relative_error(mask, stacked))
+        errors = [ops.mean(agreement.squared_relative_error(mask, stacked))
                   for stacked in self.outputs(inputs)]
         return ops.mean(ops.stack(errors))
 
@@ -144,21 +143,19 @@ def measure(linformer, bert, inputs, batch_size=8):
         `(layer_errors, embedding_cosine)`: per layer, the mean over texts of
         the attention output's relative error (over real tokens, given the
         BERT's input to the layer); and the mean cosine of the two models'
-        sentence embeddings (`distillation.embedding_cosine`).
+        sentence embeddings (`agreement.embedding_cosine`).
     """
-    from keras_linformer.training import distillation
-
     _check(linformer, bert, inputs)
     layers = _Layers(linformer, bert)
     errors, cosines = [], []
     for batch in _batches(inputs, batch_size):
         mask = batch["padding_mask"]
-        errors.append([ops.convert_to_numpy(distillation.relative_error(mask, stacked))
+        errors.append([ops.convert_to_numpy(agreement.relative_error(mask, stacked))
                        for stacked in layers.outputs(batch)])
         sequences = [model(batch, training=False)["sequence_output"]
                      for model in (linformer, bert)]
         cosines.append(ops.convert_to_numpy(
-            distillation.embedding_cosine(mask, ops.stack(sequences, axis=2))))
+            agreement.embedding_cosine(mask, ops.stack(sequences, axis=2))))
     layer_errors = np.concatenate([np.stack(e, 1) for e in errors]).mean(0)
     return layer_errors, float(np.concatenate(cosines).mean())
 

@@ -616,7 +616,8 @@ def run(parser, function, args):
             parser.exit(130, f"{parser.prog}: interrupted.\n")
         except Exception as error:  # noqa: BLE001 (one line for every failure; --debug shows it)
             status, message = failure(error)
-            parser.exit(status, f"{parser.prog}: {message}\n")
+            # The library names programs by their console scripts; say them as run here.
+            parser.exit(status, f"{parser.prog}: {name_commands(message)}\n")
     except BaseException as error:
         if not (isinstance(error, SystemExit) and not error.code):
             remove_unfinished_starts()

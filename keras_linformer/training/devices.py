@@ -15,7 +15,6 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_linformer import programs
 from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
@@ -310,7 +309,7 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
     if config is None:
         raise ValueError(
             "TF_CONFIG is not set: a multi-worker run needs it in every worker's "
-            f"environment (see `{programs.command('launch')} --help`)."
+            "environment (see `keras-linformer-launch --help`)."
         )
     check_number("connect_timeout", connect_timeout, 0, include_low=False)
     task = config["task"]

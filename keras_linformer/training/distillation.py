@@ -30,73 +30,13 @@ import math
 import keras
 from keras import ops
 
+from keras_linformer.models.agreement import embedding_cosine
+from keras_linformer.models.agreement import relative_error
+from keras_linformer.models.agreement import squared_relative_error
 from keras_linformer.training import pretraining
 from keras_linformer.training import runs
 from keras_linformer.training import starting_points
 from keras_linformer.training.config import DistillationConfig
-
-# Keeps a text whose teacher output is all zeros from dividing by zero.
-_EPSILON = 1e-12
-
-
-def squared_relative_error(padding_mask, outputs):
-    """Per text: sum of |student - teacher|^2 over its real tokens / sum of |teacher|^2.
-
-    Args:
-        padding_mask: `(B, S)`, 1 for real tokens.
-        outputs: `(B, S, 2, H)`, the student's and the teacher's sequence
-            outputs (`Distiller`'s output).
-
-    Returns:
-        `(B,)`: 0 when the student reproduces the teacher on every real
-        token; 1 when it outputs zeros.
-    """
-    outputs = ops.cast(outputs, "float32")
-    student, teacher = outputs[:, :, 0, :], outputs[:, :, 1, :]
-    real = ops.expand_dims(ops.cast(padding_mask, "bool"), -1)
-
-    def total(x):  # Padding selected out, not multiplied: 0 * NaN is NaN.
-        return ops.sum(ops.where(real, x, ops.zeros_like(x)), axis=(1, 2))
-
-    error = total(ops.square(student - teacher))
-    scale = total(ops.square(teacher))
-    return error / ops.maximum(scale, _EPSILON)
-
-
-def relative_error(padding_mask, outputs):
-    """Per text: |student - teacher| / |teacher| over its real tokens (`token_error` of
-    `benchmarks.conversion`)."""
-    return ops.sqrt(squared_relative_error(padding_mask, outputs))
-
-
-def sentence_embedding(sequence_output, padding_mask):
-    """The mean of a sequence output over each text's real tokens, as all-MiniLM-L6-v2
-    defines its sentence embeddings; zeros for a text with no real token.
-
-    Args:
-        sequence_output: `(B, S, ..., H)`, e.g. `(B, S, H)`, or `Distiller`'s
-            stacked `(B, S, 2, H)`.
-        padding_mask: `(B, S)`, 1 for real tokens.
-
-    Returns:
-        `(B, ..., H)`.
-    """
-    real = ops.cast(padding_mask, "bool")
-    for _ in range(len(sequence_output.shape) - 2):
-        real = ops.expand_dims(real, -1)
-    count = ops.maximum(ops.sum(ops.cast(real, sequence_output.dtype), axis=1), 1.0)
-    real_outputs = ops.where(real, sequence_output, ops.zeros_like(sequence_output))
-    return ops.sum(real_outputs, axis=1) / count
-
-
-def embedding_cosine(padding_mask, outputs):
-    """Per text: the cosine of the student's and the teacher's sentence embeddings
-    (`sentence_embedding`)."""
-    embeddings = sentence_embedding(ops.cast(outputs, "float32"), padding_mask)
-    student, teacher = embeddings[:, 0, :], embeddings[:, 1, :]
-    dot = ops.sum(student * teacher, axis=-1)
-    norms = ops.sqrt(ops.sum(ops.square(student), -1) * ops.sum(ops.square(teacher), -1))
-    return dot / ops.maximum(norms, _EPSILON)
 
 
 class SquaredRelativeError(keras.losses.Loss):

@@ -36,7 +36,6 @@ import json
 import os
 import socket
 
-from keras_linformer import programs
 from keras_linformer.utils import files
 
 RUN_FILE = "run.json"
@@ -70,10 +69,10 @@ PROGRAMS = {
 
 
 def program_of(task):
-    """The command that writes runs of `task` (a key of `PROGRAMS`), as this process names
-    programs (`keras_linformer.programs.command`)."""
+    """The command that writes runs of `task` (a key of `PROGRAMS`): its console script (the
+    programs name it as they were run, `keras_linformer.programs.cli.name_commands`)."""
     program, flags = PROGRAMS[task]
-    return programs.command(program) + flags
+    return f"keras-linformer-{program}{flags}"
 
 
 def read_json(path, argument="output_dir"):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import agreement
 from keras_linformer.training import distillation
 from keras_linformer.training import starting_points
 from tests.training.harness import run_program
@@ -26,37 +27,37 @@ def test_the_measures_compare_real_tokens_only(rng):
     teacher_padding = teacher[mask == 0].copy()
     teacher[mask == 0] = np.inf
     perfect = stacked(student, teacher)
-    np.testing.assert_allclose(distillation.squared_relative_error(mask, perfect), 0, atol=1e-6)
-    np.testing.assert_allclose(distillation.embedding_cosine(mask, perfect), 1, atol=1e-6)
+    np.testing.assert_allclose(agreement.squared_relative_error(mask, perfect), 0, atol=1e-6)
+    np.testing.assert_allclose(agreement.embedding_cosine(mask, perfect), 1, atol=1e-6)
     teacher[mask == 0] = teacher_padding
     student[mask == 0] = 100.0
     perfect = stacked(student, teacher)
-    np.testing.assert_allclose(distillation.squared_relative_error(mask, perfect), 0, atol=1e-6)
-    np.testing.assert_allclose(distillation.relative_error(mask, perfect), 0, atol=1e-3)
-    np.testing.assert_allclose(distillation.embedding_cosine(mask, perfect), 1, atol=1e-6)
+    np.testing.assert_allclose(agreement.squared_relative_error(mask, perfect), 0, atol=1e-6)
+    np.testing.assert_allclose(agreement.relative_error(mask, perfect), 0, atol=1e-3)
+    np.testing.assert_allclose(agreement.embedding_cosine(mask, perfect), 1, atol=1e-6)
     silent = stacked(np.zeros_like(teacher), teacher)
-    np.testing.assert_allclose(distillation.squared_relative_error(mask, silent), 1, atol=1e-6)
+    np.testing.assert_allclose(agreement.squared_relative_error(mask, silent), 1, atol=1e-6)
     # Half the teacher's output on every real token: error 1/2, the same direction.
     half = stacked(np.where(mask[..., None] == 1, teacher / 2, 7.0), teacher)
-    np.testing.assert_allclose(distillation.relative_error(mask, half), 0.5, atol=1e-6)
-    np.testing.assert_allclose(distillation.embedding_cosine(mask, half), 1, atol=1e-6)
+    np.testing.assert_allclose(agreement.relative_error(mask, half), 0.5, atol=1e-6)
+    np.testing.assert_allclose(agreement.embedding_cosine(mask, half), 1, atol=1e-6)
     opposite = stacked(-teacher, teacher)
-    np.testing.assert_allclose(distillation.embedding_cosine(mask, opposite), -1, atol=1e-6)
+    np.testing.assert_allclose(agreement.embedding_cosine(mask, opposite), -1, atol=1e-6)
 
 
 def test_the_sentence_embedding_is_the_mean_over_real_tokens(rng):
     output = rng.normal(size=(3, 5, 4)).astype("float32")
     mask = np.array([[1] * 5, [1, 1, 0, 0, 0], [0] * 5])
-    embedding = keras.ops.convert_to_numpy(distillation.sentence_embedding(output, mask))
+    embedding = keras.ops.convert_to_numpy(agreement.sentence_embedding(output, mask))
     np.testing.assert_allclose(embedding[0], output[0].mean(0), rtol=1e-5)
     np.testing.assert_allclose(embedding[1], output[1, :2].mean(0), rtol=1e-5)
     np.testing.assert_array_equal(embedding[2], 0)  # No real token: zeros, not NaN.
     hostile = np.where(mask[..., None] == 1, output, np.nan).astype("float32")
     np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(distillation.sentence_embedding(hostile, mask)), embedding)
+        keras.ops.convert_to_numpy(agreement.sentence_embedding(hostile, mask)), embedding)
     # The Distiller's stacked (B, S, 2, H) output: each of its two outputs' embedding.
     stacked = np.stack([output, 3 * output + 1], axis=2)
-    both = keras.ops.convert_to_numpy(distillation.sentence_embedding(stacked, mask))
+    both = keras.ops.convert_to_numpy(agreement.sentence_embedding(stacked, mask))
     assert both.shape == (3, 2, 4)
     np.testing.assert_allclose(both[:, 0], embedding, rtol=1e-5)
     np.testing.assert_allclose(both[:, 1], 3 * embedding + np.array([[1], [1], [0]]), rtol=1e-5)
