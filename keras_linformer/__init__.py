@@ -48,8 +48,8 @@ def __dir__():
 
 
 # The top-level packages that import Keras as they load and that the layers and models
-# import in turn: the layers and models load once Keras is imported and none of these is
-# still loading (importing keras_hub half-loaded would fail).
+# import in turn: the layers and models load once Keras is imported and none of these, nor
+# a module of this package, is still loading (importing one half-loaded would fail).
 _KERAS_IMPORTERS = ("keras", "keras_hub", "keras_nlp", "tensorflow", "tensorflow_text")
 
 
@@ -60,7 +60,8 @@ class _RegisterWhenKerasLoads(importlib.abc.MetaPathFinder):
         self.finding, self.loading = set(), set()
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in _KERAS_IMPORTERS or fullname in self.finding:
+        watched = fullname in _KERAS_IMPORTERS or fullname.startswith(f"{__name__}.")
+        if not watched or fullname in self.finding:
             return None
         self.finding.add(fullname)  # The real finders locate it (this one says None).
         try:

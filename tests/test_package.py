@@ -57,7 +57,7 @@ def saved_model(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("then", ["keras", "tensorflow", "keras_hub"])
+@pytest.mark.parametrize("then", ["keras", "tensorflow", "keras_hub", "keras_linformer.layers"])
 def test_a_keras_file_loads_in_a_fresh_process_that_imported_the_package_first(
         then, saved_model):
     # keras_hub and tensorflow import Keras as they load: the classes register after them.

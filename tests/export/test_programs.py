@@ -133,8 +133,8 @@ def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, mon
         return report
 
     monkeypatch.setattr(export, "verify", failing_verify)
-    code, output = run_main(verify_program.main, [classifier_export], capsys)
-    assert code == 1
+    assert verify_program.main([classifier_export]) == 1
+    output = capsys.readouterr().out
     assert "  FAIL  warmup requests: no record" in output
     assert "FAILED: 1 of 2 checks failed" in output
 
