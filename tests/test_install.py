@@ -126,14 +126,14 @@ def test_the_wheel_installs_and_runs_anywhere(installed):
     assert name.startswith("linformer_encoder_stack")
 
 
-# A value each program refuses (exit status 2), and the message it gives.
+# A value each program refuses (exit status 2) as it parses its flags, and the message.
 REFUSALS = {
     "main": (["--max-train-examples", "0"], "--max-train-examples: must be a positive integer"),
     "pretrain": (["--batch-size", "0"], "--batch-size: must be a positive integer"),
     "finetune": (["--batch-size", "0"], "--batch-size: must be a positive integer"),
-    "export": (["no-such-run"], "directory 'no-such-run' does not exist"),
-    "verify": (["no-such-export"], "directory 'no-such-export' does not exist"),
-    "query": (["no-such-export", "a text"], "directory 'no-such-export' does not exist"),
+    "export": (["--top-k", "0"], "--top-k: must be a positive integer"),
+    "verify": (["--atol", "0"], "--atol: must be a positive number"),
+    "query": (["saved_models/sentiment"], "the following arguments are required: TEXT"),
     "launch": (["--workers", "0", "--", "true"], "--workers: must be a positive integer"),
 }
 
