@@ -98,7 +98,7 @@ KINDS = {
 def check_rows(path, rows, measured, key, argument="--report-only", keyed=None):
     """Refuses rows a report cannot trust, naming the file, the data row and the column.
 
-    Every row whose `status` is "ok" must hold in each column of `measured`
+    Every row whose `status` is "ok" (or that has none) must hold in each column of `measured`
     (`{column: kind of KINDS}`) a number of that kind; no two rows (of those
     for which `keyed(row)` is true, default all) may have the same values in
     the columns of `key`, which name one cell.
@@ -110,7 +110,7 @@ def check_rows(path, rows, measured, key, argument="--report-only", keyed=None):
     seen = {}
     for number, row in enumerate(rows, 1):
         where = f"{argument}: {path}: data row {number}"
-        if row.get("status") == "ok":
+        if row.get("status", "ok") == "ok":
             for column, kind in measured.items():
                 what, good = KINDS[kind]
                 value = row.get(column)

@@ -362,6 +362,9 @@ def evaluate(args, command):
              ("probe.csv", "transfer.csv", "throughput.csv", "probe.md")}
     if os.path.exists(paths["throughput.csv"]):
         throughput_rows = outputs.read_csv(paths["throughput.csv"])[0]
+        outputs.check_rows(paths["throughput.csv"], throughput_rows,
+                           {"seconds": "time", "texts_per_second": "time"},
+                           ("dataset", "sequence_length", "model", "round"), "--output-dir")
     for dataset in args.datasets:
         n = args.sequence_length or DATASETS[dataset]
         texts, labels = load_texts(dataset, args.max_texts, args.seed)

@@ -541,6 +541,7 @@ def previous_rows(csv_path, command, cells):
     if not os.path.exists(csv_path):
         return []
     rows, recorded = outputs.read_csv(csv_path)
+    report.check_rows(csv_path, rows, "--output-dir")
     if recorded != command:
         raise ValueError(
             f"{csv_path} holds the results of another command ({recorded or 'none recorded'}); "

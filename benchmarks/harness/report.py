@@ -114,6 +114,13 @@ CELL = ("task", "model", "sequence_length", "projected_dim", "round", "variant")
 TASK_NAMES = {"forward": "forward passes", "train": "train steps"}
 
 
+def check_rows(path, rows, argument):
+    """`outputs.check_rows` for a grid benchmark's rows."""
+    # The reference matmul is measured again beside every n: not a cell of its own.
+    outputs.check_rows(path, rows, MEASURED, CELL, argument,
+                       keyed=lambda row: row.get("model") != "matmul")
+
+
 def read_results(path, task, argument="--report-only"):
     """`(rows, command)` of a grid benchmark's CSV (see `write_csv`), to rebuild its report.
 
@@ -152,9 +159,7 @@ def read_results(path, task, argument="--report-only"):
             raise ValueError(f"{argument}: {path}: data row {number} has {len(cells)} cells, "
                              f"more than the {len(header)} columns of its header")
     rows, command = outputs.read_csv(path)
-    # The reference matmul is measured again beside every n: not a cell of its own.
-    outputs.check_rows(path, rows, MEASURED, CELL, argument,
-                       keyed=lambda row: row.get("model") != "matmul")
+    check_rows(path, rows, argument)
     for number, row in enumerate(rows, 1):
         if row["model"] not in MODELS:
             raise ValueError(f"{argument}: {path}: data row {number} has model {row['model']!r}; "

@@ -145,6 +145,19 @@ def test_a_report_only_csv_that_is_no_grid_run_is_refused_in_one_line(text, mess
     assert files_under(tmp_path) == ["results.csv"]
 
 
+def test_a_resumed_grid_refuses_an_edited_csv_before_measuring(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "run.csv").write_text(
+        f"{HEADER}\n{ROW.format(model='linformer', k=16).replace(',0.1,', ',nan,')}\n")
+    result = run_program("benchmarks.inference", "--sequence-lengths", "64",
+                         "--projected-dims", "16", "--output-dir", results, "--name", "run")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert (f"--output-dir: {results / 'run.csv'}: data row 1, column median_s: nan is not a "
+            "finite time in seconds above 0") in result.stderr
+    assert files_under(tmp_path) == ["results", "results/run.csv"]
+
+
 def test_a_missing_report_only_csv_is_named(tmp_path):
     result = run_program("benchmarks.train_step", "--report-only", tmp_path / "none.csv")
     assert result.returncode == 2
