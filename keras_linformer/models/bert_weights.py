@@ -7,6 +7,7 @@ projections E/F; this maps the paths and copies every weight.
 
 import keras
 import keras_hub
+import numpy as np
 
 from keras_linformer.layers import projections
 
@@ -61,7 +62,9 @@ def copy_bert_weights(bert, target):
             )
         value = keras.ops.convert_to_numpy(value)
         if variable.path == "position_embedding/embeddings":
-            value = value[: variable.shape[0]]  # A shorter n keeps the first positions.
+            # A shorter n keeps the first positions; a longer one repeats the BERT's in
+            # blocks, as Longformer extended RoBERTa (Beltagy et al., 2020, section 5).
+            value = value[np.arange(variable.shape[0]) % value.shape[0]]
         if tuple(value.shape) != tuple(variable.shape):
             raise ValueError(
                 f"{variable.path!r} has shape {tuple(variable.shape)} in the converted model "

@@ -312,9 +312,13 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 model's attention output up by as much as that factor (see
                 docs/benchmarks.md).
             null_slots: int. As in the constructor.
-            max_sequence_length: int or None. n; at most the source's
-                (its first n position embeddings are kept). Defaults to the
-                source's.
+            max_sequence_length: int or None. n. Up to the source's m
+                positions, its first n position embeddings are kept; past
+                them, position p starts as the source's p mod m (its
+                embeddings repeated in blocks, the start with which
+                Longformer extended RoBERTa to 4,096 positions), for the
+                Linformer and `attention="transformer"` alike. Defaults to
+                the source's.
             dropout: float or None. Defaults to the source's.
             attention: str. `"linformer"` (the default) or `"transformer"`.
             dtype: dtype policy. Defaults to the source's.
@@ -335,12 +339,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
         if max_sequence_length is None:
             max_sequence_length = source["max_sequence_length"]
         validation.check_positive_int("max_sequence_length", max_sequence_length)
-        if max_sequence_length > source["max_sequence_length"]:
-            raise ValueError(
-                "`max_sequence_length` must not exceed the source model's "
-                f"({source['max_sequence_length']} position embeddings). Received: "
-                f"max_sequence_length={max_sequence_length}"
-            )
         linformer = cls(
             **{**source, "max_sequence_length": max_sequence_length},
             projected_dim=projected_dim,

@@ -137,9 +137,31 @@ def test_k_larger_than_the_sequence_length_is_refused():
         LinformerBackbone.from_bert(random_baseline(), projected_dim=64, max_sequence_length=32)
 
 
-def test_a_sequence_longer_than_the_sources_positions_is_refused():
-    with pytest.raises(ValueError, match="64 position embeddings.*max_sequence_length=128"):
-        LinformerBackbone.from_bert(random_baseline(), projected_dim=8, max_sequence_length=128)
+def test_positions_past_the_sources_repeat_its_embeddings_in_blocks():
+    bert = random_baseline()  # 64 positions.
+    source = keras.ops.convert_to_numpy(bert.position_embedding.weights[0])
+    for attention in ("linformer", "transformer"):
+        extended = LinformerBackbone.from_bert(
+            bert, projected_dim=8, max_sequence_length=160, attention=attention)
+        positions = keras.ops.convert_to_numpy(extended.position_embedding.weights[0])
+        assert positions.shape == (160, source.shape[1])
+        np.testing.assert_array_equal(positions[:64], source)  # The BERT's, exactly.
+        np.testing.assert_array_equal(positions, source[np.arange(160) % 64])
+
+
+def test_at_k_equal_to_n_the_extended_linformer_is_the_extended_bert(rng):
+    bert = random_baseline()
+    n = 128  # Past the source's 64 positions.
+    linformer = LinformerBackbone.from_bert(bert, projected_dim=n, max_sequence_length=n)
+    baseline = LinformerBackbone.from_bert(bert, max_sequence_length=n, attention="transformer")
+    ids = rng.integers(1, 100, size=(2, n)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[1, 90:] = 0
+    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": mask}
+    expected = keras.ops.convert_to_numpy(baseline(inputs)["sequence_output"])
+    actual = keras.ops.convert_to_numpy(linformer(inputs)["sequence_output"])
+    real = mask.astype(bool)
+    np.testing.assert_allclose(actual[real], expected[real], atol=1e-5)
 
 
 needs_minilm = pytest.mark.skipif(
