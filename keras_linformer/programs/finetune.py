@@ -74,8 +74,10 @@ def parse_args(argv=None):
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
     cli.check_attention_transfer_flag(parser, args)
-    # Else the checkpoint's positions, which fitted, cap the length.
-    if args.pretrained is None and args.from_bert is None:
+    # Else the checkpoint's positions, which fitted, cap the length (a BERT's do not:
+    # `from_bert` extends them, and its architecture, larger than the defaults, is not known
+    # yet, so the defaults' need is a lower bound).
+    if args.pretrained is None:
         cli.check_sequence_length_fits(parser, args)
     return parser, args
 

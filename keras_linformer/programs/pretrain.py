@@ -113,7 +113,7 @@ def parse_args(argv=None):
         cli.fill_from_scratch_defaults(args)
         if args.sequence_length is None:
             args.sequence_length = cli.DEFAULT_ARCHITECTURE["max_sequence_length"]
-        cli.check_sequence_length_fits(parser, args)
+    cli.check_sequence_length_fits(parser, args)
     return parser, args
 
 

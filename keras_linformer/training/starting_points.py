@@ -216,12 +216,8 @@ def bert_start(preset, architecture, sequence_length, dropout):
             "Received: projected_dim=None"
         )
     bert, vocabulary = pretrained_bert.load_bert(preset, argument="from_bert")
+    # Longer than the BERT's positions: `from_bert` repeats them in blocks.
     sequence_length = sequence_length or bert.max_sequence_length
-    if sequence_length > bert.max_sequence_length:
-        raise ValueError(
-            f"sequence_length: {sequence_length} is longer than the BERT's "
-            f"{bert.max_sequence_length} position embeddings (in {preset!r})."
-        )
     dims = conversion.get("projected_dim")
     for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
         projections.get_checked(conversion["projection"], conversion["sharing"],

@@ -57,16 +57,15 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
         ("finetune", [], "argument --projected-dim: required with --from-bert"),
         ("finetune", ["--projected-dim", "64", "--sequence-length", "16"],
          "Received: --projected-dim 64, --sequence-length 16"),
-        ("finetune", ["--projected-dim", "8", "--sequence-length", "64"],
-         "--sequence-length: 64 is longer than the BERT's 32 position embeddings"),
+        # Past the BERT's positions is allowed (they repeat), past memory is not.
+        ("finetune", ["--projected-dim", "8", "--sequence-length", "100000000"],
+         "argument --sequence-length: 100000000 cannot fit in memory"),
         ("finetune", ["--projected-dim", "8", "--pretrained", "somewhere"],
          "argument --pretrained: not allowed with argument --from-bert"),
         # The masked-LM adaptation takes the same conversion flags.
         ("pretrain", ["--num-layers", "3", "--projected-dim", "8"],
          "argument --num-layers: not allowed with --from-bert"),
         ("pretrain", [], "argument --projected-dim: required with --from-bert"),
-        ("pretrain", ["--projected-dim", "8", "--sequence-length", "64"],
-         "--sequence-length: 64 is longer than the BERT's 32 position embeddings"),
         # The BERT brings its vocabulary: a vocabulary flag is refused, not ignored.
         ("pretrain", ["--projected-dim", "8", "--vocabulary-size", "100"],
          "argument --vocabulary-size: not allowed with --from-bert, whose vocabulary"),
@@ -93,13 +92,14 @@ def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path):
 
 def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_file, tmp_path):
     """`training.pretrain --from-bert`: a masked-LM adaptation that starts from the BERT's
-    weights and vocabulary and leaves what `training.finetune --pretrained` loads."""
+    weights and vocabulary and leaves what `training.finetune --pretrained` loads; at twice
+    the BERT's 32 positions, which repeat in blocks."""
     from keras_linformer.training import starting_points
 
     output = tmp_path / "adapted"
     result = run_program(
         "training.pretrain", "--table", reviews_file, "--from-bert", tiny_bert,
-        "--projected-dim", "8", "--projection", "mean", "--sequence-length", "16",
+        "--projected-dim", "8", "--projection", "mean", "--sequence-length", "64",
         "--max-steps", "2", "--learning-rate", "1e-7", "--batch-size", "8",
         "--no-jit-compile", "--output-dir", output,
     )
@@ -111,12 +111,15 @@ def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_f
     assert vocabulary == keras_hub.models.BertTokenizer.from_preset(
         str(tiny_bert)).get_vocabulary()
     assert (backbone.attention, backbone.projected_dim, backbone.max_sequence_length) == (
-        "linformer", 8, 16)
+        "linformer", 8, 64)
     # Two steps at a learning rate of 1e-7 leave the BERT's weights as they were.
     bert = keras_hub.models.BertBackbone.from_preset(str(tiny_bert))
     np.testing.assert_allclose(
         backbone.token_embedding.embeddings.numpy(),
         bert.token_embedding.embeddings.numpy(), atol=1e-5)
+    positions = backbone.position_embedding.weights[0].numpy()
+    np.testing.assert_allclose(
+        positions, np.tile(bert.position_embedding.weights[0].numpy(), (2, 1)), atol=1e-5)
     summary = json.loads((output / "summary.json").read_text())
     assert summary["test_perplexity"] >= 1
 
