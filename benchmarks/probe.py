@@ -271,8 +271,11 @@ def build_model(name, bert, n, args, transfer_inputs, log):
     weights = os.path.join(directory, "model.weights.h5")
     if not os.path.exists(weights):
         texts, evaluation = transfer_inputs(n)
+        # Past the BERT's positions, the teacher is the BERT extended to n (full attention).
+        teacher = bert if n <= bert.max_sequence_length else LinformerBackbone.from_bert(
+            bert, attention="transformer", max_sequence_length=n)
         report = attention_transfer.transfer_attention(
-            model, bert, texts, evaluation_inputs=evaluation, epochs=args.transfer_epochs,
+            model, teacher, texts, evaluation_inputs=evaluation, epochs=args.transfer_epochs,
             batch_size=args.batch_size, learning_rate=args.transfer_learning_rate,
             seed=args.seed, checkpoint_dir=directory, log=log)
         with open(os.path.join(directory, "report.json"), "w", encoding="utf-8") as file:
@@ -307,30 +310,33 @@ def embed(model, inputs, batch_size, log, prefix, path, chunk=256):
         os.remove(part)
 
 
-def throughput(models, inputs, rounds, batch_size, log, prefix):
-    """Rows of texts/s, every model once per round in turn, on the same texts."""
+def throughput(models, inputs, texts, rounds, batch_size, log, prefix, jit_compile=False):
+    """Rows of texts/s, every model once per round in turn: `inputs[name]` holds what model
+    `name` reads of the same `texts` texts (one row each, or several chunks of each)."""
     import tensorflow as tf
 
-    calls = {name: tf.function(functools.partial(model, training=False))
-             for name, model in models.items()}
-    batches = [{key: value[start:start + batch_size] for key, value in inputs.items()}
-               for start in range(0, len(inputs["token_ids"]), batch_size)]
-    for call in calls.values():
-        call(batches[0])  # Traced before timing.
+    calls = {name: tf.function(functools.partial(model, training=False),
+                               jit_compile=jit_compile) for name, model in models.items()}
+    batches = {name: [{key: value[start:start + batch_size] for key, value in
+                       inputs[name].items()}
+                      for start in range(0, len(inputs[name]["token_ids"]), batch_size)]
+               for name in models}
+    for name, call in calls.items():
+        for batch in {len(b["token_ids"]): b for b in batches[name]}.values():
+            call(batch)  # Traced (and compiled) for every batch shape before timing.
     rows = []
     for index in range(rounds):
         for name, call in calls.items():
             start = time.perf_counter()
-            for batch in batches:
+            for batch in batches[name]:
                 result = call(batch)["sequence_output"]
             result.numpy()
             seconds = time.perf_counter() - start
-            count = len(inputs["token_ids"])
-            rows.append(dict(model=name, round=index, texts=count, seconds=round(seconds, 3),
-                             texts_per_second=round(count / seconds, 2),
+            rows.append(dict(model=name, round=index, texts=texts, seconds=round(seconds, 3),
+                             texts_per_second=round(texts / seconds, 2),
                              load_average=round(os.getloadavg()[0], 2)))
             log(f"{prefix} throughput round {index + 1}/{rounds}, {name}: "
-                f"{count / seconds:.1f} texts/s")
+                f"{texts / seconds:.1f} texts/s")
     return rows
 
 
@@ -381,8 +387,8 @@ def evaluate(args, command):
             # start does, at the same cost) and is not left for the end of a long run.
             models = {name: build_model(name, bert, n, args, None, None) for name in timed}
             head = {key: value[:args.throughput_texts] for key, value in inputs.items()}
-            rows = throughput(models, head, args.throughput_rounds, args.batch_size, cli.log,
-                              f"[{dataset}]")
+            rows = throughput(models, dict.fromkeys(models, head), len(head["token_ids"]),
+                              args.throughput_rounds, args.batch_size, cli.log, f"[{dataset}]")
             throughput_rows = [r for r in throughput_rows if r["dataset"] != dataset] + [
                 dict(row, dataset=dataset, sequence_length=n) for row in rows]
             outputs.write_csv(paths["throughput.csv"], command, THROUGHPUT_FIELDS,

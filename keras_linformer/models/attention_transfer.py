@@ -67,6 +67,14 @@ def _check(linformer, bert, inputs):
             f"{type(bert).__name__}"
         )
     _check_inputs("inputs", inputs, linformer.max_sequence_length)
+    length = np.shape(inputs["token_ids"])[1]
+    if length > bert.max_sequence_length:
+        raise ValueError(
+            f"bert: reads at most {bert.max_sequence_length} positions, fewer than the "
+            f"inputs' {length}. Give the BERT extended to them as the teacher: "
+            "`LinformerBackbone.from_bert(bert, attention='transformer', "
+            f"max_sequence_length={length})`."
+        )
 
 
 def _check_inputs(name, inputs, max_sequence_length):
@@ -196,7 +204,10 @@ def transfer_attention(
         linformer: a `LinformerBackbone` from `LinformerBackbone.from_bert(bert,
             ...)` with a learned projection (`"linear"` or `"conv"`).
         bert: the BERT it was converted from (`keras_hub.models.BertBackbone`
-            or `LinformerBackbone(attention="transformer")`), frozen.
+            or `LinformerBackbone(attention="transformer")`), frozen. For texts
+            longer than its positions, the BERT extended to them by
+            `LinformerBackbone.from_bert(bert, attention="transformer",
+            max_sequence_length=n)`: full attention at n as the teacher.
         inputs: dict of `token_ids`, `segment_ids`, `padding_mask` arrays
             `(texts, S)`: the unlabelled training texts.
         evaluation_inputs: the same for the texts the report measures on.

@@ -160,3 +160,18 @@ def test_bad_arguments_are_named_before_any_work(bert, texts, change, message):
             arguments[name] = bad[arguments[name]]
     with pytest.raises(ValueError, match=message):
         attention_transfer.transfer_attention(linformer, bert, **arguments)
+
+
+def test_past_the_berts_positions_the_extended_bert_is_the_teacher(bert, rng):
+    # The BERT reads 64 positions; the texts have 128.
+    long_texts = padded_inputs(rng, [128, 100, 90, 70], sequence_length=128)
+    linformer = LinformerBackbone.from_bert(bert, projected_dim=16, projection="linear",
+                                            max_sequence_length=128)
+    with pytest.raises(ValueError, match=r"bert: reads at most 64 positions, fewer than the "
+                                         r"inputs' 128.*max_sequence_length=128"):
+        attention_transfer.transfer_attention(linformer, bert, long_texts, log=None)
+    teacher = LinformerBackbone.from_bert(bert, attention="transformer", max_sequence_length=128)
+    report = attention_transfer.transfer_attention(
+        linformer, teacher, long_texts, epochs=10, batch_size=4, learning_rate=1e-2, log=None)
+    assert np.mean(report["layer_error_after"]) < np.mean(report["layer_error_before"])
+    assert not report["kept_start"]
