@@ -37,13 +37,21 @@ def program_environment():
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 
 
+def run_here(program, arguments, capsys):
+    """Runs a program's main() in this process, as `run_program` runs its process: returns a
+    CompletedProcess (exit status, stdout, stderr). For what needs no process of its own."""
+    try:
+        status = program.main([str(a) for a in arguments])
+    except SystemExit as exit_info:
+        status = exit_info.code
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(arguments, status or 0, captured.out, captured.err)
+
+
 def run_in_process(program, arguments, capsys):
     """Runs a program's main() in this process; returns (exit status, stderr)."""
-    import pytest
-
-    with pytest.raises(SystemExit) as exit_info:
-        program.main([str(a) for a in arguments])
-    return exit_info.value.code, capsys.readouterr().err
+    result = run_here(program, arguments, capsys)
+    return result.returncode, result.stderr
 
 
 def console_script(program):

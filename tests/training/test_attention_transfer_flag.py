@@ -11,6 +11,7 @@ import pytest
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
 from tests.training.harness import Run
 from tests.training.harness import read_summary
+from tests.training.harness import run_here
 from tests.training.harness import run_in_process
 from tests.training.harness import run_program
 
@@ -126,14 +127,18 @@ def test_a_failure_after_the_transfer_leaves_nothing_for_the_corrected_command(
      "argument --attention-transfer: --projection max has no weights to train"),
 ])
 def test_a_conversion_without_weights_of_its_own_is_refused(flags, message, tiny_bert,
-                                                            tmp_path):
-    result = run_program("training.finetune", "--from-bert", tiny_bert, *flags,
-                         "--attention-transfer", "1", "--output-dir", tmp_path / "run")
+                                                            tmp_path, capsys):
+    from keras_linformer.programs import finetune
+
+    result = run_here(finetune, ["--from-bert", tiny_bert, *flags, "--attention-transfer",
+                                 "1", "--output-dir", tmp_path / "run"], capsys)
     assert result.returncode == 2 and message in result.stderr
 
 
-def test_it_needs_a_bert(tmp_path):
-    result = run_program("training.pretrain", "--attention-transfer", "1",
-                         "--output-dir", tmp_path / "run")
+def test_it_needs_a_bert(tmp_path, capsys):
+    from keras_linformer.programs import pretrain
+
+    result = run_here(pretrain, ["--attention-transfer", "1", "--output-dir", tmp_path / "run"],
+                      capsys)
     assert result.returncode == 2
     assert "argument --attention-transfer: needs --from-bert" in result.stderr

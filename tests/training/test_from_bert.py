@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
+from keras_linformer.programs import finetune
+from keras_linformer.programs import pretrain
+from tests.training.harness import run_here
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
@@ -74,18 +77,18 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
     ],
 )
 def test_bad_conversion_flags_fail_before_training(tiny_bert, tmp_path, program, flags,
-                                                   message):
-    result = run_program(f"training.{program}", "--from-bert", tiny_bert, *flags,
-                         "--output-dir", tmp_path / "run")
+                                                   message, capsys):
+    result = run_here({"finetune": finetune, "pretrain": pretrain}[program], [
+        "--from-bert", tiny_bert, *flags, "--output-dir", tmp_path / "run"], capsys)
     assert result.returncode == 2, result.stdout[-2000:]
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
-def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path):
-    result = run_program("training.finetune", "--from-bert", tmp_path, "--projected-dim", "8",
-                         "--output-dir", tmp_path / "run")
+def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path, capsys):
+    result = run_here(finetune, ["--from-bert", tmp_path, "--projected-dim", "8",
+                                 "--output-dir", tmp_path / "run"], capsys)
     assert result.returncode == 2
     assert f"{str(tmp_path)!r} is not a BERT checkpoint keras-hub can load" in result.stderr
 

@@ -32,6 +32,7 @@ from tests.training.harness import checkpoint_steps
 from tests.training.harness import checkpoint_values
 from tests.training.harness import program_environment
 from tests.training.harness import read_summary
+from tests.training.harness import run_here
 from tests.training.harness import run_in_process
 from tests.training.harness import run_program
 
@@ -333,9 +334,11 @@ def test_ctrl_c_ends_a_worker_inside_tensorflow_s_start_up(reviews_file, tmp_pat
     assert time.monotonic() - started < 10
 
 
-def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path):
+def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path, capsys):
+    from keras_linformer.programs import finetune
+
     missing = tmp_path / "missing.csv"
-    result = run_program("training.finetune", "--table", missing, "--output-dir", tmp_path / "out")
+    result = run_here(finetune, ["--table", missing, "--output-dir", tmp_path / "out"], capsys)
     assert result.returncode == 2
     assert f"error: --table: '{missing}' does not exist or is not a file." in result.stderr
     assert "Traceback" not in result.stderr
@@ -748,15 +751,15 @@ SMALL = [
 ]
 
 
-@pytest.mark.slow
-def test_nan_loss_stops_with_status_3_and_keeps_the_last_good_checkpoint(reviews_file, tmp_path):
+def test_nan_loss_stops_with_status_3_and_keeps_the_last_good_checkpoint(
+        reviews_file, tmp_path, capsys):
+    from keras_linformer.programs import pretrain
+
     # A learning rate of 1e30 makes the first update blow the weights up to
     # about 1e30 (finite, saved at step 1); the loss of step 2 is not finite.
-    result = run_program(
-        "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 10,
-        "--checkpoint-every", 1, "--learning-rate", 1e30, "--warmup-fraction", 0,
-        "--output-dir", tmp_path,
-    )
+    result = run_here(pretrain, [
+        "--table", reviews_file, *SMALL, "--max-steps", 10, "--checkpoint-every", 1,
+        "--learning-rate", 1e30, "--warmup-fraction", 0, "--output-dir", tmp_path], capsys)
     assert result.returncode == 3, result.stdout[-2000:] + result.stderr[-2000:]
     assert "The training loss became nan at step 2; stopped without saving" in result.stderr
     assert checkpoint_steps(tmp_path) == [1]
@@ -796,15 +799,15 @@ def limit_file_size(limit):
 
 @pytest.mark.slow
 def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
-    reviews_file, tmp_path
+    reviews_file, tmp_path, capsys
 ):
-    arguments = [
-        "training.pretrain", "--table", reviews_file, *SMALL, "--max-steps", 30,
-        "--checkpoint-every", 10, "--output-dir", tmp_path,
-    ]
+    from keras_linformer.programs import pretrain
+
+    flags = ["--table", reviews_file, *SMALL, "--max-steps", 30, "--checkpoint-every", 10,
+             "--output-dir", tmp_path]
     # 1. A run whose last epoch is lost, as if it was killed before saving
     #    it: its checkpoint index is put back to the one before.
-    result = run_program(*arguments)
+    result = run_here(pretrain, flags, capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     index = tmp_path / "checkpoints" / "checkpoint"
     index.write_text('model_checkpoint_path: "ckpt-20"\nall_model_checkpoint_paths: "ckpt-20"\n')
@@ -815,7 +818,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
 
     # 2. Restarted where no file may exceed half a checkpoint: its save fails.
     run = Run(
-        arguments, tmp_path / "part-2.log",
+        ["training.pretrain", *flags], tmp_path / "part-2.log",
         preexec_fn=limit_file_size(data_file.stat().st_size // 2),
     )
     run.process.wait(timeout=300)
@@ -827,7 +830,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
     assert [p.name for p in (tmp_path / "checkpoints").iterdir() if "ckpt-30" in p.name] == []
 
     # 3. With space again, the same command resumes from the intact checkpoint.
-    result = run_program(*arguments)
+    result = run_here(pretrain, flags, capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
         f"Resuming from checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} at step 20"
@@ -837,7 +840,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
 
     # 4. Run again, finished: reported, and the run's record is left as it is.
     record = {name: (tmp_path / name).read_bytes() for name in ("run.json", "summary.json")}
-    result = run_program(*arguments)
+    result = run_here(pretrain, flags, capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
         "holds a finished run of these options and data (summary.json); nothing to do"
@@ -846,8 +849,9 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
     assert {name: (tmp_path / name).read_bytes() for name in record} == record
 
 
-@pytest.mark.slow
-def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(reviews_file, tmp_path):
+def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(
+        reviews_file, tmp_path, capsys):
+    from keras_linformer.programs import finetune
     from keras_linformer.training import run_directory
 
     output = tmp_path / "run"
@@ -855,7 +859,7 @@ def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(reviews_fi
     flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2,
              "--vocabulary-size", 100, "--output-dir", output]
     with run_directory.claimed(str(output)):  # This process writes there now.
-        result = run_program("keras-linformer-finetune", *flags, cwd=tmp_path)
+        result = run_here(finetune, flags, capsys)
     assert result.returncode == 2, result.stderr[-3000:]
     assert (f"error: --output-dir: '{output}' is in use by process {os.getpid()} on "
             f"{socket.gethostname()}, a run writing there now.") in result.stderr
@@ -867,7 +871,7 @@ def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(reviews_fi
         f"with run_directory.claimed({str(output)!r}):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n")], env=program_environment(), timeout=120)
     assert killed.returncode == -signal.SIGKILL and os.listdir(output) == [".lock"]
-    result = run_program("keras-linformer-finetune", *flags, cwd=tmp_path)
+    result = run_here(finetune, flags, capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ".lock" not in os.listdir(output) and read_summary(output)["steps"] == 2
 
@@ -909,8 +913,10 @@ def text_files(tmp_path):
 
 @pytest.mark.slow
 def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resume(
-    text_files, tmp_path
+    text_files, tmp_path, capsys
 ):
+    from keras_linformer.programs import pretrain
+
     output_dir = tmp_path / "out"
     arguments = [
         "training.pretrain", "--text-files", text_files, *SMALL, "--max-steps", 30,
@@ -936,7 +942,7 @@ def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resu
     # Run again on changed files, the checkpoints (of other data) are refused.
     shutil.move(saved, text_files)
     (text_files / "00.txt").write_text("a different first document")
-    result = run_program(*arguments)
+    result = run_here(pretrain, arguments[1:], capsys)
     assert result.returncode == 2
     assert (
         "holds the checkpoints of a finished run with another configuration or data"
