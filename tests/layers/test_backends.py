@@ -26,24 +26,32 @@ CASES = [
 ]
 TRAIN_STEPS = 5
 
-# Runs under the backend in argv[1]. Loads the model, predicts, then trains it
-# on one batch, recording each output's losses and the weights training left
-# as they were (a weight without a gradient on that backend would be one).
-LOAD_PREDICT_AND_TRAIN = textwrap.dedent(
+# What every check below starts from: the backend, the model file, the tokens, the steps and
+# the results file are argv[1:6].
+PREAMBLE = textwrap.dedent(
     """
-    import json, sys
+    import sys, traceback
     import numpy as np
     import keras
     import keras_linformer  # registers the layers
     backend, path, tokens, steps, out = (
         sys.argv[1], sys.argv[2], np.load(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     )
+    results = {}
+    """
+)
+
+# Runs under the backend in argv[1]. Loads the model, predicts, then trains it
+# on one batch, recording each output's losses and the weights training left
+# as they were (a weight without a gradient on that backend would be one).
+LOAD_PREDICT_AND_TRAIN = textwrap.dedent(
+    """
     assert keras.backend.backend() == backend, keras.backend.backend()
     model = keras.saving.load_model(path, safe_mode=True)
-    results = {
+    results.update({
         f"{name}.outputs": keras.ops.convert_to_numpy(value)
         for name, value in model(tokens).items()
-    }
+    })
     before = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
     model.compile(
         optimizer=keras.optimizers.Adam(1e-2),
@@ -57,40 +65,47 @@ LOAD_PREDICT_AND_TRAIN = textwrap.dedent(
         w.path for w, old in zip(model.trainable_weights, before)
         if np.array_equal(keras.ops.convert_to_numpy(w), old)
     ], dtype=str)
-    np.savez(out, **results)
     """
 )
 
 
 def run_under_backend(backend, model_path, tokens, tmp_path):
-    """Runs LOAD_PREDICT_AND_TRAIN in a fresh process under `backend`.
+    """Runs LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING and, under torch,
+    UNMASK_UNDER_TORCH_COMPILE in one fresh process under `backend` (one start-up).
 
     The process imports this checkout's `keras_linformer`, not whichever copy
-    is installed. Returns the saved results.
+    is installed. Returns the saved results; a check that failed is recorded
+    under `failed.<check>` with its error, and the other checks still run.
     """
     np.save(tmp_path / "tokens.npy", tokens)
-    script = tmp_path / "load_predict_and_train.py"
-    script.write_text(LOAD_PREDICT_AND_TRAIN)
+    checks = [LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING]
+    checks += [UNMASK_UNDER_TORCH_COMPILE] if backend == "torch" else []
+    script = tmp_path / "checks.py"
+    script.write_text(PREAMBLE + "".join(
+        f"try:\n{textwrap.indent(check, '    ')}\nexcept Exception:\n"
+        f"    results['failed.{name}'] = traceback.format_exc()\n"
+        for name, check in zip(("load", "non_finite", "torch_compile"), checks))
+        + "np.savez(out, **results)\n")
     out = tmp_path / f"{backend}.npz"
     root = str(pathlib.Path(__file__).parents[2])
     python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, str(script), backend, str(model_path),
          str(tmp_path / "tokens.npy"), str(TRAIN_STEPS), str(out)],
-        check=True,
+        capture_output=True, text=True,
         env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": python_path},
         timeout=300,
     )
-    return np.load(out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(np.load(out))
 
 
-@pytest.mark.parametrize("backend", ["torch", "jax"])
-def test_model_saved_with_tensorflow_predicts_the_same_and_trains_under(backend, tmp_path):
+def saved_model(tmp_path):
+    """A model of one stack per projection kind and sharing mode, side by side: one load and
+    one compiled train step cover them all. Returns (path, tokens, its outputs)."""
     rng = np.random.default_rng(0)
     tokens = rng.integers(1, 30, size=(3, 16))
     tokens[1, 9:] = 0
-    # One stack per projection kind and sharing mode, side by side in one
-    # model: one load and one compiled train step cover them all.
     inputs = keras.Input((16,), dtype="int32")
     embedded = keras.layers.Embedding(30, 16, mask_zero=True)(inputs)
     outputs = {}
@@ -109,10 +124,21 @@ def test_model_saved_with_tensorflow_predicts_the_same_and_trains_under(backend,
     model = keras.Model(inputs, outputs)
     model_path = tmp_path / "model.keras"
     model.save(model_path)
-    expected = model(tokens)
+    return model_path, tokens, model(tokens)
 
-    results = run_under_backend(backend, model_path, tokens, tmp_path)
 
+@pytest.fixture(scope="module", params=["torch", "jax"])
+def under_backend(request, tmp_path_factory):
+    """(backend, outputs under TensorFlow, the checks' results under the backend)."""
+    tmp_path = tmp_path_factory.mktemp(request.param)
+    model_path, tokens, expected = saved_model(tmp_path)
+    return request.param, expected, run_under_backend(request.param, model_path, tokens,
+                                                      tmp_path)
+
+
+def test_model_saved_with_tensorflow_predicts_the_same_and_trains_under(under_backend):
+    _, expected, results = under_backend
+    assert "failed.load" not in results, results.get("failed.load")
     for name, value in expected.items():
         np.testing.assert_allclose(
             results[f"{name}.outputs"], keras.ops.convert_to_numpy(value), atol=1e-5, err_msg=name
@@ -145,15 +171,11 @@ UNMASK_UNDER_TORCH_COMPILE = textwrap.dedent(
 )
 
 
-def test_inputs_carrying_keras_masks_compile_once_under_torch_compile(tmp_path):
-    script = tmp_path / "unmask.py"
-    script.write_text(UNMASK_UNDER_TORCH_COMPILE)
-    root = str(pathlib.Path(__file__).parents[2])
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "KERAS_BACKEND": "torch", "PYTHONPATH": root},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_inputs_carrying_keras_masks_compile_once_under_torch_compile(under_backend):
+    backend, _, results = under_backend
+    if backend != "torch":
+        pytest.skip("torch.compile is PyTorch's")
+    assert "failed.torch_compile" not in results, results.get("failed.torch_compile")
 
 
 # NaN and inf at padded key/value positions, every projection, under one backend: the
@@ -181,13 +203,6 @@ NON_FINITE_PADDING = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("backend", ["torch", "jax"])
-def test_non_finite_padding_never_reaches_real_outputs_under(backend, tmp_path):
-    script = tmp_path / "non_finite_padding.py"
-    script.write_text(NON_FINITE_PADDING)
-    root = str(pathlib.Path(__file__).parents[2])
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": root},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_non_finite_padding_never_reaches_real_outputs_under(under_backend):
+    _, _, results = under_backend
+    assert "failed.non_finite" not in results, results.get("failed.non_finite")
