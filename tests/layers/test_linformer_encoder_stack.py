@@ -130,37 +130,51 @@ def build_classifier(projection, sharing):
     return keras.Model(inputs, outputs)
 
 
-# Every projection and every sharing mode once: training takes seconds per
-# case. Every projection x sharing pair of the attention layer is checked
-# against the NumPy reference, with padding, and through a config round
-# trip in test_linformer_attention.py.
-@pytest.mark.parametrize(
-    "projection, sharing",
-    [("linear", "layerwise"), ("mean", "none"), ("max", "headwise"), ("conv", "key_value")],
-)
-def test_model_trains_saves_and_reloads(projection, sharing, tmp_path):
+# Every projection and every sharing mode once, side by side in one model: one fit, one
+# save and one load cover them. Every projection x sharing pair of the attention layer is
+# checked against the NumPy reference, with padding, and through a config round trip in
+# test_linformer_attention.py.
+CASES = [("linear", "layerwise"), ("mean", "none"), ("max", "headwise"), ("conv", "key_value")]
+
+
+def test_model_trains_saves_and_reloads(tmp_path):
     """A model on the stack trains with fit, and a .keras round trip
     (safe_mode=True) reproduces its predictions and training state."""
     rng = np.random.default_rng(0)
     tokens = rng.integers(1, 20, size=(64, 8))
     tokens[::3, 5:] = 0  # Some padded rows.
     labels = (tokens[:, 0] > 10).astype("int32")
-    model = build_classifier(projection, sharing)
+    inputs = keras.Input((8,), dtype="int32")
+    embedded = keras.layers.Embedding(20, 12, mask_zero=True)(inputs)
+    outputs = {}
+    for projection, sharing in CASES:
+        x = make_stack(projection=projection, sharing=sharing)(embedded)
+        x = keras.layers.GlobalAveragePooling1D()(x)
+        outputs[projection] = keras.layers.Dense(2, name=projection)(x)
+    model = keras.Model(inputs, outputs)
     model.compile(
         optimizer=keras.optimizers.Adam(3e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+              for name in outputs},
     )
-    history = model.fit(tokens, labels, epochs=6, batch_size=16, verbose=0)
-    losses = history.history["loss"]
-    assert losses[-1] < 0.8 * losses[0], losses
+    targets = {name: labels for name in outputs}
+    history = model.fit(tokens, targets, epochs=6, batch_size=16, verbose=0)
+    for name in outputs:
+        losses = history.history[f"{name}_loss"]
+        assert losses[-1] < 0.8 * losses[0], (name, losses)
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
-    np.testing.assert_allclose(
-        loaded.predict(tokens, verbose=0), model.predict(tokens, verbose=0), atol=1e-6)
+    expected, found = model.predict(tokens, verbose=0), loaded.predict(tokens, verbose=0)
+    for name in outputs:
+        np.testing.assert_allclose(found[name], expected[name], atol=1e-6, err_msg=name)
     # Training continues from the restored state, identically.
-    a = model.train_on_batch(tokens[:16], labels[:16])
-    b = loaded.train_on_batch(tokens[:16], labels[:16])
-    np.testing.assert_allclose(a, b, rtol=1e-5)
+    a = model.train_on_batch(tokens[:16], {n: v[:16] for n, v in targets.items()},
+                             return_dict=True)
+    b = loaded.train_on_batch(tokens[:16], {n: v[:16] for n, v in targets.items()},
+                              return_dict=True)
+    for name in outputs:
+        np.testing.assert_allclose(b[f"{name}_loss"], a[f"{name}_loss"], rtol=1e-5,
+                                   err_msg=name)
 
 
 def test_layerwise_projection_is_stored_once_and_stays_shared(tmp_path, rng):
