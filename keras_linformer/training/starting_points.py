@@ -10,6 +10,7 @@ BERT keras-hub loads, converted by `LinformerBackbone.from_bert`.
 import inspect
 import json
 import os
+import shutil
 
 import keras
 
@@ -58,10 +59,24 @@ def architecture_differences(expected, found):
 
 
 def save_pretrained(backbone, vocabulary, directory):
-    """Writes the backbone (keras-hub preset files) and `vocab.txt` to `directory`."""
-    os.makedirs(directory, exist_ok=True)
-    backbone.save_to_preset(directory)
-    data.save_vocabulary(vocabulary, os.path.join(directory, VOCABULARY_FILE))
+    """Writes the backbone (keras-hub preset files) and `vocab.txt` to `directory`, each file
+    whole: all are written to `directory/.preset.tmp` first, then moved in, the weights
+    last. A failed write (a full disk) leaves the previous files as they were."""
+    directory = os.fspath(directory)
+    staging = os.path.join(directory, ".preset.tmp")
+    try:
+        shutil.rmtree(staging, ignore_errors=True)  # What a killed save left.
+        os.makedirs(staging)
+        backbone.save_to_preset(staging)
+        data.save_vocabulary(vocabulary, os.path.join(staging, VOCABULARY_FILE))
+        for name in sorted(os.listdir(staging), key=lambda name: name == WEIGHTS_FILE):
+            os.replace(os.path.join(staging, name), os.path.join(directory, name))
+    except OSError as error:
+        raise OSError(error.errno, f"could not write the pretrained model to {directory} "
+                                   f"({error.strerror or error}); the files there are "
+                                   "unchanged") from error
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def read_pretrained_config(directory, architecture=None):

@@ -2,6 +2,7 @@
 
 import argparse
 import importlib
+import re
 
 import keras
 import numpy as np
@@ -202,3 +203,29 @@ def test_the_architecture_keys_are_the_backbones_arguments():
 
     arguments = set(inspect.signature(LinformerBackbone.__init__).parameters)
     assert config.ARCHITECTURE_KEYS == arguments - {"self", "kwargs", "dtype", "vocabulary_size"}
+
+
+def test_a_full_disk_while_saving_a_pretrained_model_leaves_the_previous_files(
+        pretrained_dir, monkeypatch):
+    import errno
+    import os
+
+    from keras_linformer.models import LinformerBackbone
+
+    before = {name: (pretrained_dir / name).read_bytes() for name in os.listdir(pretrained_dir)}
+    backbone, vocabulary = starting_points.load_pretrained(pretrained_dir)
+
+    def fill_the_disk(model, directory):
+        (pretrained_dir / ".preset.tmp" / "config.json").write_text('{"cut off')
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(LinformerBackbone, "save_to_preset", fill_the_disk)
+    with pytest.raises(OSError, match=re.escape(
+            f"could not write the pretrained model to {pretrained_dir} (No space left on "
+            "device); the files there are unchanged")):
+        starting_points.save_pretrained(backbone, vocabulary, pretrained_dir)
+    assert {name: (pretrained_dir / name).read_bytes()
+            for name in os.listdir(pretrained_dir)} == before
+    monkeypatch.undo()
+    starting_points.save_pretrained(backbone, vocabulary, pretrained_dir)
+    assert sorted(os.listdir(pretrained_dir)) == sorted(before)
