@@ -12,6 +12,7 @@ its paired differences. Nothing here imports TensorFlow.
 """
 
 import functools
+import math
 import os
 import statistics
 
@@ -95,15 +96,50 @@ def collect(runs, fields, recorded=None):
     return rows
 
 
+# What a finished run's row must hold in the results CSV: at least one of these, each valid.
+RECORDED_MEASURES = {
+    "test_accuracy": ("an accuracy from 0 to 1", lambda value: 0 <= value <= 1),
+    "test_perplexity": ("a perplexity of at least 1", lambda value: value >= 1),
+}
+
+
 def recorded_rows(args):
     """{command_key: row} of the finished runs in the study's results CSV
-    (RESULTS_DIR/NAME.csv, as `write_results` writes it); {} without one."""
+    (RESULTS_DIR/NAME.csv, as `write_results` writes it); {} without one.
+
+    Raises:
+        ValueError: a finished run's row holds no valid `RECORDED_MEASURES`, or
+            records the same run as another; naming the file, the row and the column.
+    """
     path = os.path.join(args.results_dir, args.name + ".csv")
     if not os.path.isfile(path):
         return {}
     rows, _ = outputs.read_csv(path)
-    return {runner.command_key(row[COMMAND]): row for row in rows
-            if row.get("status") == "finished" and row.get(COMMAND)}
+    recorded = {}
+    for number, row in enumerate(rows, 1):
+        if row.get("status") != "finished" or not row.get(COMMAND):
+            continue
+        where = f"--results-dir: {path}: data row {number}"
+        measured = {column: row[column] for column in RECORDED_MEASURES
+                    if row.get(column) is not None}
+        if not measured:
+            raise ValueError(f"{where} is a finished run without a {' or '.join(RECORDED_MEASURES)}"
+                             "; correct the row or delete it to run it again")
+        for column, value in measured.items():
+            what, good = RECORDED_MEASURES[column]
+            try:
+                fine = math.isfinite(float(value)) and good(float(value))
+            except (TypeError, ValueError):
+                fine = False
+            if not fine:
+                raise ValueError(f"{where}, column {column}: {value!r} is not {what}; correct "
+                                 "the row or delete it to run it again")
+        key = runner.command_key(row[COMMAND])
+        if key in recorded:
+            raise ValueError(f"{where} records the same run as data row {recorded[key][0]}; "
+                             "keep one of them")
+        recorded[key] = number, row
+    return {key: row for key, (_, row) in recorded.items()}
 
 
 def by_dataset_and_model(row):

@@ -9,6 +9,7 @@ and the report is built from run directories holding a finished run's files.
 import csv
 import json
 import os
+import re
 
 import pytest
 
@@ -293,3 +294,35 @@ def test_projected_dims_that_do_not_divide_n_are_refused(k, capsys):
     assert exit_info.value.code == 2
     assert (f"argument --projected-dims: k must divide the sequence length of bbc_news "
             f"(n = 512), as pooling needs; received {k}") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda text: text.replace(",0.97,", ",ninety,", 1),
+     "data row 1, column test_accuracy: 'ninety' is not an accuracy from 0 to 1"),
+    (lambda text: text.replace(",0.97,", ",nan,", 1),
+     "data row 1, column test_accuracy: nan is not an accuracy from 0 to 1"),
+    (lambda text: text.replace(",0.97,", ",97.0,", 1),
+     "data row 1, column test_accuracy: 97.0 is not an accuracy from 0 to 1"),
+    (lambda text: text.replace(",0.97,", ",,", 1),
+     "data row 1 is a finished run without a test_accuracy or test_perplexity"),
+    (lambda text: text + text.splitlines()[2] + "\n",
+     "data row 3 records the same run as data row 1; keep one of them"),
+])
+def test_a_results_csv_edited_by_hand_is_refused_naming_the_row(edit, message, tmp_path, capsys):
+    flags = ["--datasets", "bbc_news", "--seeds", "0", "--models", "transformer", "mean",
+             "--projected-dims", "128", "--output-dir", str(tmp_path / "runs"),
+             "--results-dir", str(tmp_path / "results")]
+    args = parse(*flags)
+    runs = study.plan(args)
+    for run, accuracy in zip(runs, [0.97, 0.96]):
+        finish(run, accuracy, seconds=600.0)
+    study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
+    path = tmp_path / "results" / "bert-study.csv"
+    path.write_text(edit(path.read_text()))
+    with pytest.raises(ValueError, match=re.escape(f"--results-dir: {path}: {message}")):
+        seeded.recorded_rows(args)
+    before = path.read_text()
+    with pytest.raises(SystemExit) as exited:
+        study.main(flags)
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+    assert path.read_text() == before
