@@ -21,7 +21,8 @@ leave-one-out kNN vote, on the same folds for every model), by:
 Every Linformer is compared with every BERT reading by the paired bootstrap
 of `benchmarks.probe` (95% intervals, points). Texts/s: every model in turn,
 round by round, on the same texts, XLA-compiled, before any embedding (a
-transferred conversion costs what its fresh start does). Resumable: run the
+transferred conversion costs what its fresh start does), in batches padded to each reading's
+length and in batches trimmed to their longest text. Resumable: run the
 same command again. Writes `accuracy.csv`, `comparisons.csv`,
 `throughput.csv`, `transfer.csv` and `long-documents.md` to `--output-dir`.
 
@@ -59,7 +60,8 @@ OUTLETS = {
 OUTLET_NAMES = re.compile(r"\b(?:" + "|".join(OUTLETS.values()) + r")\b", re.IGNORECASE)
 MASK = "outlet"
 ACCURACY_FIELDS = ("model", "sequence_length", "projected_dim", "transfer", "texts", "folds",
-                   "probe_accuracy", "knn_accuracy", "texts_per_second", "forward_flops")
+                   "probe_accuracy", "knn_accuracy", "texts_per_second",
+                   "trimmed_texts_per_second", "forward_flops")
 COMPARISON_FIELDS = ("model", "baseline", "score", "difference", "low", "high")
 
 
@@ -96,7 +98,7 @@ def parse_args(argv=None):
                         help="Texts per forward pass (and per transfer step).")
     parser.add_argument("--throughput-rounds", type=cli.positive_int, default=3,
                         help="Interleaved rounds of the throughput measurement.")
-    parser.add_argument("--throughput-texts", type=cli.positive_int, default=16,
+    parser.add_argument("--throughput-texts", type=cli.positive_int, default=32,
                         help="Task articles each model reads per round.")
     parser.add_argument("--output-dir", default="artifacts/long-documents",
                         help="Where embeddings, checkpoints, CSVs and the report go (copy the "
@@ -217,16 +219,9 @@ def sample(args, encode, min_tokens):
 def evaluate(args, command):
     import keras
 
-    from keras_linformer import data
-    from keras_linformer.models import pretrained_bert
-
     os.makedirs(os.path.join(args.output_dir, "embeddings"), exist_ok=True)
     cli.log(command)
-    bert, vocabulary = pretrained_bert.load_bert(args.bert, "--bert")
-    encoder = functools.lru_cache()(lambda n: data.TextEncoder(data.make_tokenizer(vocabulary), n))
-
-    def encode(texts, n):
-        return {key: np.asarray(value) for key, value in encoder(n)(texts).items()}
+    bert, encode = probe.bert_and_encoder(args.bert)
 
     n, positions = args.sequence_length, bert.max_sequence_length
     if n <= positions:
@@ -288,26 +283,37 @@ def compiled(model):
     return lambda inputs, training=False: call(inputs)
 
 
+THROUGHPUT_FIELDS = ("model", "batches", "round", "texts", "seconds", "texts_per_second",
+                     "load_average")
+TRIM_TO = 256  # Trimmed batches are cut to a multiple of this many positions.
+
+
 def measure_throughput(args, names, bert, inputs, chunk_inputs, owner, path, command):
     """Texts/s of every reading on the first `--throughput-texts` task articles (kept in
-    `path`; measured once)."""
+    `path`; measured once), with `padded` batches (in order, every text at its reading's
+    full length) and `trimmed` ones (sorted by length, each cut to its longest text,
+    `probe.batches_of`): outputs are the same, the padding is not computed."""
     if os.path.exists(path):
         rows = outputs.read_csv(path)[0]
         outputs.check_rows(path, rows, {"seconds": "time", "texts_per_second": "time"},
-                           ("model", "round"), "--output-dir")
+                           ("model", "batches", "round"), "--output-dir")
         return rows
     count = args.throughput_texts
     timed = [name for name in names if not name.endswith("-transfer")]
     head = {key: value[:count] for key, value in inputs.items()}
-    chunk_head = {key: value[owner < count] for key, value in chunk_inputs.items()}
-    models = {name: build_model(name, bert, args.sequence_length, args, None, None)
-              for name in timed}
     feeds = {name: head for name in timed}
-    feeds[CHUNKS] = chunk_head
-    feeds[TRUNCATED] = first_chunks(chunk_head, owner[owner < count])
-    rows = probe.throughput(models, feeds, len(head["token_ids"]), args.throughput_rounds,
-                            args.batch_size, cli.log, "", jit_compile=True)
-    outputs.write_csv(path, command, probe.THROUGHPUT_FIELDS[2:], rows)
+    feeds[CHUNKS] = {key: value[owner < count] for key, value in chunk_inputs.items()}
+    feeds[TRUNCATED] = first_chunks(feeds[CHUNKS], owner[owner < count])
+    models, batches = {}, {}
+    for name in timed:
+        model = build_model(name, bert, args.sequence_length, args, None, None)
+        for kind, trim_to in (("padded", None), ("trimmed", TRIM_TO)):
+            models[name, kind] = model
+            batches[name, kind] = probe.batches_of(feeds[name], args.batch_size, trim_to)
+    rows = probe.throughput(models, batches, len(head["token_ids"]), args.throughput_rounds,
+                            cli.log, "", jit_compile=True)
+    rows = [dict(row, model=row["model"][0], batches=row["model"][1]) for row in rows]
+    outputs.write_csv(path, command, THROUGHPUT_FIELDS, rows)
     return rows
 
 
@@ -332,8 +338,9 @@ def write_results(args, bert, names, scores, throughput_rows, paths, command, te
     n = args.sequence_length
     median = {}
     for row in throughput_rows:
-        median.setdefault(row["model"], []).append(float(row["texts_per_second"]))
-    median = {name: float(np.median(values)) for name, values in median.items()}
+        median.setdefault((row["model"], row["batches"]), []).append(
+            float(row["texts_per_second"]))
+    median = {key: float(np.median(values)) for key, values in median.items()}
     accuracy, comparisons = [], []
     for name, (probe_ok, knn_ok) in scores.items():
         k = int(name.split("-")[1][1:]) if is_linformer(name) else None
@@ -343,7 +350,8 @@ def write_results(args, bert, names, scores, throughput_rows, paths, command, te
             transfer=name.endswith("-transfer"), texts=texts,
             folds=args.folds, probe_accuracy=round(100 * probe_ok.mean(), 3),
             knn_accuracy=round(100 * knn_ok.mean(), 3),
-            texts_per_second=median.get(probe.fresh_start(name)),
+            texts_per_second=median.get((probe.fresh_start(name), "padded")),
+            trimmed_texts_per_second=median.get((probe.fresh_start(name), "trimmed")),
             forward_flops=forward_flops(bert, name, n)))
         if not is_linformer(name):
             continue
@@ -374,7 +382,7 @@ def verdict(accuracy, comparisons, n):
         row = rows[name]
         beats_truncation = all(by[name, TRUNCATED, s]["low"] > 0 for s in ("probe", "knn"))
         matches_chunks = all(by[name, CHUNKS, s]["low"] > -1 for s in ("probe", "knn"))
-        speed = {m: rows[m]["texts_per_second"] for m in (name, CHUNKS, full)}
+        speed = {m: rows[m]["trimmed_texts_per_second"] for m in (name, CHUNKS, full)}
         flop_ratio = rows[full]["forward_flops"] / row["forward_flops"]
         cheap = None not in speed.values() and speed[name] >= speed[CHUNKS]
         fast = None not in speed.values() and speed[name] / speed[full] >= flop_ratio
@@ -389,7 +397,7 @@ def verdict(accuracy, comparisons, n):
                      + (f"; misses {', '.join(missed)}." if missed else "."))
     return ["**Targets** (a Linformer: both 95% intervals above 0 against truncation, above "
             "-1 against chunk averaging, at least chunking's texts/s, and the analytic FLOP "
-            f"ratio over full attention at n = {n} in texts/s):", "", *lines]
+            f"ratio over full attention at n = {n} in texts/s, batches trimmed):", "", *lines]
 
 
 def report(accuracy, comparisons, transfer, command, n):
@@ -399,10 +407,13 @@ def report(accuracy, comparisons, transfer, command, n):
     lines += [f"## Outlet of an article, names masked ({texts} articles, "
               f"{accuracy[0]['folds'] if accuracy else 0} folds)", "",
               outputs.markdown_table(
-                  ["model", "reads", "probe %", "kNN %", "texts/s", "GFLOPs per forward"],
+                  ["model", "reads", "probe %", "kNN %", "texts/s, padded", "texts/s, trimmed",
+                   "GFLOPs per forward"],
                   [[r["model"], r["sequence_length"], f"{r['probe_accuracy']:.2f}",
                     f"{r['knn_accuracy']:.2f}",
                     "" if r["texts_per_second"] is None else f"{r['texts_per_second']:.2f}",
+                    "" if r["trimmed_texts_per_second"] is None
+                    else f"{r['trimmed_texts_per_second']:.2f}",
                     f"{r['forward_flops'] / 1e9:.1f}" + (" per chunk" if r["model"] == CHUNKS
                                                     else "")] for r in accuracy]), ""]
     if comparisons:

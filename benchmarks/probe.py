@@ -310,48 +310,70 @@ def embed(model, inputs, batch_size, log, prefix, path, chunk=256):
         os.remove(part)
 
 
-def throughput(models, inputs, texts, rounds, batch_size, log, prefix, jit_compile=False):
-    """Rows of texts/s, every model once per round in turn: `inputs[name]` holds what model
-    `name` reads of the same `texts` texts (one row each, or several chunks of each)."""
+def batches_of(inputs, batch_size, trim_to=None):
+    """`inputs` cut into batches of `batch_size` rows, in order; with `trim_to`, the rows
+    sorted by their real tokens and each batch cut to its longest row, rounded up to a
+    multiple of `trim_to` (what a server that pads each batch to its longest text reads)."""
+    lengths = np.asarray(inputs["padding_mask"]).sum(1)
+    order = np.argsort(lengths, kind="stable") if trim_to else np.arange(len(lengths))
+    width = np.shape(inputs["token_ids"])[1]
+    batches = []
+    for start in range(0, len(order), batch_size):
+        index = order[start:start + batch_size]
+        cut = min(width, -(-int(lengths[index].max()) // trim_to) * trim_to) if trim_to else width
+        batches.append({key: np.asarray(value)[index, :cut] for key, value in inputs.items()})
+    return batches
+
+
+def throughput(models, batches, texts, rounds, log, prefix, jit_compile=False):
+    """Rows of texts/s, every model once per round in turn: `batches[key]` holds what model
+    `models[key]` reads of the same `texts` texts (one row each, or several chunks of each)."""
     import tensorflow as tf
 
-    calls = {name: tf.function(functools.partial(model, training=False),
-                               jit_compile=jit_compile) for name, model in models.items()}
-    batches = {name: [{key: value[start:start + batch_size] for key, value in
-                       inputs[name].items()}
-                      for start in range(0, len(inputs[name]["token_ids"]), batch_size)]
-               for name in models}
-    for name, call in calls.items():
-        for batch in {len(b["token_ids"]): b for b in batches[name]}.values():
+    calls = {key: tf.function(functools.partial(model, training=False),
+                              jit_compile=jit_compile) for key, model in models.items()}
+    for key, call in calls.items():
+        for batch in {b["token_ids"].shape: b for b in batches[key]}.values():
             call(batch)  # Traced (and compiled) for every batch shape before timing.
     rows = []
     for index in range(rounds):
-        for name, call in calls.items():
+        for key, call in calls.items():
             start = time.perf_counter()
-            for batch in batches[name]:
+            for batch in batches[key]:
                 result = call(batch)["sequence_output"]
             result.numpy()
             seconds = time.perf_counter() - start
-            rows.append(dict(model=name, round=index, texts=texts, seconds=round(seconds, 3),
+            rows.append(dict(model=key, round=index, texts=texts, seconds=round(seconds, 3),
                              texts_per_second=round(texts / seconds, 2),
                              load_average=round(os.getloadavg()[0], 2)))
-            log(f"{prefix} throughput round {index + 1}/{rounds}, {name}: "
+            log(f"{prefix} throughput round {index + 1}/{rounds}, {key}: "
                 f"{texts / seconds:.1f} texts/s")
     return rows
+
+
+def bert_and_encoder(preset):
+    """`(bert, encode)`: the BERT of `--bert`, and `encode(texts, n)`, its tokenizer's
+    encoder inputs of `texts` at n positions, as NumPy arrays."""
+    from keras_linformer import data
+    from keras_linformer.models import pretrained_bert
+
+    bert, vocabulary = pretrained_bert.load_bert(preset, "--bert")
+    encoder = functools.lru_cache()(lambda n: data.TextEncoder(data.make_tokenizer(vocabulary), n))
+
+    def encode(texts, n):
+        return {key: np.asarray(value) for key, value in encoder(n)(texts).items()}
+
+    return bert, encode
 
 
 def evaluate(args, command):
     import keras
 
     from keras_linformer import data
-    from keras_linformer.models import pretrained_bert
+
     os.makedirs(os.path.join(args.output_dir, "embeddings"), exist_ok=True)
     cli.log(command)
-    bert, vocabulary = pretrained_bert.load_bert(args.bert, "--bert")
-    encoder = functools.lru_cache()(lambda n: data.TextEncoder(data.make_tokenizer(vocabulary), n))
-
-    def encode(texts, n):
-        return {key: np.asarray(value) for key, value in encoder(n)(texts).items()}
+    bert, encode = bert_and_encoder(args.bert)
 
     @functools.lru_cache()
     def transfer_inputs(n):
@@ -387,8 +409,9 @@ def evaluate(args, command):
             # start does, at the same cost) and is not left for the end of a long run.
             models = {name: build_model(name, bert, n, args, None, None) for name in timed}
             head = {key: value[:args.throughput_texts] for key, value in inputs.items()}
-            rows = throughput(models, dict.fromkeys(models, head), len(head["token_ids"]),
-                              args.throughput_rounds, args.batch_size, cli.log, f"[{dataset}]")
+            rows = throughput(models, dict.fromkeys(models, batches_of(head, args.batch_size)),
+                              len(head["token_ids"]), args.throughput_rounds, cli.log,
+                              f"[{dataset}]")
             throughput_rows = [r for r in throughput_rows if r["dataset"] != dataset] + [
                 dict(row, dataset=dataset, sequence_length=n) for row in rows]
             outputs.write_csv(paths["throughput.csv"], command, THROUGHPUT_FIELDS,

@@ -26,7 +26,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 REPOSITORY = pathlib.Path(__file__).parents[1]
-API_PACKAGES = ("layers", "models", "export", "training")
+API_PACKAGES = ("layers", "models", "data", "export", "training")
 
 
 def public_names(package):

@@ -86,8 +86,8 @@ class TextEncoder:
     >>> x = encoder(["The cat", "", b"cat \\xff"])
     >>> x["token_ids"].numpy().tolist()
     [[2, 5, 6, 3, 0, 0], [2, 3, 0, 0, 0, 0], [2, 6, 1, 3, 0, 0]]
-    >>> x["padding_mask"].numpy().tolist()[0]
-    [1, 1, 1, 1, 0, 0]
+    >>> x["padding_mask"].numpy().tolist()
+    [[1, 1, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 0, 0]]
     """
 
     def __init__(self, tokenizer, sequence_length=128):

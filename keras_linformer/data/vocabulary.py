@@ -53,8 +53,8 @@ def train_vocabulary(
     Example:
 
     >>> vocabulary = train_vocabulary(["the cat sat on the mat"] * 10, 40)
-    >>> vocabulary[:5]
-    ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
+    >>> ", ".join(vocabulary[:5])
+    '[PAD], [UNK], [CLS], [SEP], [MASK]'
     """
     texts = list(texts)
     if not texts or not any(text.strip() for text in texts):

