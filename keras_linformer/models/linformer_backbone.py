@@ -270,6 +270,66 @@ class LinformerBackbone(keras_hub.models.Backbone):
         """The encoder blocks, under the name `keras_hub.models.BertBackbone` gives them."""
         return self.encoder.blocks
 
+    @staticmethod
+    def get_layout_map(device_mesh, model_parallel_dim_name="model",
+                       data_parallel_dim_name="batch"):
+        """A `keras.distribution.LayoutMap` that shards the backbone's large weights.
+
+        For `keras.distribution.ModelParallel` (the JAX backend; TensorFlow's
+        is a prototype that shards nothing), in the form of keras-hub's
+        backbones: each attention layer's heads and each feedforward network's
+        intermediate units are split along `model_parallel_dim_name` (as
+        Megatron-LM splits them), and the other axis of those kernels and of
+        the token embedding along `data_parallel_dim_name`. The projections
+        E/F, biases, layer norms and the position embedding are replicated.
+        The same map serves `attention="linformer"` and `"transformer"`.
+
+        ```python
+        mesh = keras.distribution.DeviceMesh(
+            shape=(1, 2), axis_names=("batch", "model"),
+            devices=keras.distribution.list_devices())
+        distribution = keras.distribution.ModelParallel(
+            layout_map=LinformerBackbone.get_layout_map(mesh), batch_dim_name="batch")
+        with distribution.scope():
+            backbone = LinformerBackbone(...)
+        ```
+
+        Args:
+            device_mesh: a `keras.distribution.DeviceMesh`.
+            model_parallel_dim_name: str, the mesh axis the heads and intermediate
+                units are split along. Defaults to `"model"`.
+            data_parallel_dim_name: str, the mesh axis the batch is split along.
+                Defaults to `"batch"`.
+
+        Returns:
+            A `keras.distribution.LayoutMap`.
+
+        Raises:
+            ValueError: `device_mesh` is not a `DeviceMesh`, or lacks an axis named.
+        """
+        if not isinstance(device_mesh, keras.distribution.DeviceMesh):
+            raise ValueError(
+                "device_mesh: expected a keras.distribution.DeviceMesh. Received: "
+                f"{type(device_mesh).__name__}"
+            )
+        for argument, name in (("model_parallel_dim_name", model_parallel_dim_name),
+                               ("data_parallel_dim_name", data_parallel_dim_name)):
+            if name not in device_mesh.axis_names:
+                raise ValueError(
+                    f"{argument}: {name!r} is not an axis of the device mesh, whose axes "
+                    f"are {list(device_mesh.axis_names)}."
+                )
+        model, data = model_parallel_dim_name, data_parallel_dim_name
+        layout_map = keras.distribution.LayoutMap(device_mesh)
+        layout_map["token_embedding/embeddings"] = (model, data)
+        # Kernels (hidden, heads, head_dim) and (heads, head_dim, hidden); keys are regular
+        # expressions matched against whole paths.
+        layout_map[".*self_attention_layer/(query|key|value)/kernel"] = (data, model, None)
+        layout_map[".*self_attention_layer/attention_output/kernel"] = (model, None, data)
+        layout_map[".*feedforward_intermediate_dense/kernel"] = (data, model)
+        layout_map[".*feedforward_output_dense/kernel"] = (model, data)
+        return layout_map
+
     @classmethod
     def from_bert(
         cls,
