@@ -1,0 +1,31 @@
+"""The guide to a model of one's own (docs/own-model.md) runs as printed, and its shell
+command verifies the export with the installed `keras-linformer-verify`."""
+
+import pathlib
+import re
+import shlex
+
+import pytest
+
+from tests.training.harness import run_program
+
+GUIDE = pathlib.Path(__file__).parents[1] / "docs" / "own-model.md"
+
+
+@pytest.mark.slow
+def test_the_own_model_guide_trains_profiles_exports_and_verifies(tmp_path, monkeypatch, capsys):
+    text = GUIDE.read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(block, str(GUIDE), "exec"), namespace)
+    losses = namespace["model"].history.history["loss"]
+    assert losses[-1] < losses[0], losses
+    assert list((tmp_path / "logs" / "train" / "plugins" / "profile").glob("*/*.xplane.pb"))
+    assert namespace["path"].endswith("saved_models/my_classifier/1")
+    assert re.search(r"'labels': array\(\[b'(fresh|rotten)'\]", capsys.readouterr().out)
+    (command,) = re.findall(r"```sh\n(.*?)\n```", text, re.S)
+    program, *arguments = shlex.split(command)
+    result = run_program(program, *arguments, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "PASSED: all 7 checks for saved_models/my_classifier/1" in result.stdout
