@@ -546,8 +546,9 @@ class LinformerAttention(keras.layers.Layer):
             zeros = ops.zeros((shape[0], self.null_slots, shape[2], shape[3]), x.dtype)
             return ops.concatenate([x, zeros], axis=1)
 
-        live = ops.ones((ops.shape(slot_mask)[0], self.null_slots), dtype="bool")
-        slot_mask = ops.concatenate([ops.cast(slot_mask, "bool"), live], axis=1)
+        if slot_mask is not None:  # None: every slot is real, the null ones too.
+            live = ops.ones((ops.shape(slot_mask)[0], self.null_slots), dtype="bool")
+            slot_mask = ops.concatenate([ops.cast(slot_mask, "bool"), live], axis=1)
         return with_zeros(key), with_zeros(value), slot_mask
 
     def _padding_scale(self, mask, dtype):

@@ -175,7 +175,8 @@ class SequenceProjection:
             projection; the projection of the mask itself, `(B, k)` (`(1, k)`
             without a mask), which carries the bias through when the input is
             projected first (None where that never happens); and a boolean
-            `(B, k)` mask of the slots that hold at least one real position.
+            `(B, k)` mask of the slots that hold at least one real position
+            (None for a projection whose every slot does: `fills_every_slot`).
         """
         raise NotImplementedError(f"{type(self).__name__} must implement `project`.")
 
@@ -204,7 +205,9 @@ class _Matrix(SequenceProjection):
         return (sequence_length, projected_dim)
 
     def project(self, x, mask, kernel, sequence_length, projected_dim):
-        length = ops.shape(x)[1]
+        # The static length where there is one: `ops.shape` would also slice out the batch
+        # size, unused (and left as a dead output by some exporters).
+        length = x.shape[1] if x.shape[1] is not None else ops.shape(x)[1]
         kernel = ops.cast(kernel, x.dtype)
         if len(kernel.shape) == 2:  # E: (n, k), shared by the heads.
             e = kernel[:length]
@@ -221,8 +224,7 @@ class _Matrix(SequenceProjection):
             weight_sums = ops.sum(e, axis=0, keepdims=True)
         else:
             weight_sums = ops.einsum("bs,sk->bk", ops.cast(mask, x.dtype), e)
-        slot_mask = ops.ones((ops.shape(x)[0], projected_dim), dtype="bool")
-        return projected, weight_sums, slot_mask
+        return projected, weight_sums, None  # Every slot holds real positions.
 
 
 @register("linear")
