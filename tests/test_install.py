@@ -196,3 +196,20 @@ def test_the_readme_conversion_runs_in_the_installed_package(installed):
     ), installed)
     assert results["shape"] == [1, 128, 384], results
     assert results["linformer"] < results["bert"], results
+
+
+@pytest.mark.slow
+def test_the_wheels_console_script_trains_to_the_end_and_exits_0(installed):
+    """A successful run, and its rerun (nothing to do), through the wheel's own script."""
+    from tests.training.harness import TINY_MODEL
+    from tests.training.harness import write_reviews
+
+    bin_dir, elsewhere, env = installed
+    reviews = write_reviews(elsewhere / "reviews.csv")
+    command = [bin_dir / "keras-linformer-finetune", "--table", reviews, *TINY_MODEL,
+               "--sequence-length", 16, "--vocabulary-size", 100, "--max-steps", 2,
+               "--output-dir", "run"]
+    result = run(command, cwd=elsewhere, env=env, timeout=300)
+    assert "Test accuracy: " in result.stdout, result.stdout[-2000:]
+    assert (elsewhere / "run" / "classifier.keras").is_file()
+    assert "nothing to do" in run(command, cwd=elsewhere, env=env, timeout=300).stdout
