@@ -199,17 +199,25 @@ def test_the_readme_conversion_runs_in_the_installed_package(installed):
 
 
 @pytest.mark.slow
-def test_the_wheels_console_script_trains_to_the_end_and_exits_0(installed):
-    """A successful run, and its rerun (nothing to do), through the wheel's own script."""
+def test_the_wheels_console_scripts_pretrain_finetune_export_and_query(installed):
+    """Successful runs through the wheel's own scripts (each exits 0: `run` checks), a
+    finished run's rerun (nothing to do), and an export of the result answering a text."""
     from tests.training.harness import TINY_MODEL
     from tests.training.harness import write_reviews
 
     bin_dir, elsewhere, env = installed
     reviews = write_reviews(elsewhere / "reviews.csv")
-    command = [bin_dir / "keras-linformer-finetune", "--table", reviews, *TINY_MODEL,
-               "--sequence-length", 16, "--vocabulary-size", 100, "--max-steps", 2,
+    small = ["--table", reviews, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2]
+    run([bin_dir / "keras-linformer-pretrain", *small, "--vocabulary-size", 100,
+         "--output-dir", "pretrained"], cwd=elsewhere, env=env, timeout=300)
+    assert (elsewhere / "pretrained" / "model.weights.h5").is_file()
+    command = [bin_dir / "keras-linformer-finetune", *small, "--pretrained", "pretrained",
                "--output-dir", "run"]
     result = run(command, cwd=elsewhere, env=env, timeout=300)
     assert "Test accuracy: " in result.stdout, result.stdout[-2000:]
-    assert (elsewhere / "run" / "classifier.keras").is_file()
     assert "nothing to do" in run(command, cwd=elsewhere, env=env, timeout=300).stdout
+    run([bin_dir / "keras-linformer-export", "run", "--base-dir", "exports", "--model-name",
+         "reviews"], cwd=elsewhere, env=env, timeout=300)
+    answer = run([bin_dir / "keras-linformer-query", "exports/reviews", "a great fun film"],
+                 cwd=elsewhere, env=env, timeout=300).stdout.strip().splitlines()[-1]
+    assert json.loads(answer)["text"] == "a great fun film", answer
