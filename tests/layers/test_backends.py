@@ -171,10 +171,9 @@ UNMASK_UNDER_TORCH_COMPILE = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("under_backend", ["torch"], indirect=True)  # PyTorch's compiler.
 def test_inputs_carrying_keras_masks_compile_once_under_torch_compile(under_backend):
-    backend, _, results = under_backend
-    if backend != "torch":
-        pytest.skip("torch.compile is PyTorch's")
+    _, _, results = under_backend
     assert "failed.torch_compile" not in results, results.get("failed.torch_compile")
 
 
