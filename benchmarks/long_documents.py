@@ -42,6 +42,7 @@ from benchmarks import outputs
 from benchmarks import probe
 from benchmarks.harness import flops
 from keras_linformer.programs import cli
+from keras_linformer.utils import files
 
 PROGRAM = "benchmarks.long_documents"
 TRUNCATED, CHUNKS = "bert-truncated", "bert-chunks"
@@ -262,7 +263,7 @@ def evaluate(args, command):
         elif not os.path.exists(path):
             model = build_model(name, bert, n, args, transfer_inputs,
                                 lambda line, p=prefix: cli.log(f"{p} {line}"))
-            probe.embed(compiled(model), inputs, args.batch_size, cli.log, prefix, path)
+            embed_trimmed(model, inputs, args.batch_size, prefix, path)
             del model
             keras.backend.clear_session()
         embeddings = np.load(path)
@@ -273,6 +274,33 @@ def evaluate(args, command):
         write_results(args, bert, names, scores, throughput_rows, paths, command, len(texts))
     cli.log("Wrote " + ", ".join(paths.values()))
     return scores
+
+
+def embed_trimmed(model, inputs, batch_size, prefix, path):
+    """`probe.embed` of `inputs` in length order, each batch cut to its longest text
+    (`trimmed`: the same embeddings, without computing the padding); saved in text order."""
+    import keras
+
+    order = np.argsort(inputs["padding_mask"].sum(1), kind="stable")
+    width = inputs["token_ids"].shape[1]
+    call = compiled(model)
+
+    def trimmed(batch, training=False):
+        longest = int(np.asarray(batch["padding_mask"]).sum(1).max())
+        cut = min(width, -(-longest // TRIM_TO) * TRIM_TO)
+        outputs = call({key: value[:, :cut] for key, value in batch.items()})
+        sequence = keras.ops.pad(outputs["sequence_output"], [[0, 0], [0, width - cut], [0, 0]])
+        return {"sequence_output": sequence, "pooled_output": outputs["pooled_output"]}
+
+    in_order = path.replace(".npy", ".by-length.npy")
+    if not os.path.exists(in_order):
+        probe.embed(trimmed, {key: value[order] for key, value in inputs.items()}, batch_size,
+                    cli.log, prefix, in_order)
+    vectors = np.empty_like(np.load(in_order))
+    vectors[order] = np.load(in_order)
+    with files.replaced_whole(path, path + ".tmp.npy") as temporary:
+        np.save(temporary, vectors)
+    os.remove(in_order)
 
 
 def compiled(model):

@@ -144,3 +144,19 @@ def test_a_trimmed_batch_reads_what_the_padded_one_does(attention, rng):
     cut = model(trimmed)["sequence_output"].numpy()
     real = trimmed["padding_mask"].astype(bool)
     np.testing.assert_allclose(cut[real], full[real], atol=1e-5)
+
+
+def test_embedding_in_trimmed_batches_gives_the_padded_embeddings(rng, tmp_path, monkeypatch):
+    from keras_linformer.models import LinformerBackbone
+    from tests.models.test_bert_conversion import padded_inputs
+    from tests.models.test_bert_conversion import random_keras_hub_bert
+
+    model = LinformerBackbone.from_bert(random_keras_hub_bert(), projected_dim=16,
+                                        projection="linear", max_sequence_length=128)
+    inputs = padded_inputs(rng, [90, 10, 128, 40, 70, 33], sequence_length=128)
+    monkeypatch.setattr(long_documents, "TRIM_TO", 32)
+    long_documents.embed_trimmed(model, inputs, 2, "", str(tmp_path / "trimmed.npy"))
+    probe.embed(model, inputs, 2, print, "", str(tmp_path / "padded.npy"))
+    np.testing.assert_allclose(np.load(tmp_path / "trimmed.npy"),
+                               np.load(tmp_path / "padded.npy"), atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["padded.npy", "trimmed.npy"]
