@@ -78,27 +78,16 @@ def parse_args(argv=None):
     parser.add_argument("--min-tokens", type=cli.positive_int, default=None,
                         help="Only articles of at least this many tokens ([CLS] and [SEP] "
                              "included; default: one more than the BERT reads).")
+    probe.add_scoring_flags(parser)
     parser.add_argument("--max-texts", type=cli.positive_int, default=1200, metavar="T",
                         help="At most T task articles, drawn by --seed (default: %(default)s).")
-    parser.add_argument("--folds", type=cli.integer_in(2, 100, "an integer from 2 to 100"),
-                        default=5, help="Cross-validation folds of the probe.")
-    parser.add_argument("--neighbours", type=cli.positive_int, default=10,
-                        help="Neighbours of the kNN vote.")
-    parser.add_argument("--bootstrap", type=cli.positive_int, default=2000,
-                        help="Paired bootstrap resamples of the 95%% intervals.")
     parser.add_argument("--seed", type=cli.random_seed, default=0,
                         help="Seeds the article sample, the folds and the bootstrap.")
     parser.add_argument("--transfer-texts", type=cli.positive_int, default=128,
                         help="Long articles, outside the task, the attention transfer "
                              "trains on.")
-    parser.add_argument("--transfer-epochs", type=cli.positive_int, default=2,
-                        help="Epochs of attention transfer.")
-    parser.add_argument("--transfer-learning-rate", type=cli.number_in(0, include_low=False),
-                        default=1e-3, help="Adam's learning rate for the attention transfer.")
     parser.add_argument("--batch-size", type=cli.positive_int, default=4,
                         help="Texts per forward pass (and per transfer step).")
-    parser.add_argument("--throughput-rounds", type=cli.positive_int, default=3,
-                        help="Interleaved rounds of the throughput measurement.")
     parser.add_argument("--throughput-texts", type=cli.positive_int, default=32,
                         help="Task articles each model reads per round.")
     parser.add_argument("--output-dir", default="artifacts/long-documents",

@@ -66,6 +66,24 @@ THROUGHPUT_FIELDS = ("dataset", "sequence_length", "model", "round", "texts", "s
                      "texts_per_second", "load_average")
 
 
+def add_scoring_flags(parser):
+    """The flags this program shares with `benchmarks.long_documents`: how embeddings are
+    scored, how the attention transfer trains, how often throughput is measured."""
+    parser.add_argument("--folds", type=cli.integer_in(2, 100, "an integer from 2 to 100"),
+                        default=5, help="Cross-validation folds of the probe.")
+    parser.add_argument("--neighbours", type=cli.positive_int, default=10,
+                        help="Neighbours of the kNN vote.")
+    parser.add_argument("--bootstrap", type=cli.positive_int, default=2000,
+                        help="Paired bootstrap resamples of the 95%% intervals.")
+    parser.add_argument("--transfer-epochs", type=cli.positive_int, default=2,
+                        help="Epochs of attention transfer.")
+    parser.add_argument("--transfer-learning-rate", type=cli.number_in(0, include_low=False),
+                        default=1e-3,
+                        help="Adam's learning rate for the attention transfer.")
+    parser.add_argument("--throughput-rounds", type=cli.positive_int, default=3,
+                        help="Interleaved rounds of the throughput measurement.")
+
+
 def parse_args(argv=None):
     parser = cli.program_parser(PROGRAM, __doc__)
     parser.add_argument("--bert", default="all-minilm-l6-v2", metavar="DIR_OR_PRESET",
@@ -84,31 +102,19 @@ def parse_args(argv=None):
                         help="Which conversions to compare with the BERT at each k: a learned "
                              "E after attention transfer, mean pooling, a learned E "
                              "(default: all).")
+    add_scoring_flags(parser)
     parser.add_argument("--max-texts", type=cli.positive_int, default=None, metavar="T",
                         help="At most T texts per dataset, drawn by --seed (default: all).")
-    parser.add_argument("--folds", type=cli.integer_in(2, 100, "an integer from 2 to 100"),
-                        default=5, help="Cross-validation folds of the probe.")
-    parser.add_argument("--neighbours", type=cli.positive_int, default=10,
-                        help="Neighbours of the kNN vote.")
-    parser.add_argument("--bootstrap", type=cli.positive_int, default=2000,
-                        help="Paired bootstrap resamples of the 95%% intervals.")
     parser.add_argument("--seed", type=cli.random_seed, default=0,
                         help="Seeds the text sample, the folds and the bootstrap.")
     parser.add_argument("--transfer-texts", type=cli.positive_int, default=256,
                         help="Unlabelled news articles the attention transfer trains on.")
-    parser.add_argument("--transfer-epochs", type=cli.positive_int, default=2,
-                        help="Epochs of attention transfer.")
     parser.add_argument("--transfer-lengths", choices=["full", "mixed"], default="full",
                         help="full: the articles cut at n tokens; mixed: each cut to a "
                              "random number of words from 4 to n, so that the projections "
                              "also learn short, padded texts (default: %(default)s).")
-    parser.add_argument("--transfer-learning-rate", type=cli.number_in(0, include_low=False),
-                        default=1e-3,
-                        help="Adam's learning rate for the attention transfer.")
     parser.add_argument("--batch-size", type=cli.positive_int, default=8,
                         help="Texts per forward pass (and per transfer step).")
-    parser.add_argument("--throughput-rounds", type=cli.positive_int, default=3,
-                        help="Interleaved rounds of the throughput measurement.")
     parser.add_argument("--throughput-texts", type=cli.positive_int, default=32,
                         help="Texts each model embeds per round (the dataset's first ones).")
     parser.add_argument("--output-dir", default="artifacts/probe",
