@@ -24,7 +24,6 @@ LONGEST_FIRST = (
     "tests/training/test_attention_transfer_flag.py",  # 70 s
     "tests/training/test_programs.py",  # 70 s
     "tests/layers/test_backends.py",  # 65 s
-    "tests/training/test_main.py",  # 60 s
     "tests/test_guides.py",  # 60 s
     "tests/models/test_models.py",  # 55 s
     "tests/test_install.py",  # 50 s

@@ -3,9 +3,10 @@
 Builds the wheel from a copy of the files it is made of, installs it without its
 dependencies into a new virtual environment that borrows them from this one (a `.pth`
 file naming this environment's site-packages, so nothing is downloaded), and from a
-directory outside the repository runs every program's `--help` through its console
-script and through `python -m`, imports the layers, and runs the README's quickstart and
-BERT conversion.
+directory outside the repository runs every program's `--help` and a refusal through its
+console script and through `python -m`, a successful run of every console script (the
+launcher starting the pretraining script, the main job), imports the layers, and runs the
+README's quickstart and BERT conversion.
 """
 
 import json
@@ -200,17 +201,22 @@ def test_the_readme_conversion_runs_in_the_installed_package(installed):
 
 @pytest.mark.slow
 def test_the_wheels_console_scripts_pretrain_finetune_export_and_query(installed):
-    """Successful runs through the wheel's own scripts (each exits 0: `run` checks), a
-    finished run's rerun (nothing to do), and an export of the result answering a text."""
+    """Successful runs through the wheel's own scripts (each exits 0: `run` checks):
+    pretraining under the launcher, fine-tuning, a finished run's rerun (nothing to do),
+    and an export of the result, verified and answering a text."""
     from tests.training.harness import TINY_MODEL
     from tests.training.harness import write_reviews
 
     bin_dir, elsewhere, env = installed
     reviews = write_reviews(elsewhere / "reviews.csv")
     small = ["--table", reviews, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2]
-    run([bin_dir / "keras-linformer-pretrain", *small, "--vocabulary-size", 100,
-         "--output-dir", "pretrained"], cwd=elsewhere, env=env, timeout=300)
+    # Pretraining runs as two workers through the launcher, which exits with theirs.
+    result = run([bin_dir / "keras-linformer-launch", "--workers", 2, "--log-dir", "launch",
+                  "--", "keras-linformer-pretrain", *small, "--vocabulary-size", 100,
+                  "--batch-size", 8, "--output-dir", "pretrained"],
+                 cwd=elsewhere, env=env, timeout=300)
     assert (elsewhere / "pretrained" / "model.weights.h5").is_file()
+    assert "on 2 replica(s)" in (elsewhere / "launch" / "worker-0.log").read_text()
     command = [bin_dir / "keras-linformer-finetune", *small, "--pretrained", "pretrained",
                "--output-dir", "run"]
     result = run(command, cwd=elsewhere, env=env, timeout=300)
@@ -218,6 +224,34 @@ def test_the_wheels_console_scripts_pretrain_finetune_export_and_query(installed
     assert "nothing to do" in run(command, cwd=elsewhere, env=env, timeout=300).stdout
     run([bin_dir / "keras-linformer-export", "run", "--base-dir", "exports", "--model-name",
          "reviews"], cwd=elsewhere, env=env, timeout=300)
+    assert "PASSED: all" in run([bin_dir / "keras-linformer-verify", "exports/reviews"],
+                                cwd=elsewhere, env=env, timeout=300).stdout
     answer = run([bin_dir / "keras-linformer-query", "exports/reviews", "a great fun film"],
                  cwd=elsewhere, env=env, timeout=300).stdout.strip().splitlines()[-1]
     assert json.loads(answer)["text"] == "a great fun film", answer
+
+
+@pytest.mark.slow
+def test_the_wheels_main_job_pretrains_finetunes_exports_and_verifies(installed):
+    """`keras-linformer-main` from the wheel, on the bundled corpora (a short run)."""
+    bin_dir, elsewhere, env = installed
+    output_dir = elsewhere / "main"
+    result = run([bin_dir / "keras-linformer-main", "--pretrain-documents", 30,
+                  "--pretrain-max-steps", 2, "--finetune-epochs", 1, "--max-train-examples", 64,
+                  "--max-eval-examples", 16, "--vocabulary-size", 200, "--output-dir", output_dir,
+                  "--export-dir", output_dir / "exports"], cwd=elsewhere, env=env, timeout=600)
+    assert "[1/2] keras-linformer-pretrain " in result.stdout
+    assert "[2/2] keras-linformer-finetune " in result.stdout
+    export = output_dir / "exports" / "linformer_sentiment" / "1"
+    match = re.search(
+        r"Main job: test accuracy ([0-9.]+) on 16 held-out reviews .* pretrained \(test "
+        rf"perplexity [0-9.]+\) \| export {re.escape(str(export))} ", result.stdout,
+    )
+    assert match, result.stdout
+    assert "PASSED: all" in result.stdout  # The export, verified as TF Serving loads it.
+    # Written once the export passed: what marks the main job finished.
+    summary = json.loads((output_dir / "summary.json").read_text())
+    assert summary["export"] == str(export)
+    assert summary["test_accuracy"] == float(match.group(1))
+    assert ((output_dir / "finetune" / "vocab.txt").read_text()
+            == (output_dir / "pretrain" / "vocab.txt").read_text())
