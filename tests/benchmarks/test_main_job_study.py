@@ -1,6 +1,6 @@
 """The main job's projection study (`python -m benchmarks.main_job_study`): plan and report.
 
-Each run is a `training.main` process (tested in tests/training/test_main.py);
+Each run is a `training.main` process (tested in tests/test_install.py);
 here the plan's flags are parsed by the main job's own parser and the report
 is built from run directories holding the files a finished main job leaves.
 """

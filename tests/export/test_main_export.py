@@ -3,7 +3,7 @@ gets a new version.
 
 `training.main.export_classifier` is the step `python -m training.main` runs after
 fine-tuning (a finished run's fine-tuning returns at once, leaving `classifier.keras` as it
-was); the whole job is run in tests/training/test_main.py.
+was); the whole job is run from the installed wheel in tests/test_install.py.
 """
 
 import shutil
