@@ -8,9 +8,9 @@ before TensorFlow starts (and before `--cpu-replicas` must take effect).
 import argparse
 import codecs
 import contextlib
+import dataclasses
 import errno
 import json
-import math
 import os
 import re
 import shutil
@@ -18,6 +18,8 @@ import sys
 
 from keras_linformer import programs
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+from keras_linformer.utils import validation
+from keras_linformer.utils.validation import Bounds
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -189,14 +191,30 @@ def check_source_flags(parser, args, flags):
                           f"only used with {' or '.join(sources)}" if unused else None)
 
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+# The argparse types of numbers (see `validation.Bounds`).
+positive_int = Bounds(int, 1)
+positive_float = Bounds(float, 0, include_low=False)
+non_negative_float = Bounds(float, 0)
+fraction = Bounds(float, 0, 1, include_high=False)
+open_fraction = Bounds(float, 0, 1, include_low=False, include_high=False)
+closed_fraction = Bounds(float, 0, 1)
+random_seed = validation.SEED
+null_slot_count = Bounds(int, 0, 1024)
+tcp_port = Bounds(int, 1, 65535, words="a TCP port from 1 to 65535")
+
+
+def number_in(low=None, high=None, include_low=True, include_high=False):
+    """An argparse type: a finite number within bounds (None: unbounded on that side).
+
+    >>> number_in(0, 1, include_high=True)("0.9")
+    0.9
+    """
+    return Bounds(float, low, high, include_low, include_high)
+
+
+def integer_in(low, high, expected=None):
+    """An argparse type: an integer from `low` to `high` (described as `expected`)."""
+    return Bounds(int, low, high, words=expected)
 
 
 def sequence_length(text):
@@ -208,92 +226,12 @@ def sequence_length(text):
     return value
 
 
-def number_in(low=None, high=None, include_low=True, include_high=False):
-    """An argparse type: a finite number within bounds (None: unbounded on that side).
-
-    >>> number_in(0, 1, include_high=True)("0.9")
-    0.9
-    """
-    if low == 0 and high is None:
-        expected = "a number >= 0" if include_low else "a positive number"
-    else:
-        expected = (f"a number in {'[' if include_low else '('}{low}, "
-                    f"{high}{']' if include_high else ')'}")
-
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
-        inside = ((low is None or (value >= low if include_low else value > low))
-                  and (high is None or (value <= high if include_high else value < high)))
-        if not inside:
-            raise argparse.ArgumentTypeError(f"must be {expected}, got {value}")
-        return value
-
-    return parse
-
-
-positive_float = number_in(0, include_low=False)
-non_negative_float = number_in(0)
-fraction = number_in(0, 1)
-open_fraction = number_in(0, 1, include_low=False)
-closed_fraction = number_in(0, 1, include_high=True)
-
-
-def integer_in(low, high, expected):
-    """An argparse type: an integer from `low` to `high`, described as `expected`."""
-
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
-        return value
-
-    return parse
-
-
-random_seed = integer_in(0, 2**32 - 1, "an integer from 0 to 2**32 - 1")
-null_slot_count = integer_in(0, 1024, "an integer from 0 to 1024")
-tcp_port = integer_in(1, 65535, "a TCP port from 1 to 65535")
-
-
 def text_encoding(text):
     try:
         return codecs.lookup(text).name
     except LookupError:
         raise argparse.ArgumentTypeError(
             f"must be a text encoding Python knows (e.g. utf-8, latin-1, cp1252), got {text!r}"
-        ) from None
-
-
-def batch_range(text):
-    parts = text.split(",")
-    try:
-        first, last = (int(parts[0]), int(parts[-1])) if len(parts) <= 2 else (None, None)
-    except ValueError:
-        first = last = None
-    if first is None or not 1 <= first <= last:
-        raise argparse.ArgumentTypeError(
-            f"must be FIRST,LAST batch numbers with 1 <= FIRST <= LAST, got {text!r}"
-        )
-    return first, last
-
-
-def update_freq(text):
-    """A positive number of steps, or 'epoch' (as keras.callbacks.TensorBoard's update_freq)."""
-    if text == "epoch":
-        return text
-    try:
-        return positive_int(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive number of steps or 'epoch', got {text!r}"
         ) from None
 
 
@@ -408,20 +346,8 @@ def check_attention_flags(parser, args):
                      f"(a learned E), not {args.projection}")
 
 
-def add_attention_transfer_flag(group):
-    """--attention-transfer EPOCHS, for the programs that take --from-bert."""
-    group.add_argument(
-        "--attention-transfer", type=integer_in(0, 1000, "an integer from 0 to 1000"),
-        default=0, metavar="EPOCHS",
-        help="With --from-bert and a learned projection (--projection linear or conv): "
-             "first train only the conversion's projections, EPOCHS passes over the first 256 "
-             "training texts, so that each attention layer reproduces the BERT's "
-             "(keras_linformer.models.attention_transfer); resumes from "
-             "OUTPUT_DIR/attention_transfer. 0: none.")
-
-
 def check_attention_transfer_flag(parser, args):
-    if not args.attention_transfer:
+    if not args.attention_transfer_epochs:
         return
     if not args.from_bert:
         parser.error("argument --attention-transfer: needs --from-bert (the BERT whose "
@@ -431,28 +357,11 @@ def check_attention_transfer_flag(parser, args):
                      "has no weights to train; use --projection linear or conv")
 
 
-VOCABULARY_DEFAULTS = {"vocabulary_size": 4096, "vocabulary_characters": 1_000_000}
-
-
-def add_vocabulary_flags(group, when):
-    """--vocabulary-size and --vocabulary-characters, which apply only `when` (e.g. "from
-    scratch"); `check_vocabulary_flags` refuses them otherwise and fills their defaults."""
-    group.add_argument("--vocabulary-size", type=positive_int, default=None,
-                       help=f"{when}: largest WordPiece vocabulary to train. Default: "
-                            f"{VOCABULARY_DEFAULTS['vocabulary_size']}.")
-    characters = VOCABULARY_DEFAULTS["vocabulary_characters"]
-    group.add_argument("--vocabulary-characters", type=positive_int, default=None,
-                       help=f"{when}: train the vocabulary on a sample of this many "
-                            f"characters. Default: {characters:,}.")
-
-
 def check_vocabulary_flags(parser, args, starting_point):
     """Refuses the vocabulary flags when `starting_point` (a flag) brings its own vocabulary,
-    instead of ignoring them; else gives them their defaults."""
-    for name, default in VOCABULARY_DEFAULTS.items():
-        if getattr(args, name) is None:
-            setattr(args, name, default)
-        elif starting_point is not None:
+    instead of ignoring them."""
+    for name in ("vocabulary_size", "vocabulary_characters"):
+        if getattr(args, name) is not None and starting_point is not None:
             parser.error(f"argument --{name.replace('_', '-')}: not allowed with "
                          f"{starting_point}, whose vocabulary the run uses")
 
@@ -499,30 +408,90 @@ def xla_flags(jit_compile):
     return [] if jit_compile is None else ["--jit-compile" if jit_compile else "--no-jit-compile"]
 
 
-def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_every):
-    group = parser.add_argument_group("training")
-    group.add_argument("--batch-size", type=positive_int, default=batch_size,
-                       help="Global batch size, split evenly among the replicas.")
-    group.add_argument("--epochs", type=positive_float, default=epochs,
-                       help="Passes over the training data (fractions allowed); their steps "
-                            "are cut into epochs of at most --checkpoint-every steps.")
-    group.add_argument("--max-steps", type=positive_int, default=None,
-                       help="Cap the optimizer steps at this many (for trial runs), then round up "
-                            "to equal epochs: up to epochs - 1 steps more.")
-    group.add_argument("--learning-rate", type=positive_float, default=learning_rate,
-                       help="Peak AdamW learning rate, reached by linear warmup, then cosine "
-                            "decay to 0 at the last step.")
-    group.add_argument("--warmup-fraction", type=fraction, default=0.1,
-                       help="Share of the steps spent in linear warmup.")
-    group.add_argument("--weight-decay", type=non_negative_float, default=0.01,
-                       help="AdamW weight decay (not on biases and LayerNorm).")
+def config_flags(config_class, prefix=""):
+    """`{field name: flag}` for the options of `config_class` that have help (see
+    `training.config.option`); with a `prefix`, `--PREFIXflag`."""
+    return {
+        field.name: "--" + prefix + (field.metadata["flag"] or "--" + field.name)[2:].replace(
+            "_", "-")
+        for field in dataclasses.fields(config_class) if field.metadata.get("help")
+    }
+
+
+def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), group=None):
+    """Adds a flag for each option of `config_class` (`config_flags`) but those in `skip`,
+    into its group (or `group`), with its bounds, help and default (or `defaults[name]`) as
+    the config declares them.
+
+    The flags are left None when not given (the config's default then applies), so that a
+    program can tell a flag given from one left out (`given_options`).
+    """
+    fields = {field.name: field for field in dataclasses.fields(config_class)}
+    into = group
+    for name, flag in config_flags(config_class, prefix).items():
+        if name in skip:
+            continue
+        field, metadata = fields[name], fields[name].metadata
+        default = (defaults or {}).get(name, field.default)
+        text = metadata["help"]
+        if default not in (None, False, dataclasses.MISSING):
+            text += f" Default: {default}."
+        group = into or next((group for group in parser._action_groups
+                              if group.title.startswith(metadata["group"])), None)
+        group = group or parser.add_argument_group(metadata["group"])
+        options = dict(dest=prefix.replace("-", "_") + name, default=None, help=text)
+        if field.type is bool:
+            group.add_argument(flag, action="store_const", const=True, **options)
+        else:
+            metavar = metadata["metavar"] or config_flags(config_class)[name][2:].upper()
+            group.add_argument(flag, type=metadata["parse"] or metadata["bounds"],
+                               metavar=metavar.replace("-", "_"), **options)
+
+
+def given_options(args, config_class, prefix="", defaults=None):
+    """`{field name: value}` of the `config_class` options given as flags (see
+    `add_config_flags`), and of those in `defaults` left out."""
+    options = dict(defaults or {})
+    for name in config_flags(config_class):
+        value = getattr(args, prefix.replace("-", "_") + name, None)
+        if value is not None:
+            options[name] = value
+    return options
+
+
+def fill_defaults(args, config_class, *names):
+    """Gives the options `names`, when left out, `config_class`'s defaults, for a program
+    that reads them itself (the seed of its data split)."""
+    for name in names:
+        if getattr(args, name) is None:
+            setattr(args, name, config_class.__dataclass_fields__[name].default)
+
+
+def option_arguments(options, config_class):
+    """The command-line arguments that give `options` (`{field name: value}`) to a program
+    with `config_class`'s flags."""
+    flags = config_flags(config_class)
+    arguments = []
+    for name, value in options.items():
+        if value is True:
+            arguments.append(flags[name])
+        elif isinstance(value, tuple):
+            arguments += [flags[name], ",".join(map(str, value))]
+        else:
+            arguments += [flags[name], str(value)]
+    return arguments
+
+
+def add_training_flags(parser, config_class):
+    """The options of `config_class` (`add_config_flags`), the data limits for trial runs
+    and the hardware flags."""
+    add_config_flags(parser, config_class)
+    group = next(group for group in parser._action_groups if group.title == "training")
     group.add_argument("--max-train-examples", type=positive_int, default=None,
                        help="Use only the first N training documents (for trial runs).")
     group.add_argument("--max-eval-examples", type=positive_int, default=None,
                        help="Validate and test on the first N held-out documents only (for "
                             "trial runs; the reported numbers are then not comparable).")
-    group.add_argument("--seed", type=random_seed, default=0,
-                       help="Seed of weights, shuffling, masking and vocabulary sample.")
 
     group = parser.add_argument_group("hardware (see the combinations below)")
     group.add_argument("--cpu-replicas", type=positive_int, default=1,
@@ -542,30 +511,6 @@ def add_training_flags(parser, batch_size, epochs, learning_rate, checkpoint_eve
                             "interrupted and resumed or not, gives the same weights bit for bit; "
                             "slower. Without it, multi-threaded CPU reductions vary in the last "
                             "bits from run to run.")
-
-    group = parser.add_argument_group("checkpoints and logs")
-    group.add_argument("--checkpoint-every", type=positive_int, default=checkpoint_every,
-                       metavar="STEPS",
-                       help="At most this many steps per epoch (Keras's steps_per_epoch); "
-                            "each epoch ends with a validation pass, a checkpoint and a log line"
-                            + ("" if checkpoint_every else " (default: one pass over the data)")
-                            + ".")
-    group.add_argument("--update-freq", type=update_freq, default=10, metavar="STEPS",
-                       help="Write the training loss and metrics to TensorBoard "
-                            "(logs/train, tags batch_*) every STEPS steps; 'epoch': only "
-                            "once per epoch (tags epoch_*, always written).")
-    group.add_argument("--profile-batches", type=batch_range, default=None, metavar="FIRST,LAST",
-                       help="Trace these batches (counted from 1) with the TensorFlow profiler "
-                            "into logs/train/plugins/profile/.")
-
-
-def training_options(args):
-    """The `RunConfig` fields that `add_training_flags`'s flags set (see
-    keras_linformer.training)."""
-    return {name: getattr(args, name) for name in (
-        "batch_size", "epochs", "max_steps", "learning_rate", "warmup_fraction", "weight_decay",
-        "checkpoint_every", "update_freq", "profile_batches", "jit_compile", "seed",
-    )}
 
 
 def set_up_hardware(args):
@@ -798,7 +743,7 @@ def _has_checkpoint(path):
                 or transfer is not None and transfer.stopped_with_checkpoint(path))
 
 
-def training_memory_lower_bound(args, sequence_length):
+def training_memory_lower_bound(args, sequence_length, batch_size):
     """Bytes that one training step at `sequence_length` needs at least, in float32.
 
     Counts only what grows with the sequence length: the position
@@ -813,25 +758,27 @@ def training_memory_lower_bound(args, sequence_length):
     weights = sequence_length * value["hidden_dim"]
     if linformer and value["projection"] == "linear":
         weights += sequence_length * value["projected_dim"]
-    activations = args.batch_size * sequence_length * value["num_layers"] * (
+    activations = batch_size * sequence_length * value["num_layers"] * (
         2 * value["hidden_dim"] + value["intermediate_dim"] + value["num_heads"] * attended
     )
     return 4 * (4 * weights + activations)
 
 
-def check_sequence_length_fits(parser, args):
-    """Refuses a `--sequence-length` whose training step cannot fit in this machine's memory."""
+def check_sequence_length_fits(parser, args, config_class):
+    """Refuses a `--sequence-length` whose training step cannot fit in this machine's memory
+    (at `--batch-size`, or `config_class`'s)."""
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return
     if args.sequence_length is None:
         return
-    needed = training_memory_lower_bound(args, args.sequence_length)
+    batch_size = args.batch_size or config_class.__dataclass_fields__["batch_size"].default
+    needed = training_memory_lower_bound(args, args.sequence_length, batch_size)
     if needed > memory:
         parser.error(
             f"argument --sequence-length: {args.sequence_length} cannot fit in memory: a "
-            f"training step at batch size {args.batch_size} needs at least "
+            f"training step at batch size {batch_size} needs at least "
             f"{needed / 2**30:,.1f} GiB (position embeddings, activations, attention "
             f"scores), more than this machine's {memory / 2**30:,.1f} GiB. Use a shorter "
             "--sequence-length (or a smaller --batch-size)."

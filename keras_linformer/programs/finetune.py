@@ -17,6 +17,7 @@ held-out test split.
 import sys
 
 from keras_linformer.programs import cli
+from keras_linformer.training.config import FinetuningConfig
 
 
 def parse_args(argv=None):
@@ -40,7 +41,6 @@ def parse_args(argv=None):
                             "their head. Default: "
                             f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']} from scratch, "
                             "the checkpoint's with --pretrained (which it may not exceed).")
-    cli.add_vocabulary_flags(group, "From scratch")
     group = parser.add_argument_group("starting point")
     start = group.add_mutually_exclusive_group()
     start.add_argument("--pretrained", metavar="DIR", default=None,
@@ -48,19 +48,14 @@ def parse_args(argv=None):
                             "Default: train from scratch.")
     start.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
                        help=cli.FROM_BERT_HELP)
-    cli.add_attention_transfer_flag(group)
     cli.add_model_flags(parser, from_checkpoint=True)
-    cli.add_training_flags(parser, batch_size=32, epochs=2.0, learning_rate=3e-4,
-                           checkpoint_every=None)
-    parser.add_argument("--restore-best", action="store_true",
-                        help="Test (and save) the weights of the epoch with the best "
-                             "validation accuracy, not the last epoch's: the checkpoint chosen "
-                             "on the validation split (an epoch is --checkpoint-every steps).")
+    cli.add_training_flags(parser, FinetuningConfig)
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/finetune",
                         help="Where the vocabulary, classifier.keras, checkpoints and logs go; "
                              "a rerun with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    cli.fill_defaults(args, FinetuningConfig, "seed")
     cli.check_attention_flags(parser, args)
     cli.check_source_flags(parser, args, {
         "--text-column": ("text_column", "text", ["--table"]),
@@ -78,7 +73,7 @@ def parse_args(argv=None):
     # `from_bert` extends them, and its architecture, larger than the defaults, is not known
     # yet, so the defaults' need is a lower bound).
     if args.pretrained is None:
-        cli.check_sequence_length_fits(parser, args)
+        cli.check_sequence_length_fits(parser, args, FinetuningConfig)
     return parser, args
 
 
@@ -102,20 +97,11 @@ def load_corpus(args):
 
 def config_from(args):
     """The `FinetuningConfig` the flags describe."""
-    from keras_linformer import training
-
-    return training.FinetuningConfig(
-        output_dir=args.output_dir,
-        pretrained=args.pretrained,
-        from_bert=args.from_bert,
-        architecture=cli.architecture_from(args),
-        sequence_length=args.sequence_length,
-        vocabulary_size=args.vocabulary_size,
-        vocabulary_characters=args.vocabulary_characters,
+    return FinetuningConfig(
+        output_dir=args.output_dir, pretrained=args.pretrained, from_bert=args.from_bert,
+        architecture=cli.architecture_from(args), sequence_length=args.sequence_length,
         dropout=args.dropout,
-        restore_best=args.restore_best,
-        attention_transfer_epochs=args.attention_transfer,
-        **cli.training_options(args),
+        jit_compile=args.jit_compile, **cli.given_options(args, FinetuningConfig),
     )
 
 
@@ -124,7 +110,7 @@ def finetune(args, strategy=None):
     from keras_linformer import training
 
     with cli.flag_names(pretrained="--pretrained", from_bert="--from-bert",
-                        projected_dim="--projected-dim"):
+                        projected_dim="--projected-dim", **cli.config_flags(FinetuningConfig)):
         corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
         return training.finetune(corpus, config_from(args), strategy=strategy, log=cli.log)
 

@@ -26,16 +26,15 @@ import time
 from keras_linformer.programs import cli
 from keras_linformer.programs import finetune as finetune_program
 from keras_linformer.programs import pretrain as pretrain_program
+from keras_linformer.training.config import FinetuningConfig
+from keras_linformer.training.config import PretrainingConfig
 
-# The pretraining flags: {flag: (dest, default)}; each is refused with --no-pretraining.
-PRETRAINING_FLAGS = {
-    "--pretrain-corpus": ("pretrain_corpus", ["news_articles"]),
-    "--pretrain-epochs": ("pretrain_epochs", 2.0),
-    "--pretrain-learning-rate": ("pretrain_learning_rate", 1e-3),
-    "--pretrain-max-steps": ("pretrain_max_steps", None),
-    "--pretrain-short-sequence-rate": ("pretrain_short_sequence_rate", 0.0),
-    "--pretrain-documents": ("pretrain_documents", None),
-}
+# Options both stages share, set once by the main job's own flags; the stages' other
+# options are offered as --pretrain-OPTION and --finetune-OPTION.
+SHARED = ("seed", "vocabulary_size", "vocabulary_characters", "attention_transfer_epochs")
+# The main job's own defaults for its stages, where they differ from the programs'.
+PRETRAINING_DEFAULTS = {"epochs": 2.0}
+FINETUNING_DEFAULTS = {}
 
 
 def parse_args(argv=None):
@@ -57,7 +56,8 @@ def parse_args(argv=None):
     group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
                        help="Largest WordPiece vocabulary to train (on the news articles; "
                             "on the reviews with --no-pretraining).")
-    group = parser.add_argument_group("pretraining (masked LM on the news articles)")
+    group = parser.add_argument_group(
+        "pretraining (masked LM on the news articles; `keras-linformer-pretrain`'s options)")
     group.add_argument("--no-pretraining", action="store_true",
                        help="Skip pretraining: fine-tune from random weights.")
     group.add_argument("--pretrain-corpus", nargs="+",
@@ -65,24 +65,16 @@ def parse_args(argv=None):
                        help="Bundled corpora to pretrain on (training splits only; "
                             "rotten_tomatoes adds the training reviews, without labels). "
                             "Default: news_articles.")
-    group.add_argument("--pretrain-epochs", type=cli.positive_float,
-                       help="Passes over the news training sequences. Default: 2.0.")
-    group.add_argument("--pretrain-learning-rate", type=cli.positive_float,
-                       help="Peak learning rate of pretraining. Default: 0.001.")
-    group.add_argument("--pretrain-max-steps", type=cli.positive_int, default=None,
-                       help="Cap on pretraining steps (for trial runs).")
-    group.add_argument("--pretrain-short-sequence-rate", type=cli.closed_fraction,
-                       help="Share of pretraining sequences cut in two at a random point "
-                            "(`keras-linformer-pretrain --short-sequence-rate`). Default: 0.")
     group.add_argument("--pretrain-documents", type=cli.positive_int, default=None,
                        help="Pretrain on the first N training articles only (for trial runs).")
-    group = parser.add_argument_group("fine-tuning (Rotten Tomatoes sentiment)")
-    group.add_argument("--finetune-epochs", type=cli.positive_float, default=2.0,
-                       help="Passes over the training reviews.")
-    group.add_argument("--finetune-learning-rate", type=cli.positive_float, default=3e-4,
-                       help="Peak learning rate of fine-tuning.")
+    cli.add_config_flags(parser, PretrainingConfig, "pretrain-", PRETRAINING_DEFAULTS, SHARED,
+                         group)
+    group = parser.add_argument_group(
+        "fine-tuning (Rotten Tomatoes sentiment; `keras-linformer-finetune`'s options)")
     group.add_argument("--max-train-examples", type=cli.positive_int, default=None,
                        help="Fine-tune on the first N training reviews only (for trial runs).")
+    cli.add_config_flags(parser, FinetuningConfig, "finetune-", FINETUNING_DEFAULTS, SHARED,
+                         group)
     parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
                         help="Validate and test both stages on the first N held-out documents "
                              "only (for trial runs).")
@@ -99,8 +91,12 @@ def parse_args(argv=None):
                         help="The exported model's name (TF Serving's MODEL_NAME).")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    cli.default_or_refuse(parser, args, PRETRAINING_FLAGS,
-                          "not allowed with --no-pretraining" if args.no_pretraining else None)
+    if args.no_pretraining:
+        given = [action.option_strings[0] for action in parser._actions
+                 if action.dest.startswith("pretrain_") and getattr(args, action.dest)
+                 is not None]
+        if given:
+            parser.error(f"argument {given[0]}: not allowed with --no-pretraining")
     cli.check_attention_flags(parser, args)
     if args.attention == "linformer":
         for name in ("projection", "projected_dim", "sharing"):
@@ -120,21 +116,17 @@ def stage_arguments(args):
         common += ["--max-eval-examples", str(args.max_eval_examples)]
     common += cli.xla_flags(args.jit_compile)
     pretrain = model + common + [
-        "--corpus", *args.pretrain_corpus,
+        "--corpus", *(args.pretrain_corpus or ["news_articles"]),
         "--vocabulary-size", str(args.vocabulary_size),
-        "--epochs", str(args.pretrain_epochs),
-        "--learning-rate", str(args.pretrain_learning_rate),
+        *cli.option_arguments(cli.given_options(
+            args, PretrainingConfig, "pretrain-", PRETRAINING_DEFAULTS), PretrainingConfig),
         "--output-dir", os.path.join(args.output_dir, "pretrain"),
     ]
-    if args.pretrain_max_steps:
-        pretrain += ["--max-steps", str(args.pretrain_max_steps)]
     if args.pretrain_documents:
         pretrain += ["--max-train-examples", str(args.pretrain_documents)]
-    if args.pretrain_short_sequence_rate:
-        pretrain += ["--short-sequence-rate", str(args.pretrain_short_sequence_rate)]
     finetune = common + [
-        "--epochs", str(args.finetune_epochs),
-        "--learning-rate", str(args.finetune_learning_rate),
+        *cli.option_arguments(cli.given_options(
+            args, FinetuningConfig, "finetune-", FINETUNING_DEFAULTS), FinetuningConfig),
         "--output-dir", os.path.join(args.output_dir, "finetune"),
     ]
     if args.no_pretraining:

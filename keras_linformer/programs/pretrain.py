@@ -21,6 +21,8 @@ outputs on the same texts (nothing masked, no masked_lm.keras).
 import sys
 
 from keras_linformer.programs import cli
+from keras_linformer.training.config import DistillationConfig
+from keras_linformer.training.config import PretrainingConfig
 
 # What the model learns (`--objective`): the `task` of run.json.
 OBJECTIVES = ("masked_lm", "distillation")
@@ -57,19 +59,7 @@ def parse_args(argv=None):
                             "input the model will take. Default: "
                             f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']}, or the BERT's "
                             "positions with --from-bert.")
-    cli.add_vocabulary_flags(group, "Without --from-bert")
-    group.add_argument("--mask-rate", type=cli.open_fraction, default=None,
-                       help="Share of tokens masked and predicted (masked_lm objective). "
-                            "Default: 0.15.")
-    group.add_argument("--short-sequence-rate", type=cli.closed_fraction,
-                       default=0.0,
-                       help="Share of training sequences cut in two at a random point (both "
-                            "pieces kept, padded), so the model also learns on short texts, "
-                            "like BERT's short sequences.")
-    group.add_argument("--validation-batches", type=cli.positive_int, default=20,
-                       help="Validation batches per epoch (the whole test split is "
-                            "evaluated at the end).")
-    group = parser.add_argument_group("starting point (default: random weights)")
+    group = parser.add_argument_group("starting point")
     group.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
                        help=cli.FROM_BERT_HELP + " A new masked-LM head is trained with it: "
                             "a short masked-LM adaptation before `keras-linformer-finetune "
@@ -78,15 +68,14 @@ def parse_args(argv=None):
                        help="masked_lm: predict masked tokens. distillation (with "
                             "--from-bert): reproduce the BERT's sequence output on the "
                             "texts' real tokens, the BERT frozen as the teacher.")
-    cli.add_attention_transfer_flag(group)
     cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
-    cli.add_training_flags(parser, batch_size=64, epochs=1.0, learning_rate=1e-3,
-                           checkpoint_every=200)
+    cli.add_training_flags(parser, PretrainingConfig)
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/pretrain",
                         help="Where the vocabulary, model, checkpoints and logs go; a rerun "
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
+    cli.fill_defaults(args, PretrainingConfig, "seed")
     cli.check_attention_flags(parser, args)
     cli.check_source_flags(parser, args, {
         "--documents": ("documents", "file", ["--text-files"]),
@@ -98,14 +87,12 @@ def parse_args(argv=None):
         if not args.from_bert:
             parser.error("argument --objective: distillation needs --from-bert (the BERT "
                          "whose outputs the converted model learns to reproduce)")
-        if args.mask_rate is not None:
+        if args.mask_selection_rate is not None:
             parser.error("argument --mask-rate: not allowed with --objective distillation, "
                          "which masks nothing")
         if args.attention == "transformer":
             parser.error("argument --attention: transformer not allowed with --objective "
                          "distillation (the unconverted BERT is the teacher itself)")
-    elif args.mask_rate is None:
-        args.mask_rate = 0.15
     cli.check_attention_transfer_flag(parser, args)
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
@@ -113,7 +100,7 @@ def parse_args(argv=None):
         cli.fill_from_scratch_defaults(args)
         if args.sequence_length is None:
             args.sequence_length = cli.DEFAULT_ARCHITECTURE["max_sequence_length"]
-    cli.check_sequence_length_fits(parser, args)
+    cli.check_sequence_length_fits(parser, args, PretrainingConfig)
     return parser, args
 
 
@@ -142,37 +129,22 @@ def load_corpus(args):
 def config_from(args):
     """The `PretrainingConfig` (or, for distillation, `DistillationConfig`) the flags
     describe."""
-    from keras_linformer import training
-
     architecture = dict(cli.architecture_from(args), dropout=args.dropout)
     if args.sequence_length is not None:
         architecture["max_sequence_length"] = args.sequence_length
-    options = dict(
-        output_dir=args.output_dir,
-        from_bert=args.from_bert,
-        architecture=architecture,
-        short_sequence_rate=args.short_sequence_rate,
-        validation_batches=args.validation_batches,
-        attention_transfer_epochs=args.attention_transfer,
-        **cli.training_options(args),
-    )
-    if args.objective == "distillation":
-        return training.DistillationConfig(**options)
-    return training.PretrainingConfig(
-        vocabulary_size=args.vocabulary_size,
-        vocabulary_characters=args.vocabulary_characters,
-        mask_selection_rate=args.mask_rate,
-        **options,
-    )
+    config_class = DistillationConfig if args.objective == "distillation" else PretrainingConfig
+    options = dict(output_dir=args.output_dir, from_bert=args.from_bert,
+                   architecture=architecture, jit_compile=args.jit_compile,
+                   **cli.given_options(args, config_class))
+    return config_class(**options)
 
 
 def pretrain(args, strategy=None):
     """Runs the pretraining the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    with cli.flag_names(mask_selection_rate="--mask-rate", from_bert="--from-bert",
-                        short_sequence_rate="--short-sequence-rate",
-                        projected_dim="--projected-dim"):
+    with cli.flag_names(from_bert="--from-bert", projected_dim="--projected-dim",
+                        **cli.config_flags(PretrainingConfig)):
         corpus, strategy = cli.prepare_run(args, args.objective, load_corpus, strategy)
         run = training.distill if args.objective == "distillation" else training.pretrain
         return run(corpus, config_from(args), strategy=strategy, log=cli.log)

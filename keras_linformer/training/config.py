@@ -12,12 +12,17 @@ as keyword arguments:
 True
 >>> PretrainingConfig.of(config, seed=1).seed
 1
+
+Each option is declared once, here: its default, its bounds and its help. The programs
+offer every option that has help as a flag (`keras_linformer.programs.cli.add_config_flags`).
 """
 
+import argparse
 import dataclasses
 import os
 
 from keras_linformer.utils import validation
+from keras_linformer.utils.validation import Bounds
 
 # The backbone a run trains from scratch unless told otherwise: a small
 # Linformer that pretrains on the news articles in minutes on a CPU.
@@ -38,6 +43,56 @@ DEFAULT_ARCHITECTURE = dict(
 # size, which is the vocabulary's.
 ARCHITECTURE_KEYS = frozenset(DEFAULT_ARCHITECTURE) | {
     "num_segments", "projection_initializer", "padding_compensation", "null_slots"}
+
+
+# The option groups, as a program's --help shows them.
+TRAINING = "training"
+LOGS = "checkpoints and logs"
+DATA = "data"
+START = "starting point"
+
+POSITIVE_INT = Bounds(int, 1)
+POSITIVE_NUMBER = Bounds(float, 0, include_low=False)
+FRACTION = Bounds(float, 0, 1)
+
+
+def option(default=dataclasses.MISSING, help=None, bounds=None, group=TRAINING, flag=None,
+           metavar=None, parse=None):
+    """A config field declared with what checks it (`bounds`, a `validation.Bounds`; `None`
+    always passes) and, with `help`, the flag that sets it (`--NAME` or `flag`, in `group`;
+    `parse` reads its text where `bounds` cannot)."""
+    return dataclasses.field(default=default, metadata=dict(
+        help=help, bounds=bounds, group=group, flag=flag, metavar=metavar, parse=parse))
+
+
+def again(name, default, source=None):
+    """The field `name` of `source` (default: `RunConfig`) with another default."""
+    metadata = (source or RunConfig).__dataclass_fields__[name].metadata
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def steps_or_epoch(text):
+    """An argparse type: a positive number of steps, or 'epoch'."""
+    if text == "epoch":
+        return text
+    try:
+        return POSITIVE_INT(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of steps or 'epoch', got {text!r}") from None
+
+
+def batch_range(text):
+    """An argparse type: `FIRST,LAST` batch numbers, 1 <= FIRST <= LAST."""
+    parts = text.split(",")
+    try:
+        first, last = (int(parts[0]), int(parts[-1])) if len(parts) <= 2 else (None, None)
+    except ValueError:
+        first = last = None
+    if first is None or not 1 <= first <= last:
+        raise argparse.ArgumentTypeError(
+            f"must be FIRST,LAST batch numbers with 1 <= FIRST <= LAST, got {text!r}")
+    return first, last
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -65,38 +120,64 @@ class RunConfig:
         jit_compile: bool or `None`, whether to compile the training step with XLA; `None`
             compiles it on one replica (see `devices.resolve_jit_compile`).
         seed: int, seeds the vocabulary sample, weights, shuffling and masks.
+        attention_transfer_epochs: int, with `from_bert`: epochs of attention transfer
+            (`models.attention_transfer.transfer_for_run`) on the first training texts
+            before training starts; `0`: none.
     """
 
     output_dir: str
-    batch_size: int
-    epochs: float
-    max_steps: int | None = None
-    learning_rate: float
-    warmup_fraction: float = 0.1
-    weight_decay: float = 0.01
-    checkpoint_every: int | None
-    vocabulary_size: int = 4096
-    vocabulary_characters: int = 1_000_000
-    update_freq: int | str = 10
-    profile_batches: tuple | None = None
+    batch_size: int = option(help="Global batch size, split evenly among the replicas.",
+                             bounds=POSITIVE_INT)
+    epochs: float = option(
+        help="Passes over the training data (fractions allowed); their steps are cut into "
+             "epochs of at most --checkpoint-every steps.", bounds=POSITIVE_NUMBER)
+    max_steps: int | None = option(
+        None, "Cap the optimizer steps at this many (for trial runs), then round up to equal "
+              "epochs: up to epochs - 1 steps more.", POSITIVE_INT)
+    learning_rate: float = option(
+        help="Peak AdamW learning rate, reached by linear warmup, then cosine decay to 0 at "
+             "the last step.", bounds=POSITIVE_NUMBER)
+    warmup_fraction: float = option(0.1, "Share of the steps spent in linear warmup.",
+                                    FRACTION)
+    weight_decay: float = option(0.01, "AdamW weight decay (not on biases and LayerNorm).",
+                                 Bounds(float, 0))
+    checkpoint_every: int | None = option(
+        help="At most this many steps per epoch (Keras's steps_per_epoch); each epoch ends "
+             "with a validation pass, a checkpoint and a log line (none: one pass over the "
+             "data).", bounds=POSITIVE_INT, group=LOGS, metavar="STEPS")
+    vocabulary_size: int = option(
+        4096, "The largest WordPiece vocabulary to train (not with --pretrained or "
+              "--from-bert, which bring theirs).", POSITIVE_INT, DATA)
+    vocabulary_characters: int = option(
+        1_000_000, "Train the vocabulary on a sample of this many characters (not with "
+                   "--pretrained or --from-bert).", POSITIVE_INT, DATA)
+    update_freq: int | str = option(
+        10, "Write the training loss and metrics to TensorBoard (logs/train, tags batch_*) "
+            "every STEPS steps; 'epoch': only once per epoch (tags epoch_*, always written).",
+        group=LOGS, metavar="STEPS", parse=steps_or_epoch)
+    profile_batches: tuple | None = option(
+        None, "Trace these batches (counted from 1) with the TensorFlow profiler into "
+              "logs/train/plugins/profile/.", group=LOGS, metavar="FIRST,LAST",
+        parse=batch_range)
     jit_compile: bool | None = None
-    seed: int = 0
+    seed: int = option(0, "Seed of weights, shuffling, masking and vocabulary sample.",
+                       validation.SEED)
+    attention_transfer_epochs: int = option(
+        0, "With --from-bert and a learned projection (--projection linear or conv): first "
+           "train only the conversion's projections, EPOCHS passes over the first 256 "
+           "training texts, so that each attention layer reproduces the BERT's "
+           "(keras_linformer.models.attention_transfer); resumes from "
+           "OUTPUT_DIR/attention_transfer. 0: none.", Bounds(int, 0, 1000), START,
+        "--attention-transfer", "EPOCHS")
 
     def __post_init__(self):
         # Checked when the config is made, not first deep in a run.
-        validation.check_positive_int("batch_size", self.batch_size)
-        validation.check_number("epochs", self.epochs, 0, include_low=False)
-        validation.check_number("learning_rate", self.learning_rate, 0, include_low=False)
-        validation.check_number("warmup_fraction", self.warmup_fraction, 0, 1)
-        validation.check_number("weight_decay", self.weight_decay, 0)
-        validation.check_positive_int("seed", self.seed, minimum=0)
-        for name in ("max_steps", "checkpoint_every"):
-            if getattr(self, name) is not None:
-                validation.check_positive_int(name, getattr(self, name))
-        if hasattr(self, "dropout"):
-            validation.check_number("dropout", self.dropout, 0, 1, include_high=False)
-        if hasattr(self, "restore_best"):
-            validation.check_bool("restore_best", self.restore_best)
+        for field in dataclasses.fields(self):
+            bounds, value = field.metadata.get("bounds"), getattr(self, field.name)
+            if bounds is not None and value is not None:
+                bounds.check(field.name, value)
+            elif field.type is bool:
+                validation.check_bool(field.name, value)
         architecture = getattr(self, "architecture", None)
         if architecture is not None:
             unknown = (sorted(set(architecture) - ARCHITECTURE_KEYS)
@@ -148,21 +229,24 @@ class PretrainingConfig(RunConfig):
             masked-LM head). `architecture` may then hold only the conversion's options
             (`starting_points.CONVERSION_KEYS`), `max_sequence_length` (default: the
             BERT's) and `dropout`.
-        attention_transfer_epochs: int, with `from_bert`: epochs of attention transfer
-            (`models.attention_transfer.transfer_for_run`) on the first training texts
-            before training starts; `0`: none.
     """
 
-    batch_size: int = 64
-    epochs: float = 1.0
-    learning_rate: float = 1e-3
-    checkpoint_every: int | None = 200
+    batch_size: int = again("batch_size", 64)
+    epochs: float = again("epochs", 1.0)
+    learning_rate: float = again("learning_rate", 1e-3)
+    checkpoint_every: int | None = again("checkpoint_every", 200)
     architecture: dict | None = None
-    mask_selection_rate: float = 0.15
-    short_sequence_rate: float = 0.0
-    validation_batches: int = 20
+    mask_selection_rate: float = option(
+        0.15, "Share of tokens masked and predicted (masked_lm objective).",
+        Bounds(float, 0, 1, include_low=False, include_high=False), DATA, "--mask-rate")
+    short_sequence_rate: float = option(
+        0.0, "Share of training sequences cut in two at a random point (both pieces kept, "
+             "padded), so the model also learns on short texts, like BERT's short sequences.",
+        FRACTION, DATA)
+    validation_batches: int = option(
+        20, "Validation batches per epoch (the whole test split is evaluated at the end).",
+        POSITIVE_INT, DATA)
     from_bert: str | None = None
-    attention_transfer_epochs: int = 0
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -178,18 +262,16 @@ class DistillationConfig(RunConfig):
             layerwise sharing), which needs `projected_dim`.
         short_sequence_rate: float in [0, 1], as in `PretrainingConfig`.
         validation_batches: int, validation batches per epoch.
-        attention_transfer_epochs: int, as in `PretrainingConfig`.
     """
 
     from_bert: str | None = None
-    batch_size: int = 32
-    epochs: float = 1.0
-    learning_rate: float = 1e-4
-    checkpoint_every: int | None = 200
+    batch_size: int = again("batch_size", 32)
+    epochs: float = again("epochs", 1.0)
+    learning_rate: float = again("learning_rate", 1e-4)
+    checkpoint_every: int | None = again("checkpoint_every", 200)
     architecture: dict | None = None
-    short_sequence_rate: float = 0.0
-    validation_batches: int = 20
-    attention_transfer_epochs: int = 0
+    short_sequence_rate: float = again("short_sequence_rate", 0.0, PretrainingConfig)
+    validation_batches: int = again("validation_batches", 20, PretrainingConfig)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -211,20 +293,21 @@ class FinetuningConfig(RunConfig):
             the best validation accuracy (the earliest of equals), as
             `keras.callbacks.EarlyStopping(restore_best_weights=True)` would, instead of
             the last epoch's. The test split and the saved classifier then use those.
-        attention_transfer_epochs: int, as in `PretrainingConfig`.
 
     `checkpoint_every=None` is one pass over the training texts; `vocabulary_size` and
     `vocabulary_characters` apply from scratch only.
     """
 
-    batch_size: int = 32
-    epochs: float = 2.0
-    learning_rate: float = 3e-4
-    checkpoint_every: int | None = None
+    batch_size: int = again("batch_size", 32)
+    epochs: float = again("epochs", 2.0)
+    learning_rate: float = again("learning_rate", 3e-4)
+    checkpoint_every: int | None = again("checkpoint_every", None)
     pretrained: str | None = None
     from_bert: str | None = None
     architecture: dict | None = None
-    sequence_length: int | None = None
-    dropout: float = 0.1
-    restore_best: bool = False
-    attention_transfer_epochs: int = 0
+    sequence_length: int | None = option(None, bounds=Bounds(int, 3))
+    dropout: float = option(0.1, bounds=Bounds(float, 0, 1, include_high=False))
+    restore_best: bool = option(
+        False, "Test (and save) the weights of the epoch with the best validation accuracy, "
+               "not the last epoch's: the checkpoint chosen on the validation split (an "
+               "epoch is --checkpoint-every steps).")

@@ -10,6 +10,7 @@ Traceback (most recent call last):
 ValueError: `num_heads` must be a positive integer. Received: num_heads=0
 """
 
+import argparse
 import math
 import numbers
 
@@ -88,3 +89,57 @@ def shorten(values, limit=8):
         return repr(values)
     shown = ", ".join(repr(value) for value in values[:limit])
     return f"[{shown}, ... and {len(values) - limit} more]"
+
+
+class Bounds:
+    """What a number option may be, declared once for both places it is read: as a value
+    (`check`, the library's ValueError) and as text on a command line (calling it: an
+    argparse type).
+
+    >>> fraction = Bounds(float, 0, 1, include_high=False)
+    >>> fraction("0.5")
+    0.5
+    >>> fraction.check("dropout", 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `dropout` must be a number in [0, 1). Received: dropout=1.0
+    """
+
+    def __init__(self, kind, low=None, high=None, include_low=True, include_high=True,
+                 words=None):
+        self.kind, self.low, self.high = kind, low, high
+        self.include_low, self.include_high = include_low, include_high
+        if words is None and kind is int:
+            words = "a positive integer" if (low, high) == (1, None) else (
+                f"an integer of at least {low}" if high is None
+                else f"an integer from {low} to {high}")
+        self.words = words or describe_range(low, high, include_low, include_high)
+
+    def holds(self, value):
+        if isinstance(value, bool) or not isinstance(
+                value, numbers.Integral if self.kind is int else numbers.Real):
+            return False
+        return (math.isfinite(value)
+                and (self.low is None or (value >= self.low if self.include_low
+                                          else value > self.low))
+                and (self.high is None or (value <= self.high if self.include_high
+                                           else value < self.high)))
+
+    def check(self, name, value):
+        """Raises ValueError naming `name` unless `value` is within the bounds."""
+        if not self.holds(value):
+            raise ValueError(f"`{name}` must be {self.words}. {_received(name, value)}")
+
+    def __call__(self, text):
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {self.words}, got {text!r}") from None
+        if not self.holds(value):
+            shown = value if math.isfinite(value) else text
+            raise argparse.ArgumentTypeError(f"must be {self.words}, got {shown!r}")
+        return value
+
+
+# A random seed, as NumPy, TensorFlow and Keras take one.
+SEED = Bounds(int, 0, 2**32 - 1, words="an integer from 0 to 2**32 - 1")

@@ -42,7 +42,8 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
         "linear-k64+distill", "linear-k128+distill", "mean-k64+distill", "mean-k128+distill",
         "linear-k64+transfer", "linear-k128+transfer"])
     starting_point = {"from_bert", "pretrained", "attention", "projection", "projected_dim",
-                      "padding_compensation", "null_slots", "attention_transfer", "output_dir"}
+                      "padding_compensation", "null_slots", "attention_transfer_epochs",
+                      "output_dir"}
     reference = {k: v for k, v in parsed["transformer"].items() if k not in starting_point}
     for model, flags in parsed.items():
         assert {k: v for k, v in flags.items() if k not in starting_point} == reference, model
@@ -63,9 +64,9 @@ def test_every_model_has_the_same_budget_and_tests_its_best_validated_round():
     assert [parsed[m]["null_slots"] for m in ("mean-null4-k64", "mean-k64", "linear-k64")] == [
         4, None, None]
     # Attention transfer runs inside the +transfer model's own fine-tuning, and only there.
-    assert {m for m, flags in parsed.items() if flags["attention_transfer"]} == {
+    assert {m for m, flags in parsed.items() if flags["attention_transfer_epochs"]} == {
         "linear-k64+transfer", "linear-k128+transfer"}
-    assert parsed["linear-k128+transfer"]["attention_transfer"] == study.TRANSFER_EPOCHS
+    assert parsed["linear-k128+transfer"]["attention_transfer_epochs"] == study.TRANSFER_EPOCHS
     assert (parsed["linear-k128+transfer"]["projection"],
             parsed["linear-k128+transfer"]["padding_compensation"]) == ("linear", False)
     rows = {r["model"]: r for r in runs if r["stage"] == "finetune"}

@@ -46,7 +46,8 @@ def test_short_sequence_rates_run_each_model_at_each_rate_keeping_the_default_na
     assert [r["model"] for r in runs] == ["linear", "linear-short0.5"]
     assert runs[1]["directory"] == str(tmp_path / "linear-short0.5-seed0")
     parsed = [main_job.parse_args(r["argv"])[1] for r in runs]
-    assert [p.pretrain_short_sequence_rate for p in parsed] == [0.0, 0.5]
+    # Left out at the default rate, 0.
+    assert [p.pretrain_short_sequence_rate for p in parsed] == [None, 0.5]
     assert parsed[1].projection == "linear"
 
 

@@ -35,7 +35,7 @@ def test_help_names_the_command_and_the_debug_flag_without_importing_tensorflow(
      "argument --tokens-per-batch: must be a positive integer, got 'x'"),
     ("quality", ["--linformers", "128"], "argument --linformers: expected K:SHARING"),
     ("projection_study", ["--seeds", "-1"],
-     "argument --seeds: must be an integer from 0 to 2**32 - 1, got '-1'"),
+     "argument --seeds: must be an integer from 0 to 2**32 - 1, got -1"),
     ("spectrum", ["--target", "0"], "argument --target: must be a number in (0, 1], got 0.0"),
     ("serving_latency", ["--seconds", "inf", "--output", "x.csv"],
      "argument --seconds: must be a positive number, got 'inf'"),

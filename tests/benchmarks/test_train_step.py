@@ -66,7 +66,7 @@ def test_defaults_are_the_issue_grid():
         (["--batch-size", "-2"], "--batch-size: must be a positive integer, got -2"),
         (["--batch-size", "2", "--tokens-per-batch", "512"], "not allowed with argument"),
         (["--repeats", "0"], "--repeats: must be a positive integer, got 0"),
-        (["--warmup", "-1"], "--warmup: must be an integer >= 0, got '-1'"),
+        (["--warmup", "-1"], "--warmup: must be an integer >= 0, got -1"),
         (["--sequence-lengths", "512", "0"],
          "--sequence-lengths: must be a positive integer, got 0"),
         (["--hidden-dim", "250"], "--hidden-dim (250) must be divisible by --num-heads (4)"),

@@ -41,7 +41,7 @@ def test_null_slots_are_a_count_or_left_to_the_default(capsys):
     assert "null_slots" not in cli.architecture_from(args)
     with pytest.raises(SystemExit):
         finetune.parse_args(["--null-slots", "-1"])
-    assert "--null-slots: must be an integer from 0 to 1024, got '-1'" in (
+    assert "--null-slots: must be an integer from 0 to 1024, got -1" in (
         capsys.readouterr().err)
 
 
@@ -96,16 +96,31 @@ def test_the_main_job_passes_linformer_flags_to_its_stages_only_for_the_linforme
     assert pretrain[pretrain.index("--projection") + 1] == "mean"
 
 
-def test_every_pretraining_flag_of_the_main_job_is_refused_with_no_pretraining():
+def test_the_main_job_offers_every_stage_option_and_refuses_pretraining_ones_without_it(
+        capsys):
     from keras_linformer.programs import main
+    from keras_linformer.training import config
 
     parser, args = main.parse_args([])
-    flags = {flag for action in parser._actions for flag in action.option_strings
-             if flag.startswith("--pretrain-")}
-    assert flags == set(main.PRETRAINING_FLAGS)
-    # Left out, each takes the default its help names.
-    assert (args.pretrain_corpus, args.pretrain_epochs, args.pretrain_learning_rate) == (
-        ["news_articles"], 2.0, 1e-3)
+    flags = {flag for action in parser._actions for flag in action.option_strings}
+    for config_class, prefix in ((config.PretrainingConfig, "pretrain-"),
+                                 (config.FinetuningConfig, "finetune-")):
+        for name, flag in cli.config_flags(config_class, prefix).items():
+            assert (flag in flags) == (name not in main.SHARED), flag
+    # Left out, the stages get the main job's defaults; given, the value.
+    pretrain, finetune = main.stage_arguments(args)
+    assert pretrain[pretrain.index("--epochs") + 1] == "2.0"
+    assert "--learning-rate" not in pretrain and "--epochs" not in finetune
+    _, args = main.parse_args(["--finetune-restore-best", "--pretrain-mask-rate", "0.2",
+                               "--finetune-profile-batches", "2,3"])
+    pretrain, finetune = main.stage_arguments(args)
+    assert pretrain[pretrain.index("--mask-rate") + 1] == "0.2"
+    assert "--restore-best" in finetune
+    assert finetune[finetune.index("--profile-batches") + 1] == "2,3"
+    for flags in (["--pretrain-epochs", "3"], ["--pretrain-corpus", "bbc_news"],
+                  ["--pretrain-mask-rate", "0.2"]):
+        assert f"argument {flags[0]}: not allowed with --no-pretraining" in refusal(
+            "main", ["--no-pretraining", *flags], capsys)
 
 
 def test_data_flags_with_their_source_keep_their_values_and_defaults():
@@ -218,3 +233,30 @@ def test_programs_name_each_other_as_this_process_was_started(tmp_path, capsys):
     here = capsys.readouterr().out
     assert here.startswith("usage: keras-linformer-finetune ")
     assert "`keras-linformer-pretrain`" in here
+
+
+@pytest.mark.parametrize("program, config_class", [("pretrain", "PretrainingConfig"),
+                                                   ("finetune", "FinetuningConfig")])
+def test_every_config_option_with_help_is_a_flag_that_reaches_the_config(program,
+                                                                          config_class):
+    import dataclasses
+    import importlib
+
+    from keras_linformer.training import config
+
+    module = importlib.import_module(f"keras_linformer.programs.{program}")
+    config_class = getattr(config, config_class)
+    parser, args = module.parse_args([])
+    offered = {flag for action in parser._actions for flag in action.option_strings}
+    flags = cli.config_flags(config_class)
+    assert set(flags.values()) <= offered
+    # Left out, each option keeps the config's default; given, the flag's value.
+    made = module.config_from(args)
+    for field in dataclasses.fields(config_class):
+        if field.name in flags:
+            assert getattr(made, field.name) == field.default, field.name
+    _, args = module.parse_args(["--warmup-fraction", "0.25", "--update-freq", "epoch",
+                                 "--profile-batches", "2,3", "--seed", "7"])
+    made = module.config_from(args)
+    assert (made.warmup_fraction, made.update_freq, made.profile_batches, made.seed) == (
+        0.25, "epoch", (2, 3), 7)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from keras_linformer import training
-from keras_linformer.programs import cli
+from keras_linformer.training import config
 from keras_linformer.training import starting_points
 
 
@@ -85,7 +85,7 @@ def test_configuring_replicas_after_tensorflow_started_is_an_error():
 @pytest.mark.parametrize("text", ["0,2", "3,2", "a,b", "1,2,3"])
 def test_profile_batches_must_be_an_ordered_pair_from_1(text):
     with pytest.raises(argparse.ArgumentTypeError, match="FIRST,LAST"):
-        cli.batch_range(text)
+        config.batch_range(text)
 
 
 @pytest.mark.parametrize("name", ["pretrain", "finetune", "main"])
