@@ -6,13 +6,16 @@ was imported first. Importing it does not import Keras itself: when Keras is
 not imported yet, the layers and models load (and register) right after it is,
 or when one of the package's names is first used. This is what lets the
 programs (`keras_linformer.programs`) parse their flags, and refuse a wrong
-Keras backend, before TensorFlow starts.
+Keras backend, before TensorFlow starts. When it is the package that loads TensorFlow,
+TensorFlow's C++ start-up lines are left out of stderr (`utils.quiet`).
 """
 
 import importlib
 import importlib.abc
 import importlib.util
 import sys
+
+from keras_linformer.utils import quiet
 
 __version__ = "0.1.0"
 
@@ -95,7 +98,14 @@ class _LoaderThenRegister(importlib.abc.Loader):
         module.__loader__ = module.__spec__.loader = self.loader
         self.finder.loading.add(module.__name__)
         try:
-            self.loader.exec_module(module)
+            if module.__name__ == "tensorflow":
+                with quiet.start_up_lines_hidden():
+                    self.loader.exec_module(module)
+                    # Where "failed call to cuInit" comes from: the first look at the GPUs
+                    # (which leaves the devices still to be configured).
+                    module.config.list_physical_devices("GPU")
+            else:
+                self.loader.exec_module(module)
         finally:
             self.finder.loaded(module.__name__)
 

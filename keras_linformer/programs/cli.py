@@ -21,7 +21,10 @@ from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.utils import validation
 from keras_linformer.utils.validation import Bounds
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's C++ log lines, errors included, only when asked for: with the user's own
+# TF_CPP_MIN_LOG_LEVEL, or with --debug (`run`). A failure is reported by its exception.
+USER_LOG_LEVEL = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # The library's names, as the flags offer them. Importing the layers starts
 # TensorFlow, so they are spelled here, once for every program;
@@ -533,7 +536,8 @@ def set_up_hardware(args):
 
 def add_debug_flag(parser):
     parser.add_argument("--debug", action="store_true",
-                        help="On an error, show Python's traceback instead of one line.")
+                        help="On an error, show Python's traceback instead of one line; show "
+                             "TensorFlow's own log lines.")
 
 
 def run(parser, function, args):
@@ -554,6 +558,8 @@ def run(parser, function, args):
     del STARTED_RUNS[:]
     try:
         if getattr(args, "debug", False):
+            if USER_LOG_LEVEL is None and "tensorflow" not in sys.modules:
+                os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
             return function(args)
         try:
             return function(args)

@@ -1,2 +1,2 @@
-"""Argument validation (`validation`) and files written whole (`files`), shared by the library
-and its programs."""
+"""Argument validation (`validation`), files written whole (`files`) and TensorFlow's start-up
+lines kept quiet (`quiet`), shared by the library and its programs."""
