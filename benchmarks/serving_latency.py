@@ -15,8 +15,16 @@ after --requests requests or --seconds seconds, whichever comes first.
 Reported per cell: requests, p50 and p99 latency (p99 only from 50 requests
 on: fewer cannot place it), and texts per second (batch / mean latency).
 
+`--runtimes` adds the runtimes a CPU user serves token ids with: the same
+classifiers exported with Keras's `model.export` to ONNX (run by ONNX Runtime)
+and to OpenVINO's IR (run by OpenVINO on the CPU, float32), each in a fresh
+process of its own, the two models alternating there as well.
+
     python -m benchmarks.serving_latency --lengths 512 4096 --batch-sizes 1 32 \\
         --output benchmarks/results/serving-latency.csv
+    python -m benchmarks.serving_latency --lengths 512 4096 --batch-sizes 1 8 \\
+        --signatures token_ids --runtimes tf_serving onnx openvino \\
+        --output benchmarks/results/runtime-latency.csv
 """
 
 import collections
@@ -37,8 +45,10 @@ PROGRAM = "benchmarks.serving_latency"
 
 MODELS = ("linformer", "transformer")
 SIGNATURES = {"text": "serving_default", "token_ids": "predict_token_ids"}
-FIELDS = ("sequence_length", "batch_size", "signature", "model", "requests", "p50_ms",
-          "p99_ms", "max_ms", "texts_per_s", "status", "note")
+# Where the exports are served: TF's session loader (as TF Serving), ONNX Runtime, OpenVINO.
+RUNTIMES = ("tf_serving", "onnx", "openvino")
+FIELDS = ("runtime", "sequence_length", "batch_size", "signature", "model", "requests",
+          "p50_ms", "p99_ms", "max_ms", "texts_per_s", "status", "note")
 RESULT_MARKER = "SERVING_RESULT "
 SHAPE = dict(num_layers=2, hidden_dim=256, num_heads=4, intermediate_dim=1024)
 
@@ -63,8 +73,8 @@ def vocabulary_and_texts(n):
     return list(SPECIAL_TOKENS) + words, texts
 
 
-def export_models(n, projected_dim, base_dir):
-    """Exports both classifiers for sequence length n; returns {model: version dir}."""
+def export_models(n, projected_dim, base_dir, runtimes):
+    """Exports both classifiers for sequence length n; returns {runtime: {model: path}}."""
     import keras
 
     from keras_linformer.export import export_classifier
@@ -72,7 +82,7 @@ def export_models(n, projected_dim, base_dir):
     from keras_linformer.models import LinformerTextClassifier
 
     vocabulary, _ = vocabulary_and_texts(n)
-    paths = {}
+    paths = {runtime: {} for runtime in runtimes}
     for model in MODELS:
         keras.utils.set_random_seed(0)
         backbone = LinformerBackbone(
@@ -80,82 +90,121 @@ def export_models(n, projected_dim, base_dir):
             projected_dim=projected_dim, projection="linear", sharing="layerwise",
             dropout=0.1, **SHAPE)
         classifier = LinformerTextClassifier(backbone, num_classes=5, activation="softmax")
-        paths[model] = export_classifier(
-            classifier, vocabulary=vocabulary, label_names=[f"class{i}" for i in range(5)],
-            base_dir=base_dir, model_name=f"{model}_n{n}", sequence_length=n)
+        classifier.predict(token_ids_batch(1, n), verbose=0)  # Keras exports a called model.
+        if "tf_serving" in runtimes:
+            paths["tf_serving"][model] = export_classifier(
+                classifier, vocabulary=vocabulary, label_names=[f"class{i}" for i in range(5)],
+                base_dir=base_dir, model_name=f"{model}_n{n}", sequence_length=n)
+        for runtime, suffix in (("onnx", "onnx"), ("openvino", "xml")):
+            if runtime in runtimes:
+                paths[runtime][model] = os.path.join(base_dir, f"{model}_n{n}.{suffix}")
+                classifier.export(paths[runtime][model], format=runtime)
     return paths
 
 
-def serve_cells(spec):
-    """In a fresh process: loads both exports TF Serving's way and times the requests."""
+def token_ids_batch(batch, n, seed=0):
+    """Random token ids of `batch` full-length texts (the time does not depend on them)."""
+    token_ids = np.random.default_rng(seed).integers(5, 8000, (batch, n)).astype("int32")
+    return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+            "padding_mask": np.ones_like(token_ids)}
+
+
+def load_callers(runtime, paths):
+    """`{model: call(values) -> probabilities}` for the exports in `paths`, loaded in this
+    process by `runtime` (the signature's input names: `call(values, signature)`)."""
+    callers = {}
+    if runtime == "onnx":
+        import onnxruntime
+
+        for model, path in paths.items():
+            session = onnxruntime.InferenceSession(path)
+            names = [i.name for i in session.get_inputs()]
+            callers[model] = functools.partial(
+                lambda session, names, values, signature: session.run(
+                    None, {k: values[k] for k in names})[0], session, names)
+        return callers
+    if runtime == "openvino":
+        import openvino
+
+        for model, path in paths.items():
+            compiled = openvino.Core().compile_model(path, "CPU",
+                                                     {"INFERENCE_PRECISION_HINT": "f32"})
+            request = compiled.create_infer_request()
+            names = [i.get_any_name() for i in compiled.inputs]
+            callers[model] = functools.partial(
+                lambda request, names, output, values, signature: request.infer(
+                    {k: values[k] for k in names})[output], request, names, compiled.outputs[0])
+        return callers
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the text ops, as TF Serving links them)
 
-    n = spec["sequence_length"]
-    _, texts = vocabulary_and_texts(n)
-    rng = np.random.default_rng(0)
-    sessions = {}
-    for model, path in spec["paths"].items():
+    for model, path in paths.items():
         graph = tf.Graph()
         session = tf.compat.v1.Session(graph=graph)
         with graph.as_default():
             meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
-        sessions[model] = (session, meta.signature_def)
+
+        def call(values, signature, session=session, signatures=meta.signature_def):
+            definition = signatures[SIGNATURES[signature]]
+            feed = {definition.inputs[k].name: values[k] for k in definition.inputs}
+            return session.run(definition.outputs["probabilities"].name, feed)
+
+        callers[model] = call
+    return callers
+
+
+def serve_cells(spec):
+    """In a fresh process: loads both exports with the spec's runtime and times requests."""
+    n, runtime = spec["sequence_length"], spec["runtime"]
+    callers = load_callers(runtime, spec["paths"])
+    _, texts = vocabulary_and_texts(n) if "text" in spec["signatures"] else (None, None)
     rows = []
     for batch in spec["batch_sizes"]:
         for signature in spec["signatures"]:
-            feeds = {}
-            for model, (session, signatures) in sessions.items():
-                definition = signatures[SIGNATURES[signature]]
-                if signature == "text":
-                    values = {"text": np.array([texts[i % len(texts)] for i in range(batch)],
-                                               dtype=object)}
-                else:
-                    values = {"token_ids": rng.integers(5, 8000, (batch, n)).astype("int32"),
-                              "padding_mask": np.ones((batch, n), "int32")}
-                feed = {definition.inputs[k].name: v for k, v in values.items()}
-                fetch = {k: v.name for k, v in definition.outputs.items()}
-                feeds[model] = (session, fetch, feed)
-            latencies = {model: [] for model in sessions}
-            for session, fetch, feed in feeds.values():  # Warm-up, untimed.
-                session.run(fetch, feed)
+            values = (
+                {"text": np.array([texts[i % len(texts)] for i in range(batch)], dtype=object)}
+                if signature == "text" else token_ids_batch(batch, n))
+            latencies = {model: [] for model in callers}
+            for call in callers.values():  # Warm-up, untimed.
+                call(values, signature)
             start = time.perf_counter()
             while (min(len(v) for v in latencies.values()) < spec["requests"]
                    and time.perf_counter() - start < spec["seconds"]):
-                for model, (session, fetch, feed) in feeds.items():  # Alternating.
+                for model, call in callers.items():  # Alternating.
                     began = time.perf_counter()
-                    outputs = session.run(fetch, feed)
+                    probabilities = call(values, signature)
                     latencies[model].append(time.perf_counter() - began)
-                    assert np.all(np.isfinite(outputs["probabilities"]))
-            for model, values in latencies.items():
-                values = np.array(values) * 1e3
+                    assert np.all(np.isfinite(probabilities))
+            for model, found in latencies.items():
+                found = np.array(found) * 1e3
                 rows.append(dict(
-                    sequence_length=n, batch_size=batch, signature=signature, model=model,
-                    requests=len(values), p50_ms=round(float(np.percentile(values, 50)), 3),
-                    p99_ms=(round(float(np.percentile(values, 99)), 3)
-                            if len(values) >= 50 else ""),
-                    max_ms=round(float(values.max()), 3),
-                    texts_per_s=round(batch / (values.mean() / 1e3), 3), status="ok"))
-                print(f"n={n} batch={batch} {signature} {model}: {len(values)} requests, "
-                      f"p50 {rows[-1]['p50_ms']:.1f} ms", file=sys.stderr, flush=True)
+                    runtime=runtime, sequence_length=n, batch_size=batch, signature=signature,
+                    model=model, requests=len(found),
+                    p50_ms=round(float(np.percentile(found, 50)), 3),
+                    p99_ms=(round(float(np.percentile(found, 99)), 3)
+                            if len(found) >= 50 else ""),
+                    max_ms=round(float(found.max()), 3),
+                    texts_per_s=round(batch / (found.mean() / 1e3), 3), status="ok"))
+                print(f"{runtime} n={n} batch={batch} {signature} {model}: {len(found)} "
+                      f"requests, p50 {rows[-1]['p50_ms']:.1f} ms", file=sys.stderr, flush=True)
     return rows
 
 
 def summary(rows):
-    lines = ["| n | batch | signature | Transformer p50 (ms) | Linformer p50 (ms) | "
+    lines = ["| runtime | n | batch | signature | Transformer p50 (ms) | Linformer p50 (ms) | "
              "p50 ratio | Transformer p99 | Linformer p99 | texts/s ratio |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     cells = collections.defaultdict(dict)
     for row in rows:
         if row["status"] == "ok":
-            cells[(int(row["sequence_length"]), int(row["batch_size"]), row["signature"])][
-                row["model"]] = row
-    for (n, batch, signature), pair in sorted(cells.items()):
+            cells[(row.get("runtime") or "tf_serving", int(row["sequence_length"]),
+                   int(row["batch_size"]), row["signature"])][row["model"]] = row
+    for (runtime, n, batch, signature), pair in sorted(cells.items()):
         if len(pair) < 2:
             continue
         t, lf = pair["transformer"], pair["linformer"]
         lines.append(
-            f"| {n} | {batch} | {signature} | {float(t['p50_ms']):.1f} | "
+            f"| {runtime} | {n} | {batch} | {signature} | {float(t['p50_ms']):.1f} | "
             f"{float(lf['p50_ms']):.1f} | {float(lf['p50_ms']) / float(t['p50_ms']):.3f} | "
             f"{t['p99_ms'] or '-'} | {lf['p99_ms'] or '-'} | "
             f"{float(lf['texts_per_s']) / float(t['texts_per_s']):.2f} |")
@@ -168,6 +217,9 @@ def parse_args(argv):
     parser.add_argument("--batch-sizes", nargs="+", type=cli.positive_int, default=[1, 32])
     parser.add_argument("--signatures", nargs="+", choices=sorted(SIGNATURES),
                         default=sorted(SIGNATURES))
+    parser.add_argument("--runtimes", nargs="+", choices=RUNTIMES, default=["tf_serving"],
+                        help="where to serve the exports; onnx and openvino serve the token_ids "
+                     "signature only")
     parser.add_argument("--projected-dim", type=cli.positive_int, default=128)
     parser.add_argument("--requests", type=cli.positive_int, default=100,
                         help="requests per model and cell (default: %(default)s)")
@@ -180,6 +232,9 @@ def parse_args(argv):
     if too_short:
         parser.error(f"--lengths {too_short} are below --projected-dim {args.projected_dim}; "
                      "the Linformer projects n positions to k <= n slots.")
+    if "token_ids" not in args.signatures and set(args.runtimes) - {"tf_serving"}:
+        parser.error("--runtimes onnx and openvino serve token ids only: add --signatures "
+                     "token_ids.")
     if os.path.exists(args.output):
         parser.error(f"--output {args.output!r} exists; name a new file.")
     return parser, args
@@ -202,20 +257,23 @@ def measure(args, argv):
     with tempfile.TemporaryDirectory() as base_dir:
         for n in args.lengths:
             print(f"n={n}: exporting both models", flush=True)
-            paths = export_models(n, args.projected_dim, base_dir)
-            spec = dict(sequence_length=n, paths=paths, batch_sizes=args.batch_sizes,
-                        signatures=args.signatures, requests=args.requests,
-                        seconds=args.seconds)
-            done = subprocess.run(
-                [sys.executable, "-m", PROGRAM, "--cell", json.dumps(spec)],
-                stdout=subprocess.PIPE, text=True)
-            found = [line for line in done.stdout.splitlines()
-                     if line.startswith(RESULT_MARKER)]
-            if found:
-                rows.extend(json.loads(found[-1][len(RESULT_MARKER):]))
-            else:
-                rows.extend(dict(sequence_length=n, model=m, status="error",
-                                 note=f"exit {done.returncode}") for m in MODELS)
+            paths = export_models(n, args.projected_dim, base_dir, args.runtimes)
+            for runtime in args.runtimes:
+                signatures = (args.signatures if runtime == "tf_serving" else ["token_ids"])
+                spec = dict(runtime=runtime, sequence_length=n, paths=paths[runtime],
+                            batch_sizes=args.batch_sizes, signatures=signatures,
+                            requests=args.requests, seconds=args.seconds)
+                done = subprocess.run(
+                    [sys.executable, "-m", PROGRAM, "--cell", json.dumps(spec)],
+                    stdout=subprocess.PIPE, text=True)
+                found = [line for line in done.stdout.splitlines()
+                         if line.startswith(RESULT_MARKER)]
+                if found:
+                    rows.extend(json.loads(found[-1][len(RESULT_MARKER):]))
+                else:
+                    rows.extend(dict(runtime=runtime, sequence_length=n, model=m,
+                                     status="error", note=f"exit {done.returncode}")
+                                for m in MODELS)
     command = outputs.command_line(PROGRAM, argv)
     outputs.write_csv(args.output, command, FIELDS, rows)
     print(f"command: {command}")

@@ -1,4 +1,5 @@
-"""benchmarks.serving_latency: both exports loaded the TF Serving way, timed side by side."""
+"""benchmarks.serving_latency: both exports loaded the TF Serving way, by ONNX Runtime and by
+OpenVINO, timed side by side."""
 
 import csv
 import subprocess
@@ -16,19 +17,23 @@ def test_both_models_answer_every_signature_and_batch(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.serving_latency", "--lengths", "64",
          "--projected-dim", "16", "--batch-sizes", "1", "3", "--requests", "2",
-         "--output", str(output)],
+         "--runtimes", "tf_serving", "onnx", "openvino", "--output", str(output)],
         capture_output=True, text=True, timeout=600, cwd=REPOSITORY)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         assert next(file).startswith("# python -m benchmarks.serving_latency --lengths 64 ")
         rows = list(csv.DictReader(file))
-    assert sorted((r["batch_size"], r["signature"], r["model"]) for r in rows) == sorted(
-        (b, s, m) for b in ("1", "3") for s in ("text", "token_ids")
-        for m in ("linformer", "transformer"))
+    # Text through TF's loader only: the ONNX and OpenVINO exports take token ids.
+    assert sorted((r["runtime"], r["batch_size"], r["signature"], r["model"])
+                  for r in rows) == sorted(
+        (runtime, b, s, m) for runtime in ("tf_serving", "onnx", "openvino")
+        for b in ("1", "3") for s in ("text", "token_ids")
+        for m in ("linformer", "transformer") if runtime == "tf_serving" or s == "token_ids")
     for row in rows:
         assert row["status"] == "ok" and int(row["requests"]) >= 2
         assert float(row["p50_ms"]) > 0 and row["p99_ms"] == ""  # Too few requests for p99.
-    assert "| 64 | 3 | text |" in done.stdout
+    assert "| tf_serving | 64 | 3 | text |" in done.stdout
+    assert "| openvino | 64 | 1 | token_ids |" in done.stdout
 
 
 def test_a_length_below_k_and_an_existing_output_are_refused(tmp_path, capsys):
@@ -39,3 +44,7 @@ def test_a_length_below_k_and_an_existing_output_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         serving_latency.parse_args(["--output", str(tmp_path / "x.csv")])
     assert "exists; name a new file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        serving_latency.parse_args(["--runtimes", "onnx", "--signatures", "text", "--output",
+                                    str(tmp_path / "y.csv")])
+    assert "serve token ids only" in capsys.readouterr().err

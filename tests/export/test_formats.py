@@ -1,5 +1,6 @@
-"""Keras's own `model.export` to ONNX and OpenVINO: the backbone and a text classifier built
-on the layers give Keras's outputs under ONNX Runtime and OpenVINO's runtime."""
+"""Keras's own `model.export` to ONNX, OpenVINO and LiteRT: the backbone and a text classifier
+built on the layers give Keras's outputs under ONNX Runtime, OpenVINO's runtime and the LiteRT
+interpreter."""
 
 import keras
 import numpy as np
@@ -83,4 +84,24 @@ def test_openvino_gives_keras_outputs(name, inputs, tmp_path):
     names = [o.get_any_name() for o in compiled.outputs]
     found = [result[o] for o in compiled.outputs]
     for output, (value, reference) in by_name(expected, names, found).items():
+        np.testing.assert_allclose(value, reference, atol=1e-5, err_msg=output)
+
+
+@pytest.mark.parametrize("name", ["linformer backbone", "classifier"])
+def test_litert_gives_keras_outputs(name, inputs, tmp_path):
+    import warnings
+
+    import tensorflow as tf
+
+    model = MODELS[name]()
+    expected = keras_outputs(model, inputs)
+    model.export(str(tmp_path / "model.tflite"), format="litert")
+    with warnings.catch_warnings():  # TensorFlow's copy of the LiteRT interpreter.
+        warnings.simplefilter("ignore", UserWarning)
+        interpreter = tf.lite.Interpreter(str(tmp_path / "model.tflite"))
+    runner = interpreter.get_signature_runner("serving_default")
+    assert sorted(runner.get_input_details()) == sorted(model.input)
+    found = runner(**{name: inputs[name] for name in runner.get_input_details()})
+    names = sorted(found)
+    for output, (value, reference) in by_name(expected, names, [found[n] for n in names]).items():
         np.testing.assert_allclose(value, reference, atol=1e-5, err_msg=output)
