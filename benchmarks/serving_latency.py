@@ -48,7 +48,8 @@ SIGNATURES = {"text": "serving_default", "token_ids": "predict_token_ids"}
 # Where the exports are served: TF's session loader (as TF Serving), ONNX Runtime, OpenVINO.
 RUNTIMES = ("tf_serving", "onnx", "openvino")
 FIELDS = ("runtime", "sequence_length", "batch_size", "signature", "model", "requests",
-          "p50_ms", "p99_ms", "max_ms", "texts_per_s", "status", "note")
+          "p50_ms", "p99_ms", "max_ms", "texts_per_s", "status", "note", "machine",
+          "matmul_gflops")
 RESULT_MARKER = "SERVING_RESULT "
 SHAPE = dict(num_layers=2, hidden_dim=256, num_heads=4, intermediate_dim=1024)
 
@@ -253,6 +254,11 @@ def main(argv=None):
 
 def measure(args, argv):
     """Exports both models at each length, serves them in a fresh process, writes the CSV."""
+    from benchmarks.harness import runner
+
+    machine = dict(machine=outputs.machine_description(), matmul_gflops=runner.matmul_rate())
+    print(f"{machine['machine']}; float32 matmul {machine['matmul_gflops'] or 0:.0f} GFLOP/s",
+          flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as base_dir:
         for n in args.lengths:
@@ -275,7 +281,7 @@ def measure(args, argv):
                                      status="error", note=f"exit {done.returncode}")
                                 for m in MODELS)
     command = outputs.command_line(PROGRAM, argv)
-    outputs.write_csv(args.output, command, FIELDS, rows)
+    outputs.write_csv(args.output, command, FIELDS, [dict(row, **machine) for row in rows])
     print(f"command: {command}")
     print(summary([{k: str(v) for k, v in r.items()} for r in rows]))
     if not any(r["status"] == "ok" for r in rows):

@@ -32,6 +32,7 @@ def test_both_models_answer_every_signature_and_batch(tmp_path):
     for row in rows:
         assert row["status"] == "ok" and int(row["requests"]) >= 2
         assert float(row["p50_ms"]) > 0 and row["p99_ms"] == ""  # Too few requests for p99.
+        assert "CPU cores" in row["machine"] and float(row["matmul_gflops"]) > 0
     assert "| tf_serving | 64 | 3 | text |" in done.stdout
     assert "| openvino | 64 | 1 | token_ids |" in done.stdout
 
