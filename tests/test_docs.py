@@ -53,7 +53,8 @@ def site(tmp_path_factory):
 
 
 def test_the_site_builds_with_every_guide(site):
-    for page in ("index", "layers", "conversion", "training", "serving", "benchmarks"):
+    for page in ("index", "install", "layers", "conversion", "training", "serving",
+                 "benchmarks"):
         path = site / ("index.html" if page == "index" else f"{page}/index.html")
         assert path.exists(), page
 
@@ -68,6 +69,7 @@ def test_the_api_reference_documents_every_public_name(site, package):
     names = public_names(package)
     assert names, package
     assert names <= documented, sorted(names - documented)
+    assert not [a for a in anchors if a.startswith("_")], anchors  # No private names.
 
 
 def test_the_index_example_builds_a_model():
@@ -83,11 +85,13 @@ def test_the_index_example_builds_a_model():
 # The site in headless Chromium through Selenium: Debian's chromium and chromium-driver, which
 # .ci/run installs. Without them these tests skip, except under CI, where they fail.
 PAGES = {
-    "": "keras_linformer", "layers/": "Layers", "conversion/": "Converting a BERT",
+    "": "keras_linformer", "install/": "Install and quickstart", "layers/": "Layers",
+    "conversion/": "Converting a BERT",
     "training/": "Training", "serving/": "Serving", "benchmarks/": "Benchmarks",
     **{f"api/{package}/": f"keras_linformer.{package}" for package in API_PACKAGES},
 }
-GUIDES = ["Layers", "Converting a BERT", "Training", "Serving", "Benchmarks"]
+GUIDES = ["Install and quickstart", "Layers", "Converting a BERT", "Training", "Serving",
+          "Benchmarks"]
 # Material asks GitHub's API for the repository's stars and release: no network here.
 OFFLINE_ONLY = "https://api.github.com/repos/keras-linformer/"
 

@@ -38,6 +38,14 @@ def test_quickstart_trains_saves_and_reloads(tmp_path, monkeypatch):
     )
     # The task is learnable: it finishes well above chance on the held-out 20%.
     assert model.history.history["val_accuracy"][-1] > 0.75, model.history.history
+    # Exportable as the README says, with a vocabulary of its 1,000 ids.
+    from keras_linformer import export
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(995)]
+    path = export.export_classifier(model, vocabulary, ["a", "b"], base_dir=tmp_path / "exports",
+                                    model_name="quickstart")
+    answer = export.query(path, ["w1 w20 w300"])
+    assert answer["labels"].shape == (1,) and answer["probabilities"].shape == (1, 2)
 
 
 def test_the_bert_conversion_example_converts_the_bundled_minilm():

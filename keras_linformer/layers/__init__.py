@@ -13,3 +13,9 @@ from keras_linformer.layers.projections import MeanPooling
 from keras_linformer.layers.projections import RandomProjection
 from keras_linformer.layers.projections import SequenceProjection
 from keras_linformer.layers.transformer_encoder_stack import TransformerEncoderStack
+
+__all__ = [
+    "ConvProjection", "LinearProjection", "LinformerAttention", "LinformerEncoderBlock",
+    "LinformerEncoderStack", "MaxPooling", "MeanPooling", "RandomProjection",
+    "SequenceProjection", "TransformerEncoderStack", "WindowAverage",
+]

@@ -28,25 +28,20 @@ training.finetune(
 import importlib
 from typing import TYPE_CHECKING
 
-# The names this package offers and the modules that define them, imported when first used,
-# so that its TensorFlow-free modules (`config`, `run_directory`) import without TensorFlow
-# (the programs parse their flags before it starts).
-_MODULES = {
-    "config": ("DEFAULT_ARCHITECTURE", "DistillationConfig", "FinetuningConfig",
-               "PretrainingConfig", "RunConfig"),
-    "devices": ("check_jit_compile", "configure_cpu_replicas", "make_strategy",
-                "resolve_jit_compile", "set_mixed_precision", "set_up_devices"),
-    "distillation": ("build_distiller", "distill"),
-    "finetuning": ("build_classifier", "finetune"),
-    "inputs": ("StepPlan", "distribute", "plan_steps"),
-    "loop": ("Trainer",),
-    "optimizers": ("make_optimizer",),
-    "pretraining": ("build_masked_lm", "pretrain"),
-    "starting_points": ("load_pretrained", "save_pretrained"),
-}
-_NAMES = {name: module for module, names in _MODULES.items() for name in names}
-
-__all__ = sorted(_NAMES)
+# The names this package offers, imported from their modules when first used, so that its
+# TensorFlow-free modules (`config`, `run_directory`) import without TensorFlow (the programs
+# parse their flags before it starts).
+__all__ = [
+    "DEFAULT_ARCHITECTURE", "DistillationConfig", "FinetuningConfig", "PretrainingConfig",
+    "RunConfig", "StepPlan", "Trainer", "build_classifier", "build_distiller",
+    "build_masked_lm", "check_jit_compile", "configure_cpu_replicas", "distill", "distribute",
+    "finetune", "load_pretrained", "make_optimizer", "make_strategy", "plan_steps", "pretrain",
+    "resolve_jit_compile", "save_pretrained", "set_mixed_precision", "set_up_devices",
+]
+# The modules that define them, searched in this order (`config`, which needs no TensorFlow,
+# first).
+_MODULES = ("config", "devices", "distillation", "finetuning", "inputs", "loop", "optimizers",
+            "pretraining", "starting_points")
 
 if TYPE_CHECKING:  # The same names, for type checkers and the API reference.
     from keras_linformer.training.config import DEFAULT_ARCHITECTURE
@@ -76,8 +71,11 @@ if TYPE_CHECKING:  # The same names, for type checkers and the API reference.
 
 
 def __getattr__(name):
-    if name in _NAMES:
-        return getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
+    if name in __all__:
+        for module in _MODULES:
+            module = importlib.import_module(f"{__name__}.{module}")
+            if name in getattr(module, "__dict__", {}):
+                return getattr(module, name)
     try:
         return importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError as error:
@@ -87,4 +85,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_NAMES))
+    return sorted(set(globals()) | set(__all__))

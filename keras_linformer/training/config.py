@@ -24,8 +24,6 @@ import os
 from keras_linformer.utils import validation
 from keras_linformer.utils.validation import Bounds
 
-# The backbone a run trains from scratch unless told otherwise: a small
-# Linformer that pretrains on the news articles in minutes on a CPU.
 DEFAULT_ARCHITECTURE = dict(
     num_layers=2,
     num_heads=4,
@@ -38,6 +36,8 @@ DEFAULT_ARCHITECTURE = dict(
     attention="linformer",
     dropout=0.1,
 )
+"""The backbone a run trains from scratch unless told otherwise: a small Linformer that
+pretrains on the news articles in minutes on a CPU."""
 
 # What `architecture` may hold: `LinformerBackbone`'s arguments but the vocabulary
 # size, which is the vocabulary's.
