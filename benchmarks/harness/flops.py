@@ -29,9 +29,9 @@ def attention_flops(
         qkv_and_output = 4 * matmul(n, d, d, b)
         scores_and_context = 2 * matmul(n, d, n, b)  # Q K^T and P V, all heads.
         return qkv_and_output + scores_and_context
-    from keras_linformer.layers.projections import SHARINGS
-    from keras_linformer.models.linformer_backbone import ATTENTIONS
     from keras_linformer.utils import validation
+    from keras_linformer.utils.names import ATTENTIONS
+    from keras_linformer.utils.names import SHARINGS
 
     validation.check_choice("attention", attention, ATTENTIONS)
     validation.check_choice("sharing", sharing, SHARINGS)

@@ -25,8 +25,8 @@ import keras
 import numpy as np
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.utils.names import PROJECTION_INITIALIZERS
 
-PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
 # The start that trained best from scratch (docs/benchmarks.md).
 DEFAULT_PROJECTION_INITIALIZER = "window_average"
 

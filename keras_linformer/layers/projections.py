@@ -19,8 +19,8 @@ from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.utils import validation
+from keras_linformer.utils.names import SHARINGS
 
-SHARINGS = ("none", "headwise", "key_value", "layerwise")
 # Name -> class of the built-in projections (`register`).
 _BY_NAME = {}
 

@@ -11,8 +11,8 @@ from keras_linformer.layers import projections
 from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.models import bert_weights
 from keras_linformer.utils import validation
+from keras_linformer.utils.names import ATTENTIONS
 
-ATTENTIONS = ("linformer", "transformer")
 # keras-hub BERT's feedforward activation, under the name its configs give it.
 GELU_APPROXIMATE = keras.saving.get_registered_object("keras_hub>gelu_approximate")
 # The arguments only a Linformer has. A full-attention backbone ignores them

@@ -19,6 +19,9 @@ import sys
 from keras_linformer import programs
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.utils import validation
+from keras_linformer.utils.names import ATTENTIONS
+from keras_linformer.utils.names import PROJECTION_INITIALIZERS
+from keras_linformer.utils.names import SHARINGS
 from keras_linformer.utils.validation import Bounds
 
 # TensorFlow's C++ log lines, errors included, only when asked for: with the user's own
@@ -26,16 +29,10 @@ from keras_linformer.utils.validation import Bounds
 USER_LOG_LEVEL = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# The library's names, as the flags offer them. Importing the layers starts
-# TensorFlow, so they are spelled here, once for every program;
-# tests/training/test_cli.py keeps each equal to its source.
-# keras_linformer.models.linformer_backbone.ATTENTIONS
-ATTENTIONS = ("linformer", "transformer")
-# keras_linformer.layers.projections.names() and SHARINGS
+# The projections' names, as the flags offer them. Importing the layers starts TensorFlow,
+# so they are spelled here; tests/training/test_cli.py keeps them equal to
+# keras_linformer.layers.projections.names(), the registry.
 PROJECTIONS = ("linear", "mean", "max", "conv", "random")
-SHARINGS = ("none", "headwise", "key_value", "layerwise")
-# keras_linformer.layers.projection_initializers.PROJECTION_INITIALIZERS
-PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
 
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):

@@ -9,15 +9,10 @@ from keras_linformer.programs import cli
 from tests.training.harness import REPOSITORY
 
 
-def test_the_names_the_flags_offer_are_the_librarys():
-    from keras_linformer.layers import projection_initializers
+def test_the_projections_the_flags_offer_are_the_registrys():
     from keras_linformer.layers import projections
-    from keras_linformer.models import linformer_backbone
 
-    assert cli.ATTENTIONS == linformer_backbone.ATTENTIONS
     assert cli.PROJECTIONS == projections.names()
-    assert cli.SHARINGS == projections.SHARINGS
-    assert cli.PROJECTION_INITIALIZERS == projection_initializers.PROJECTION_INITIALIZERS
 
 
 def test_padding_compensation_is_on_off_or_left_to_the_default():

@@ -1,0 +1,9 @@
+"""The library's option names that the programs offer as flag choices before TensorFlow
+starts, declared here once (this module imports nothing)."""
+
+# `LinformerBackbone(attention=...)`: Linformer attention, or the full-attention baseline.
+ATTENTIONS = ("linformer", "transformer")
+# `sharing=...`: which projections share weights (`layers.projections`).
+SHARINGS = ("none", "headwise", "key_value", "layerwise")
+# `projection_initializer=...` by name (`layers.projection_initializers`).
+PROJECTION_INITIALIZERS = ("window_average", "gaussian", "fairseq")
