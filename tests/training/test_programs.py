@@ -53,19 +53,6 @@ def finetuning(pretraining, reviews_file, tmp_path_factory):
     return output_dir, result.stdout
 
 
-def test_the_console_script_exits_0_on_a_finished_run_it_leaves_alone(
-        finetuning, pretraining, reviews_file):
-    output_dir = finetuning[0]
-    summary = (output_dir / "summary.json").read_text()
-    result = run_program(
-        "keras-linformer-finetune", "--table", reviews_file, "--pretrained", pretraining[0],
-        *FINETUNING, "--output-dir", output_dir, cwd=output_dir.parent,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "nothing to do, nothing changed" in result.stdout
-    assert (output_dir / "summary.json").read_text() == summary
-
-
 def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
     output_dir, stdout = pretraining
     assert f"{ROUNDS * EVERY} steps of 8 on 2 replica(s), {ROUNDS} epochs of {EVERY}" in stdout
