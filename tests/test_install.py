@@ -210,13 +210,13 @@ def test_the_wheels_console_scripts_pretrain_finetune_export_and_query(installed
     bin_dir, elsewhere, env = installed
     reviews = write_reviews(elsewhere / "reviews.csv")
     small = ["--table", reviews, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2]
-    # Pretraining runs as two workers through the launcher, which exits with theirs.
-    result = run([bin_dir / "keras-linformer-launch", "--workers", 2, "--log-dir", "launch",
-                  "--", "keras-linformer-pretrain", *small, "--vocabulary-size", 100,
-                  "--batch-size", 8, "--output-dir", "pretrained"],
-                 cwd=elsewhere, env=env, timeout=300)
+    # Pretraining runs under the launcher, which exits with its worker's status (two workers:
+    # tests/training/test_multi_worker.py).
+    run([bin_dir / "keras-linformer-launch", "--workers", 1, "--log-dir", "launch", "--",
+         "keras-linformer-pretrain", *small, "--vocabulary-size", 100, "--batch-size", 8,
+         "--output-dir", "pretrained"], cwd=elsewhere, env=env, timeout=300)
     assert (elsewhere / "pretrained" / "model.weights.h5").is_file()
-    assert "on 2 replica(s)" in (elsewhere / "launch" / "worker-0.log").read_text()
+    assert "Pretraining done" in (elsewhere / "launch" / "worker-0.log").read_text()
     command = [bin_dir / "keras-linformer-finetune", *small, "--pretrained", "pretrained",
                "--output-dir", "run"]
     result = run(command, cwd=elsewhere, env=env, timeout=300)
