@@ -427,6 +427,7 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
     program can tell a flag given from one left out (`given_options`).
     """
     fields = {field.name: field for field in dataclasses.fields(config_class)}
+    unprefixed = config_flags(config_class)
     into = group
     for name, flag in config_flags(config_class, prefix).items():
         if name in skip:
@@ -443,7 +444,7 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
         if field.type is bool:
             group.add_argument(flag, action="store_const", const=True, **options)
         else:
-            metavar = metadata["metavar"] or config_flags(config_class)[name][2:].upper()
+            metavar = metadata["metavar"] or unprefixed[name][2:].upper()
             group.add_argument(flag, type=metadata["parse"] or metadata["bounds"],
                                metavar=metavar.replace("-", "_"), **options)
 
@@ -464,7 +465,7 @@ def fill_defaults(args, config_class, *names):
     that reads them itself (the seed of its data split)."""
     for name in names:
         if getattr(args, name) is None:
-            setattr(args, name, config_class.__dataclass_fields__[name].default)
+            setattr(args, name, getattr(config_class, name))
 
 
 def option_arguments(options, config_class):
@@ -776,7 +777,7 @@ def check_sequence_length_fits(parser, args, config_class):
         return
     if args.sequence_length is None:
         return
-    batch_size = args.batch_size or config_class.__dataclass_fields__["batch_size"].default
+    batch_size = args.batch_size or config_class.batch_size
     needed = training_memory_lower_bound(args, args.sequence_length, batch_size)
     if needed > memory:
         parser.error(

@@ -28,6 +28,7 @@ from keras_linformer.programs import finetune as finetune_program
 from keras_linformer.programs import pretrain as pretrain_program
 from keras_linformer.training.config import FinetuningConfig
 from keras_linformer.training.config import PretrainingConfig
+from keras_linformer.training.config import RunConfig
 
 # Options both stages share, set once by the main job's own flags; the stages' other
 # options are offered as --pretrain-OPTION and --finetune-OPTION.
@@ -53,7 +54,8 @@ def parse_args(argv=None):
     group.add_argument("--sequence-length", type=cli.sequence_length,
                        default=default["max_sequence_length"],
                        help="n, tokens per sequence in both stages.")
-    group.add_argument("--vocabulary-size", type=cli.positive_int, default=4096,
+    group.add_argument("--vocabulary-size", type=cli.positive_int,
+                       default=RunConfig.vocabulary_size,
                        help="Largest WordPiece vocabulary to train (on the news articles; "
                             "on the reviews with --no-pretraining).")
     group = parser.add_argument_group(
@@ -78,7 +80,8 @@ def parse_args(argv=None):
     parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
                         help="Validate and test both stages on the first N held-out documents "
                              "only (for trial runs).")
-    parser.add_argument("--seed", type=cli.random_seed, default=0, help="Seed of both stages.")
+    parser.add_argument("--seed", type=cli.random_seed, default=RunConfig.seed,
+                        help="Seed of both stages.")
     cli.add_xla_flags(parser, "both stages' training step")
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")

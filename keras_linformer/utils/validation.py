@@ -23,9 +23,7 @@ def _received(name, value):
 
 def check_positive_int(name, value, minimum=1):
     """Raises ValueError unless `value` is an int (not a bool) of at least `minimum`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        valid = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
-        raise ValueError(f"`{name}` must be {valid}. {_received(name, value)}")
+    Bounds(int, minimum).check(name, value)
 
 
 def check_bool(name, value):
@@ -54,15 +52,7 @@ def check_number(name, value, low=None, high=None, include_low=True, include_hig
     ...
     ValueError: `dropout` must be a number in [0, 1). Received: dropout=1.0
     """
-    inside = (
-        isinstance(value, numbers.Real) and not isinstance(value, bool)
-        and math.isfinite(value)
-        and (low is None or (value >= low if include_low else value > low))
-        and (high is None or (value <= high if include_high else value < high))
-    )
-    if not inside:
-        raise ValueError(f"`{name}` must be {describe_range(low, high, include_low, include_high)}."
-                         f" {_received(name, value)}")
+    Bounds(float, low, high, include_low, include_high).check(name, value)
 
 
 def describe_range(low=None, high=None, include_low=True, include_high=True):
@@ -119,7 +109,7 @@ class Bounds:
         if isinstance(value, bool) or not isinstance(
                 value, numbers.Integral if self.kind is int else numbers.Real):
             return False
-        return (math.isfinite(value)
+        return ((self.kind is int or math.isfinite(value))
                 and (self.low is None or (value >= self.low if self.include_low
                                           else value > self.low))
                 and (self.high is None or (value <= self.high if self.include_high
@@ -136,7 +126,7 @@ class Bounds:
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {self.words}, got {text!r}") from None
         if not self.holds(value):
-            shown = value if math.isfinite(value) else text
+            shown = value if self.kind is int or math.isfinite(value) else text
             raise argparse.ArgumentTypeError(f"must be {self.words}, got {shown!r}")
         return value
 
