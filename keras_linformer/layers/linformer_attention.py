@@ -4,12 +4,11 @@ import math
 
 import keras
 from keras import ops
+from keras_hub.src.utils.keras_utils import clone_initializer
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
-from keras_linformer.layers.config_utils import clone_initializer
-from keras_linformer.layers.config_utils import get_optional_initializer
-from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.keras_masks import without_keras_masks
 from keras_linformer.utils import validation
 
@@ -216,7 +215,7 @@ class LinformerAttention(keras.layers.Layer):
         validation.check_positive_int("key_dim", key_dim)
         if value_dim is not None:
             validation.check_positive_int("value_dim", value_dim)
-        projection_initializer = get_optional_initializer(projection_initializer)
+        projection_initializer = projection_initializers.get(projection_initializer)
         projection = projections.get_checked(
             projection, sharing, sequence_length, projected_dim, projection_initializer
         )
@@ -639,7 +638,7 @@ class LinformerAttention(keras.layers.Layer):
                 "output_shape": self._output_shape,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "projection_initializer": serialize_optional_initializer(
+                "projection_initializer": projection_initializers.serialize(
                     self.projection_initializer
                 ),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),

@@ -1,14 +1,13 @@
 """A Transformer encoder block whose self-attention is LinformerAttention."""
 
 import keras
+from keras_hub.src.utils.keras_utils import clone_initializer
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
 from keras_linformer.layers.block_utils import check_block_options
 from keras_linformer.layers.block_utils import check_heads_divide
-from keras_linformer.layers.config_utils import clone_initializer
-from keras_linformer.layers.config_utils import get_optional_initializer
-from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.utils import validation
@@ -100,7 +99,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
                             normalize_first)
         validation.check_positive_int("null_slots", null_slots, minimum=0)
         validation.check_bool("padding_compensation", padding_compensation)
-        projection_initializer = get_optional_initializer(projection_initializer)
+        projection_initializer = projection_initializers.get(projection_initializer)
         projection = projections.get_checked(
             projection, sharing, sequence_length, projected_dim, projection_initializer
         )
@@ -253,7 +252,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(
                     self.bias_initializer
                 ),
-                "projection_initializer": serialize_optional_initializer(
+                "projection_initializer": projection_initializers.serialize(
                     self.projection_initializer
                 ),
                 "normalize_first": self.normalize_first,

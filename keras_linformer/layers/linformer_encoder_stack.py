@@ -3,11 +3,10 @@
 import keras
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
 from keras_linformer.layers.block_utils import call_in_sequence
 from keras_linformer.layers.block_utils import check_heads_divide
-from keras_linformer.layers.config_utils import get_optional_initializer
-from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
 from keras_linformer.utils import validation
 
@@ -146,7 +145,7 @@ class LinformerEncoderStack(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.projection_initializer = get_optional_initializer(projection_initializer)
+        self.projection_initializer = projection_initializers.get(projection_initializer)
         self.normalize_first = normalize_first
         self.padding_compensation = bool(padding_compensation)
         self.null_slots = null_slots
@@ -212,7 +211,7 @@ class LinformerEncoderStack(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(
                     self.bias_initializer
                 ),
-                "projection_initializer": serialize_optional_initializer(
+                "projection_initializer": projection_initializers.serialize(
                     self.projection_initializer
                 ),
                 "normalize_first": self.normalize_first,

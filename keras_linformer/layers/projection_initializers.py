@@ -114,16 +114,6 @@ def projection_initializer(name, projected_dim, seed=None):
     )
 
 
-def check(identifier, projection):
-    """Raises unless `identifier` (already through `get`) suits `projection`."""
-    if isinstance(identifier, str) and projection != "linear":
-        raise ValueError(
-            f"`projection_initializer={identifier!r}` initialises a learned linear E; "
-            f"it does not apply to projection={projection!r}. Pass None (the "
-            "projection's default) or a Keras initializer."
-        )
-
-
 def get(identifier):
     """None and the names above stay as they are; anything else is a Keras initializer."""
     if identifier is None or identifier in PROJECTION_INITIALIZERS:
@@ -136,3 +126,10 @@ def get(identifier):
             f"{list(PROJECTION_INITIALIZERS)}, or a Keras initializer. "
             f"Received: projection_initializer={identifier!r}"
         ) from None
+
+
+def serialize(initializer):
+    """The config form of what `get` returns: None and names stay as they are."""
+    if initializer is None or isinstance(initializer, str):
+        return initializer
+    return keras.initializers.serialize(initializer)

@@ -14,10 +14,10 @@ import math
 import keras
 import ml_dtypes
 from keras import ops
+from keras_hub.src.utils.keras_utils import clone_initializer
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
-from keras_linformer.layers.config_utils import clone_initializer
 from keras_linformer.utils import validation
 from keras_linformer.utils.names import SHARINGS
 

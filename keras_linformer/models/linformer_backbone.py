@@ -7,8 +7,8 @@ from keras.layers import ReversibleEmbedding
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers import TransformerEncoderStack
+from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
-from keras_linformer.layers.config_utils import serialize_optional_initializer
 from keras_linformer.models import bert_weights
 from keras_linformer.utils import validation
 from keras_linformer.utils.names import ATTENTIONS
@@ -435,7 +435,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                     "projected_dim": self.projected_dim,
                     "projection": projections.serialize(projections.get(self.projection)),
                     "sharing": self.sharing,
-                    "projection_initializer": serialize_optional_initializer(
+                    "projection_initializer": projection_initializers.serialize(
                         self.projection_initializer
                     ),
                     "padding_compensation": self.padding_compensation,
