@@ -18,118 +18,86 @@ class LinformerAttention(keras.layers.Layer):
     """Multi-head attention with keys and values projected along the sequence.
 
     Self- or cross-attention (`layer(query, value, key=None)`) implementing
-    the linear attention of Linformer (Wang et al., 2020, eq. 7):
+    Linformer's linear attention (Wang et al., 2020, eq. 7):
+    `head_i = softmax(Q_i (E_i K_i)^T / sqrt(key_dim)) (F_i V_i)`, where
+    `E_i, F_i` map the `sequence_length` (n) key/value positions to
+    `projected_dim` (k) slots, so cost grows as n * k instead of n * n. The
+    projection is a learned matrix (`"linear"`), mean or max pooling or a
+    depthwise convolution with kernel = stride = n / k (`"mean"`, `"max"`,
+    `"conv"`, paper section 4), a fixed Gaussian matrix (`"random"`), or a
+    `SequenceProjection` of your own (`keras_linformer.layers.projections`).
 
-    `head_i = softmax(Q_i (E_i K_i)^T / sqrt(key_dim)) (F_i V_i)`
+    The call signature follows `keras.layers.MultiHeadAttention`, with these
+    differences: `sequence_length` and `projected_dim` are required and longer
+    key/value sequences are refused; inputs are `(B, T, dim)` (no
+    `attention_axes`, `sliding_window` or `use_gate`; `output_shape` is an
+    int); `attention_mask` and `use_causal_mask=True` raise an error, since
+    neither can be honoured once keys are mixed along the sequence;
+    `query_mask` is accepted but not applied; the scores returned are over the
+    projected slots, `(B, heads, T, k + null_slots)`; a linear or conv
+    projection adds weights (E, F) beside the usual kernels.
 
-    where `E_i, F_i` map the `sequence_length` (n) key/value positions to
-    `projected_dim` (k) slots, so time and memory grow as n * k instead of
-    n * n. The projection is a learned matrix (`projection="linear"`), mean or
-    max pooling, a depthwise convolution with kernel = stride = n / k
-    (`"mean"`, `"max"`, `"conv"`, paper section 4), a fixed Gaussian matrix
-    (`"random"`, the paper's proofs), or a `SequenceProjection` of your own
-    (`keras_linformer.layers.projections`).
+    Masks: a key/value padding mask (`value_mask`/`key_mask`, or a Keras mask
+    such as `Embedding(mask_zero=True)`'s) selects padded keys and values out
+    before the projection, so no output depends on what padding holds (NaN
+    and inf included), and pooling slots holding only padding are excluded
+    from the softmax. An input shorter than n behaves exactly like it padded
+    to n with the padding masked (a linear E uses its first rows).
 
-    Its call signature follows `keras.layers.MultiHeadAttention`, but it is
-    not interchangeable with it:
-
-    - `sequence_length` and `projected_dim` are required, and key/value
-      sequences longer than `sequence_length` are refused.
-    - Inputs are `(B, T, dim)`: there is no `attention_axes`, and
-      `output_shape` is a single int. There is no `sliding_window` or
-      `use_gate` either.
-    - `attention_mask` and `use_causal_mask=True` raise an error; padding is
-      given as key/value masks. `query_mask` is accepted but not applied:
-      the outputs at padded query positions are computed like the others.
-    - The attention scores returned are over the k projected slots (plus
-      `null_slots`), `(B, heads, T, k + null_slots)`, not over the S keys.
-    - A linear or conv projection adds weights (E, F) beside the query, key,
-      value and output kernels, which have `MultiHeadAttention`'s shapes.
-
-    Padding: a key/value padding mask, passed as `value_mask`/`key_mask` or
-    propagated by Keras (e.g. from `Embedding(mask_zero=True)`), selects the
-    padded keys and values out (to zero) before the projection, so the outputs
-    at every position do not depend on what padded positions contain, NaN and
-    inf included. Pooling slots
-    that hold only padding are excluded from the softmax. Inputs shorter than
-    `sequence_length` behave exactly like the same inputs padded to it with the
-    padding masked (a linear E uses its first rows). A causal mask or a
-    `(B, T, S)` attention mask cannot be honoured once keys are mixed along the
-    sequence, so both raise an error.
-
-    Cost: when the projection is shared by all heads (`sharing` other than
-    `"none"`) and linear along the sequence (`"linear"`, `"random"`, `"mean"`), it is
-    applied to the key/value *input* before the key/value kernels:
-    `E (m * (X W + b)) = (E (m * X)) W + (E m) b`, which costs k * d^2 instead
-    of n * d^2 for those kernels and gives the same result.
-
-    Precision: the attention logits and the softmax are computed in float32
-    under any mixed-precision policy (the fused kernels of `flash_attention`
-    accumulate in float32 too); the output is in the compute dtype.
-
-    Initialisation: `projection_initializer` names how a linear E starts
-    (`"window_average"`, the default; `"gaussian"`: N(0, 1/k), the
-    distribution of the paper's proofs; or `"fairseq"`: N(0, 0.02^2); see
-    `keras_linformer.layers.projection_initializers` for what each means;
-    docs/benchmarks.md compares them) or is any Keras initializer; a conv
-    kernel starts as a window average plus N(0, 0.02^2) noise.
+    A projection shared by the heads and linear along the sequence
+    (`"linear"`, `"random"`, `"mean"`) is applied to the key/value input
+    before the key/value kernels, which is cheaper and gives the same result.
+    Logits and softmax are computed in float32 under any mixed-precision
+    policy. A linear E starts as `projection_initializer` names (see
+    `keras_linformer.layers.projection_initializers`); a conv kernel starts as
+    a window average plus N(0, 0.02^2) noise.
 
     Args:
         num_heads: int. Number of attention heads.
         key_dim: int. Size of each head for query and key.
         sequence_length: int. n, the longest key/value sequence accepted.
-        projected_dim: int. k, the number of projected key/value slots;
-            at most `sequence_length`, and a divisor of it for the pooling and
+        projected_dim: int. k, the number of projected key/value slots; at
+            most `sequence_length`, and a divisor of it for the pooling and
             conv projections.
         value_dim: int. Size of each head for value. Defaults to `key_dim`.
         projection: str or `SequenceProjection`. `"linear"`, `"mean"`, `"max"`,
-            `"conv"`, `"random"`, or an object (see
-            `keras_linformer.layers.projections`). Defaults to `"linear"`.
-        sharing: str. How projections are shared: `"none"` (separate E_i,
-            F_i for every head), `"headwise"` (one E and one F for all heads),
-            `"key_value"` (one E = F for all heads), or `"layerwise"` (the layer
-            owns no projection and receives one shared by a whole stack through
-            `call(projection_kernel=...)`, see `LinformerEncoderStack`).
-            Pooling projections have no parameters, so sharing does not change
-            them. Defaults to `"none"`.
+            `"conv"`, `"random"`, or an object. Defaults to `"linear"`.
+        sharing: str. `"none"` (E_i, F_i for every head), `"headwise"` (one E
+            and one F for all heads), `"key_value"` (one E = F for all heads),
+            or `"layerwise"` (no projection of its own: a stack passes its
+            shared one as `call(projection_kernel=...)`, see
+            `LinformerEncoderStack`). Defaults to `"none"`.
         dropout: float. Dropout on the attention probabilities. Defaults to 0.
         use_bias: bool. Whether the dense layers use biases. Defaults to True.
         output_shape: int. Size of the output features. Defaults to the last
             dimension of the query.
-        kernel_initializer, bias_initializer: initializers of the dense layers.
-        projection_initializer: str, Keras initializer or None. How the
-            projection weights start: a name from `PROJECTION_INITIALIZERS`
-            (linear E only) or a Keras initializer. Defaults to None, the
-            projection's default (see above).
+        kernel_initializer: initializer of the dense kernels. Defaults to
+            `"glorot_uniform"`.
+        bias_initializer: initializer of the biases. Defaults to `"zeros"`.
+        projection_initializer: str, Keras initializer or None. A name from
+            `PROJECTION_INITIALIZERS` (linear E only; `"window_average"`, the
+            default, `"gaussian"` or `"fairseq"`) or a Keras initializer.
+            Defaults to None, the projection's default.
         kernel_regularizer, bias_regularizer, activity_regularizer, projection_regularizer:
             regularizers. Default to None.
         kernel_constraint, bias_constraint, projection_constraint: constraints.
             Default to None.
         seed: int. Seed for dropout and the default projection initializer.
-        padding_compensation: bool. With a learned linear E, scale the
-            projected values by n / (number of real key positions): E sums
-            over positions, so padding (or an input shorter than n) would
-            otherwise shrink what attention passes on by that factor, and a
-            short text would reach the next layer scaled down. A no-op on
-            full-length unpadded inputs and for pooling and conv projections.
-            Defaults to True.
-        flash_attention: bool or None. Whether the (T, k) attention runs in
-            `keras.ops.dot_product_attention`, which is a fused kernel on
-            JAX (cuDNN flash attention on GPUs) and PyTorch
-            (`scaled_dot_product_attention`) and never materialises the
-            logits. None (the default) uses it whenever it applies: on JAX
-            and PyTorch, without active attention dropout and without
-            `return_attention_scores`; TensorFlow has no fused kernel and
-            keeps the explicit computation. True requires it (as in
-            `keras.layers.MultiHeadAttention`); False never uses it.
-        null_slots: int. Slots appended after the k projected ones whose key
-            and value are zero: attention can put weight there (logit 0) and
-            pass nothing on, a no-op that pretrained heads otherwise find on
-            tokens such as `[SEP]`, which pooling blurs (PyTorch's
-            `add_zero_attn` is one such slot). Adds no weights. See
-            docs/benchmarks.md for its effect on BERTs converted by
-            `LinformerBackbone.from_bert`.
-            Defaults to 0 (the paper's attention).
+            Defaults to None.
+        padding_compensation: bool. With a learned linear E, which sums over
+            positions, scale the projected values by n / (real key
+            positions), so padding or a short input does not shrink what
+            attention passes on. Defaults to True.
+        flash_attention: bool or None. Whether the attention runs in
+            `keras.ops.dot_product_attention` (fused kernels on JAX and
+            PyTorch). None uses it where it applies: not on TensorFlow, not
+            with active dropout or `return_attention_scores`. True requires
+            it; False never uses it. Defaults to None.
+        null_slots: int. Slots appended after the k projected ones with zero
+            key and value: attention can put weight there and pass nothing on
+            (like PyTorch's `add_zero_attn`). Adds no weights; see
+            docs/benchmarks.md for its effect on converted BERTs. Defaults
+            to 0.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -137,12 +105,10 @@ class LinformerAttention(keras.layers.Layer):
         value: `(B, S, dim)` value sequence, S <= `sequence_length`.
         key: optional `(B, S, dim)` key sequence; defaults to `value`.
         query_mask, value_mask, key_mask: optional `(B, T)`/`(B, S)` masks,
-            True (or nonzero) at real positions. Filled in from Keras masks. As
-            in `keras.layers.MultiHeadAttention`, a key/value position is real
-            where both `value_mask` and `key_mask` say so.
+            True at real positions, filled in from Keras masks. A key/value
+            position is real where both `value_mask` and `key_mask` say so.
         return_attention_scores: bool. Also return the
-            `(B, heads, T, k + null_slots)` attention probabilities over the
-            projected slots (and the null slots, last).
+            `(B, heads, T, k + null_slots)` attention probabilities.
         training: bool. Whether dropout is active.
         projection_kernel: the shared projection, required with
             `sharing="layerwise"` for the linear and conv kinds.
@@ -284,12 +250,7 @@ class LinformerAttention(keras.layers.Layer):
 
     def _projection_weight(self, name, head_dim):
         return self.projection.add_weight(
-            self,
-            name,
-            self.sharing,
-            self.sequence_length,
-            self.projected_dim,
-            self.num_heads,
+            self, name, self.sharing, self.sequence_length, self.projected_dim, self.num_heads,
             head_dim,
             initializer=self.projection_initializer,
             regularizer=self.projection_regularizer,
@@ -305,33 +266,23 @@ class LinformerAttention(keras.layers.Layer):
         heads = self.num_heads
         out_dim = self._output_shape or query_shape[-1]
         # (B, T, dim) -> (B, T, N, H), as in keras.layers.MultiHeadAttention.
-        self._query_dense = self._dense(
-            "query", "abc,cde->abde", (None, heads, self.key_dim), "de"
-        )
+        self._query_dense = self._dense("query", "abc,cde->abde", (None, heads, self.key_dim), "de")
         self._query_dense.build(query_shape)
-        self._key_dense = self._dense(
-            "key", "abc,cde->abde", (None, heads, self.key_dim), "de"
-        )
+        self._key_dense = self._dense("key", "abc,cde->abde", (None, heads, self.key_dim), "de")
         self._key_dense.build(key_shape)
         self._value_dense = self._dense(
-            "value", "abc,cde->abde", (None, heads, self.value_dim), "de"
-        )
+            "value", "abc,cde->abde", (None, heads, self.value_dim), "de")
         self._value_dense.build(value_shape)
         # (B, T, N, H) -> (B, T, out_dim)
-        self._output_dense = self._dense(
-            "attention_output", "abcd,cde->abe", (None, out_dim), "e"
-        )
+        self._output_dense = self._dense("attention_output", "abcd,cde->abe", (None, out_dim), "e")
         self._output_dense.build(tuple(query_shape[:-1]) + (heads, self.value_dim))
-        self._dropout_layer = keras.layers.Dropout(
-            self.dropout, seed=self.seed, dtype=self.dtype_policy
-        )
+        self._dropout_layer = keras.layers.Dropout(self.dropout, seed=self.seed,
+                                                   dtype=self.dtype_policy)
 
         self.key_projection = self.value_projection = None
         if self.sharing in ("none", "headwise"):
             self.key_projection = self._projection_weight("key_projection", self.key_dim)
-            self.value_projection = self._projection_weight(
-                "value_projection", self.value_dim
-            )
+            self.value_projection = self._projection_weight("value_projection", self.value_dim)
         elif self.sharing == "key_value":
             self.key_projection = self._projection_weight("projection", self.key_dim)
             self.value_projection = self.key_projection
@@ -360,10 +311,7 @@ class LinformerAttention(keras.layers.Layer):
             raise ValueError(self._length_error(length))
 
     def _check_dynamic_length(self, value):
-        """`value`, checked at run time in a TensorFlow graph of unknown length.
-
-        JAX and PyTorch trace with known lengths, where `_check_length` runs.
-        """
+        """`value`, checked at run time in a TensorFlow graph of unknown length."""
         if value.shape[1] is not None or keras.backend.backend() != "tensorflow":
             return value
         import tensorflow as tf
@@ -400,9 +348,8 @@ class LinformerAttention(keras.layers.Layer):
         if mask is None:
             return
         shape, expected = tuple(mask.shape), tuple(value_shape[:2])
-        if len(shape) != 2 or any(
-            None not in (got, want) and got != want for got, want in zip(shape, expected)
-        ):
+        if len(shape) != 2 or any(None not in (got, want) and got != want
+                                  for got, want in zip(shape, expected)):
             raise ValueError(
                 f"`{name}` must have the shape (batch, key/value length) = {expected}, "
                 f"True at real positions. Received: {name} of shape {shape}"
@@ -465,18 +412,16 @@ class LinformerAttention(keras.layers.Layer):
 
         query = self._query_dense(query)  # (B, T, N, Hk)
         if self._projects_input:
-            key_input = self._project_input(key, mask, key_projection)
+            key_input = self._project(key, mask, key_projection)
             if key_is_value and key_projection is value_projection:
                 value_input = key_input  # One projection serves both.
             else:
-                value_input = self._project_input(value, mask, value_projection)
+                value_input = self._project(value, mask, value_projection)
             key, slot_mask = self._dense_projected_input(key_input, self._key_dense)
             value, _ = self._dense_projected_input(value_input, self._value_dense)
         else:
-            key, slot_mask = self._project_output(
-                self._key_dense(key), mask, key_projection
-            )
-            value, _ = self._project_output(self._value_dense(value), mask, value_projection)
+            key, _, slot_mask = self._project(self._key_dense(key), mask, key_projection)
+            value, _, _ = self._project(self._value_dense(value), mask, value_projection)
 
         if self.projection.sums_positions and self.padding_compensation and mask is not None:
             value = value * self._padding_scale(mask, value.dtype)
@@ -492,29 +437,19 @@ class LinformerAttention(keras.layers.Layer):
             # (T, k) logits are never materialised, and the kernels keep them
             # and the softmax in float32 too.
             context = ops.dot_product_attention(
-                query,
-                key,
-                value,
+                query, key, value,
                 mask=slot_mask[:, None, None, :] if slots_may_be_empty else None,
-                scale=scale,
-                flash_attention=self.flash_attention,
+                scale=scale, flash_attention=self.flash_attention,
             )
             return self._output_dense(context)
         # Logits and softmax in float32, whatever the compute dtype.
         logits = ops.einsum(
-            "btnh,bknh->bntk",
-            ops.cast(query, "float32") * scale,
-            ops.cast(key, "float32"),
-        )
+            "btnh,bknh->bntk", ops.cast(query, "float32") * scale, ops.cast(key, "float32"))
         if slots_may_be_empty:
-            logits = ops.where(
-                slot_mask[:, None, None, :], logits, ops.full_like(logits, -1e9)
-            )
+            logits = ops.where(slot_mask[:, None, None, :], logits, ops.full_like(logits, -1e9))
         probabilities = ops.softmax(logits, axis=-1)
         dropped = self._dropout_layer(probabilities, training=training)
-        context = ops.einsum(
-            "bntk,bknh->btnh", ops.cast(dropped, self.compute_dtype), value
-        )
+        context = ops.einsum("bntk,bknh->btnh", ops.cast(dropped, self.compute_dtype), value)
         output = self._output_dense(context)
         if return_attention_scores:
             return output, ops.cast(probabilities, self.compute_dtype)
@@ -538,7 +473,7 @@ class LinformerAttention(keras.layers.Layer):
         return keras.backend.backend() != "tensorflow"
 
     def _append_null_slots(self, key, value, slot_mask):
-        """Appends `null_slots` zero keys and values, always attended: see `null_slots`."""
+        """Appends `null_slots` zero keys and values, always attended."""
 
         def with_zeros(x):  # (B, k, heads, head_dim) -> (B, k + null_slots, ...)
             shape = ops.shape(x)
@@ -589,8 +524,8 @@ class LinformerAttention(keras.layers.Layer):
             )
         return projection_kernel, projection_kernel
 
-    def _project_input(self, x, mask, kernel):
-        """Projects the (B, S, dim) key/value input to (B, k, dim)."""
+    def _project(self, x, mask, kernel):
+        """Projects `(B, S, ...)` inputs, keys or values to k slots: see `project`."""
         if mask is not None:
             x = projections.zero_padding(x, mask)
         return self.projection.project(
@@ -606,15 +541,6 @@ class LinformerAttention(keras.layers.Layer):
             correction = ops.expand_dims(ops.expand_dims(weight_sums - 1.0, -1), -1)
             out = out + correction * ops.cast(dense.bias, out.dtype)
         return out, slot_mask
-
-    def _project_output(self, x, mask, kernel):
-        """Projects (B, S, N, H) keys or values to (B, k, N, H)."""
-        if mask is not None:
-            x = projections.zero_padding(x, mask)
-        x_bar, _, slot_mask = self.projection.project(
-            x, mask, kernel, self.sequence_length, self.projected_dim
-        )
-        return x_bar, slot_mask
 
     # --- Shapes and config -------------------------------------------------
 
@@ -639,18 +565,15 @@ class LinformerAttention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "projection_initializer": projection_initializers.serialize(
-                    self.projection_initializer
-                ),
+                    self.projection_initializer),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
                 "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
                 "projection_regularizer": keras.regularizers.serialize(
-                    self.projection_regularizer
-                ),
+                    self.projection_regularizer),
                 "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
                 "bias_constraint": keras.constraints.serialize(self.bias_constraint),
                 "projection_constraint": keras.constraints.serialize(
-                    self.projection_constraint
-                ),
+                    self.projection_constraint),
                 "seed": self.seed,
                 "padding_compensation": self.padding_compensation,
                 "null_slots": self.null_slots,
