@@ -6,7 +6,7 @@ from keras_linformer.utils import validation
 
 def check_block_options(intermediate_dim, num_heads, dropout, layer_norm_epsilon,
                         normalize_first):
-    """Raises ValueError for the options every encoder block takes, when out of range."""
+    """Raises ValueError for an out-of-range option that every encoder block takes."""
     validation.check_positive_int("intermediate_dim", intermediate_dim)
     validation.check_positive_int("num_heads", num_heads)
     validation.check_number("dropout", dropout, 0, 1, include_high=False)
@@ -26,21 +26,7 @@ def check_heads_divide(num_heads, hidden_dim):
 def call_in_sequence(
     blocks, inputs, padding_mask, training, return_attention_scores, **block_arguments
 ):
-    """Runs `inputs` through `blocks` one after the other, as an encoder stack does.
-
-    Args:
-        blocks: encoder blocks taking `padding_mask`, `training` and
-            `return_attention_scores`.
-        inputs: `(B, S, hidden_dim)`.
-        padding_mask: `(B, S)` or None, the Keras mask of `inputs` then.
-        training: bool or None.
-        return_attention_scores: bool.
-        **block_arguments: further call arguments, the same for every block.
-
-    Returns:
-        The last block's output, and with `return_attention_scores` a list of
-        each block's attention probabilities.
-    """
+    """An encoder stack's call: the blocks in turn, and each one's scores if asked."""
     mask = padding_mask_of(inputs, padding_mask)
     x, all_scores = inputs, []
     for block in blocks:

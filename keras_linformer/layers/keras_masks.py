@@ -1,8 +1,6 @@
 """The Keras masks that tensors carry (mask propagation).
 
-Keras 3 has no public accessor for the mask a tensor carries; keras-hub's
-encoders read it from `keras.src.backend` too, and this is the one place here
-that does.
+Keras 3 has no public accessor for them; keras-hub reads `keras.src.backend` too.
 """
 
 from keras import ops
@@ -15,14 +13,12 @@ def padding_mask_of(inputs, padding_mask):
 
 
 def without_keras_masks(*tensors):
-    """The tensors, each that carries a Keras mask replaced by an unmasked copy.
+    """The tensors, each carrying a Keras mask replaced by an unmasked copy (one per tensor).
 
-    For a layer that has read its inputs' masks: its sub-layers, which do not
-    support masking, then do not warn about them, and the caller's tensors
-    keep their masks. The same tensor passed twice gives the same copy twice.
+    For a layer that has read its inputs' masks, so that its sub-layers do not
+    warn about them and the caller's tensors keep theirs.
     """
-    # Pairs compared with `is`, not keyed by `id()`: under `torch.compile` an
-    # object id is a constant that changes every call and forces a recompile.
+    # Compared with `is`, not keyed by `id()`, which recompiles under `torch.compile`.
     copies = []
     result = []
     for tensor in tensors:

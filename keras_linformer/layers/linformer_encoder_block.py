@@ -17,19 +17,16 @@ from keras_linformer.utils import validation
 class LinformerEncoderBlock(keras.layers.Layer):
     """Transformer encoder block with Linformer self-attention.
 
-    The same block as `keras_hub.layers.TransformerEncoder` (post- or pre-layer
-    normalisation, residual connections, a two-layer feedforward network, the
-    same sub-layer names) with `LinformerAttention` in place of
-    `keras.layers.MultiHeadAttention`, so it costs O(n * k) in the sequence
-    length n. With `projected_dim == sequence_length` and identity projections
-    it computes exactly what `TransformerEncoder` computes with the same
-    weights.
+    `keras_hub.layers.TransformerEncoder` (the same normalisation, residuals,
+    feedforward network and sub-layer names) with `LinformerAttention` in
+    place of `keras.layers.MultiHeadAttention`, so it costs O(n * k) in the
+    sequence length n. With identity projections (k = n) it computes what
+    `TransformerEncoder` computes with the same weights.
 
-    Masks: a `padding_mask` of shape `(B, S)` (True at real tokens), or a Keras
-    mask carried by `inputs` (e.g. from `Embedding(mask_zero=True)`), keeps
-    padded positions out of the projected keys and values; the mask is
-    propagated to the output. A `(B, S, S)` `attention_mask` cannot be honoured
-    by projected attention and raises an error.
+    Masks: a `(B, S)` `padding_mask` (True at real tokens), or the Keras mask
+    `inputs` carry, keeps padded positions out of the projected keys and
+    values, and is propagated to the output. A `(B, S, S)` `attention_mask`
+    cannot be honoured by projected attention and raises an error.
 
     Args:
         intermediate_dim: int. Hidden size of the feedforward network.
@@ -134,11 +131,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
             dropout=self.dropout,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
-            projection_initializer=(
-                None
-                if self.projection_initializer is None
-                else clone_initializer(self.projection_initializer)
-            ),
+            projection_initializer=clone_initializer(self.projection_initializer),
             padding_compensation=self.padding_compensation,
             null_slots=self.null_slots,
             dtype=self.dtype_policy,
@@ -165,20 +158,15 @@ class LinformerEncoderBlock(keras.layers.Layer):
 
         self._self_attention_layer_norm = layer_norm("self_attention_layer_norm")
         self._self_attention_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="self_attention_dropout"
-        )
+            self.dropout, dtype=self.dtype_policy, name="self_attention_dropout")
         self._feedforward_layer_norm = layer_norm("feedforward_layer_norm")
         self._feedforward_intermediate_dense = dense(
-            self.intermediate_dim, "feedforward_intermediate_dense", self.activation
-        )
+            self.intermediate_dim, "feedforward_intermediate_dense", self.activation)
         self._feedforward_intermediate_dense.build(inputs_shape)
         self._feedforward_output_dense = dense(hidden_dim, "feedforward_output_dense")
-        self._feedforward_output_dense.build(
-            tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
-        )
+        self._feedforward_output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
         self._feedforward_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="feedforward_dropout"
-        )
+            self.dropout, dtype=self.dtype_policy, name="feedforward_dropout")
         self.built = True
 
     def call(
@@ -197,8 +185,8 @@ class LinformerEncoderBlock(keras.layers.Layer):
             padding_mask: optional boolean `(B, S)`, True at real tokens.
             attention_mask: unsupported; raises a ValueError if given.
             training: bool, whether dropout is active.
-            return_attention_scores: bool. If True, also return the
-                `(B, heads, S, k)` attention probabilities.
+            return_attention_scores: bool. Also return the `(B, heads, S, k)`
+                attention probabilities.
             projection_kernel: the shared projection for `sharing="layerwise"`.
         """
         mask = padding_mask_of(inputs, padding_mask)
@@ -246,15 +234,10 @@ class LinformerEncoderBlock(keras.layers.Layer):
                 "dropout": self.dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "projection_initializer": projection_initializers.serialize(
-                    self.projection_initializer
-                ),
+                    self.projection_initializer),
                 "normalize_first": self.normalize_first,
                 "padding_compensation": self.padding_compensation,
                 "null_slots": self.null_slots,

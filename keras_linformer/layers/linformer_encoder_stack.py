@@ -25,11 +25,10 @@ class LinformerEncoderStack(keras.layers.Layer):
     | `"key_value"` | one E = F per layer                  | L      |
     | `"layerwise"` | one E for every layer, key and value | 1      |
 
-    With `"layerwise"` the single projection is a weight of this stack, passed
-    to every block at call time, so it is stored once in `.keras` files and
-    stays shared after loading. `projected_dim` may be a list with one k per
-    layer (the paper's nonuniform projected dimension); `"layerwise"` sharing
-    of a learned projection needs one k for all layers.
+    With `"layerwise"` the projection is a weight of this stack, passed to
+    every block at call time, so it is saved once and stays shared after
+    loading. `projected_dim` may give one k per layer (the paper's nonuniform
+    k), except with `"layerwise"` sharing of a learned projection.
 
     Args:
         num_layers: int. Number of encoder blocks.
@@ -53,8 +52,8 @@ class LinformerEncoderStack(keras.layers.Layer):
         padding_mask: optional boolean `(B, S)`, True at real tokens; else the
             Keras mask of `inputs` is used.
         training: bool, whether dropout is active.
-        return_attention_scores: bool. If True, also return a list with each
-            block's `(B, heads, S, k_layer)` attention probabilities.
+        return_attention_scores: bool. Also return a list of each block's
+            `(B, heads, S, k_layer)` attention probabilities.
 
     Example:
 
@@ -157,13 +156,8 @@ class LinformerEncoderStack(keras.layers.Layer):
         self.shared_projection = None
         if self.sharing == "layerwise":
             self.shared_projection = self.projection.add_weight(
-                self,
-                "shared_projection",
-                self.sharing,
-                self.sequence_length,
-                self.projected_dims[0],
-                self.num_heads,
-                hidden_dim // self.num_heads,
+                self, "shared_projection", self.sharing, self.sequence_length,
+                self.projected_dims[0], self.num_heads, hidden_dim // self.num_heads,
                 initializer=self.projection_initializer,
             )
         for block in self.blocks:
@@ -179,14 +173,8 @@ class LinformerEncoderStack(keras.layers.Layer):
     def call(
         self, inputs, padding_mask=None, training=None, return_attention_scores=False
     ):
-        return call_in_sequence(
-            self.blocks,
-            inputs,
-            padding_mask,
-            training,
-            return_attention_scores,
-            projection_kernel=self.shared_projection,
-        )
+        return call_in_sequence(self.blocks, inputs, padding_mask, training,
+                                return_attention_scores, projection_kernel=self.shared_projection)
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
@@ -205,15 +193,10 @@ class LinformerEncoderStack(keras.layers.Layer):
                 "dropout": self.dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "projection_initializer": projection_initializers.serialize(
-                    self.projection_initializer
-                ),
+                    self.projection_initializer),
                 "normalize_first": self.normalize_first,
                 "padding_compensation": self.padding_compensation,
                 "null_slots": self.null_slots,

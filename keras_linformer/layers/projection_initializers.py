@@ -4,19 +4,14 @@
 
 | name               | E (n x k) starts as                                          |
 |--------------------|--------------------------------------------------------------|
-| `"window_average"` | the default: the mean over k contiguous windows of w = n / k |
-|                    | positions, plus noise of a tenth of each column's norm: the  |
-|                    | untrained layer is close to mean pooling, so attention       |
-|                    | starts near-uniform over the sequence, as an untrained       |
-|                    | Transformer's does                                           |
+| `"window_average"` | the default: the mean over k contiguous windows of n / k     |
+|                    | positions plus a little noise, close to mean pooling, so     |
+|                    | attention starts near-uniform, as a Transformer's does       |
 | `"gaussian"`       | N(0, 1/k), the distribution of the paper's proofs            |
-| `"fairseq"`        | N(0, 0.02^2), what the authors' fairseq code effectively     |
-|                    | uses (`init_bert_params` overwrites its declared xavier init)|
+| `"fairseq"`        | N(0, 0.02^2), what the authors' fairseq code effectively uses|
 
-Why it matters: with a zero-mean E, every projected slot is a random signed
-mix of the tokens, so the average of the values (the bag of words that a
-freshly initialised Transformer passes through attention) is lost until E is
-learned. docs/benchmarks.md compares the three from scratch.
+A zero-mean E mixes the tokens with random signs, losing the average of the
+values until E is learned. docs/benchmarks.md compares the three.
 """
 
 import math
@@ -27,17 +22,11 @@ import numpy as np
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.utils.names import PROJECTION_INITIALIZERS
 
-# The start that trained best from scratch (docs/benchmarks.md).
 DEFAULT_PROJECTION_INITIALIZER = "window_average"
 
 
 def window_average_matrix(sequence_length, projected_dim):
-    """`(n, k)` E whose column j averages the positions of window j.
-
-    Position s belongs to window `floor(s * k / n)`, so the windows are
-    contiguous and their sizes differ by at most one when k does not divide n.
-    With k dividing n, `x^T E` is exactly mean pooling with window n / k.
-    """
+    """`(n, k)` E whose column j averages window j: the positions s with `s * k // n == j`."""
     slots = np.arange(sequence_length) * projected_dim // sequence_length
     matrix = np.zeros((sequence_length, projected_dim), "float64")
     matrix[np.arange(sequence_length), slots] = 1.0
@@ -49,20 +38,14 @@ class WindowAverage(keras.initializers.Initializer):
     """Initialises an `(..., n, k)` projection as window averaging plus noise.
 
     Every `(n, k)` matrix in the shape (one per head for per-head E_i) is
-    `window_average_matrix(n, k)` plus Gaussian noise of standard deviation
-    `relative_noise * sqrt(k) / n`, so that the noise in each column (n
-    entries) has about `relative_noise` times the norm of the column's
-    average (w = n / k entries of 1 / w, norm 1 / sqrt(w)). The noise is
-    scaled to the column, not to one weight: noise of a tenth of an in-window
-    weight on every one of the n entries would outweigh the average once
-    k > 100 (at n = 512: 1.1 times its norm at k = 128, 2.3 times at k = n,
-    where the start should be the identity).
+    the mean over k contiguous windows of n / k positions plus Gaussian noise
+    of standard deviation `relative_noise * sqrt(k) / n`: noise scaled to a
+    column's norm, not to one weight, so it never outweighs the average.
 
     Args:
         relative_noise: float. The noise's norm in each column as a fraction of
-            the average's. Defaults to 0.1; 0 gives exact averaging (the slots
-            differ anyway: each averages other positions).
-        seed: int or None. Seed of the noise.
+            the average's; 0 gives exact averaging. Defaults to 0.1.
+        seed: int or None. Seed of the noise. Defaults to None.
 
     Example:
 

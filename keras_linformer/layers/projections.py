@@ -1,10 +1,7 @@
 """The n -> k sequence projections of Linformer (paper section 4), as objects.
 
-`LinformerAttention(projection=...)` takes a name (`"linear"`, `"mean"`,
-`"max"`, `"conv"`, `"random"`) or a `SequenceProjection` object: `get` turns
-either into an object, as `keras.initializers.get` does for initializers.
-Each class knows its weights, the lengths it accepts, how it projects, and
-what the attention needs to know about it; nothing else names the kinds. A
+`get` turns a name (`"linear"`, `"mean"`, `"max"`, `"conv"`, `"random"`) or a
+`SequenceProjection` into an object, as `keras.initializers.get` does. A
 subclass of your own, registered with `keras.saving.register_keras_serializable`,
 works wherever a name does and saves with the model.
 """
@@ -21,8 +18,7 @@ from keras_linformer.layers import projection_initializers
 from keras_linformer.utils import validation
 from keras_linformer.utils.names import SHARINGS
 
-# Name -> class of the built-in projections (`register`).
-_BY_NAME = {}
+_BY_NAME = {}  # Name -> class of the built-in projections.
 
 
 def register(name):
@@ -83,17 +79,16 @@ class SequenceProjection:
     attention layer how to treat it.
 
     Attributes:
-        name: str. What `get_config` of a layer writes for a built-in kind.
+        name: str. What a layer's `get_config` writes for a built-in kind.
         trainable: bool. Whether the projection's weights train.
-        fills_every_slot: bool. Every slot mixes every position (a matrix
-            does), so no slot ever holds padding only and none is masked.
-        sums_positions: bool. The projection sums over positions (a matrix
-            does), so padding shrinks its output: `padding_compensation`
-            applies.
-        linear: bool. Linear along the sequence, the same for every channel
-            and with weights shared by the heads: it commutes with the
-            key/value kernel, `E (m * (X W + b)) = (E (m * X)) W + (E m) b`,
-            so the layer projects its input first (k d^2 instead of n d^2).
+        fills_every_slot: bool. Every slot mixes every position (as a matrix
+            does), so no slot holds padding only and none is masked.
+        sums_positions: bool. It sums over positions (as a matrix does), so
+            `padding_compensation` applies.
+        linear: bool. Linear along the sequence, the same for every channel,
+            with weights shared by the heads: it commutes with the key/value
+            kernel, `E (m * (X W + b)) = (E (m * X)) W + (E m) b`, so the
+            layer projects its input first.
     """
 
     name = None
@@ -141,10 +136,7 @@ class SequenceProjection:
 
     def add_weight(self, layer, name, sharing, sequence_length, projected_dim, num_heads,
                    head_dim, initializer=None, regularizer=None, constraint=None, seed=None):
-        """Adds this projection's weight to `layer` as `name`; None when it has none.
-
-        `initializer` is the layer's `projection_initializer` (see `initializer`).
-        """
+        """Adds this projection's weight to `layer` as `name`; None when it has none."""
         shape = self.kernel_shape(sharing, sequence_length, projected_dim, num_heads, head_dim)
         if shape is None:
             return None
@@ -162,21 +154,19 @@ class SequenceProjection:
 
         Args:
             x: `(B, S, C)` layer input or `(B, S, heads, head_dim)` keys or
-                values, with padded positions already zero (except for
-                projections that select them out themselves, see `max`).
-            mask: float `(B, S)`, 1 at real positions, 0 at padding; None when
-                every one of n positions is real (matrix projections only).
+                values, with padded positions already zero.
+            mask: float `(B, S)`, 1 at real positions; None when all n
+                positions are real (matrix projections only).
             kernel: the weight (`kernel_shape`), or None.
             sequence_length: n, the longest sequence accepted.
             projected_dim: k.
 
         Returns:
             `(projected, weight_sums, slot_mask)`: the `(B, k, ...)`
-            projection; the projection of the mask itself, `(B, k)` (`(1, k)`
-            without a mask), which carries the bias through when the input is
-            projected first (None where that never happens); and a boolean
-            `(B, k)` mask of the slots that hold at least one real position
-            (None for a projection whose every slot does: `fills_every_slot`).
+            projection; the projected mask, `(B, k)` (`(1, k)` without a
+            mask), which carries the bias through when the input is projected
+            first (None where that never happens); and a boolean `(B, k)` mask
+            of the slots holding a real position (None if `fills_every_slot`).
         """
         raise NotImplementedError(f"{type(self).__name__} must implement `project`.")
 
@@ -187,7 +177,7 @@ class SequenceProjection:
     def from_config(cls, config):
         return cls(**config)
 
-    def __repr__(self):  # What error messages show: a built-in kind as its name.
+    def __repr__(self):  # Error messages show a built-in kind as its name.
         if type(self) is _BY_NAME.get(self.name):
             return repr(self.name)
         return f"{type(self).__name__}()"
@@ -205,8 +195,8 @@ class _Matrix(SequenceProjection):
         return (sequence_length, projected_dim)
 
     def project(self, x, mask, kernel, sequence_length, projected_dim):
-        # The static length where there is one: `ops.shape` would also slice out the batch
-        # size, unused (and left as a dead output by some exporters).
+        # The static length where known: some exporters keep `ops.shape`'s batch size as a
+        # dead output.
         length = x.shape[1] if x.shape[1] is not None else ops.shape(x)[1]
         kernel = ops.cast(kernel, x.dtype)
         if len(kernel.shape) == 2:  # E: (n, k), shared by the heads.
@@ -231,9 +221,8 @@ class _Matrix(SequenceProjection):
 class LinearProjection(_Matrix):
     """A learned matrix E (n x k), the paper's projection.
 
-    Any k <= n; an input shorter than n uses the first rows of E. Its start is
-    the layer's `projection_initializer`: a Keras initializer, or a name of
-    `projection_initializers` (default `"window_average"`).
+    Any k <= n; an input shorter than n uses the first rows of E. It starts as
+    the layer's `projection_initializer` says (default `"window_average"`).
     """
 
     sums_positions = True
@@ -320,9 +309,8 @@ class MaxPooling(_Windows):
 class ConvProjection(_Windows):
     """A depthwise convolution with kernel = stride = w = n / k.
 
-    Its weight is `(w, head_dim)`, shared by the heads, or `(w, heads,
-    head_dim)` with `sharing="none"`; it starts as a window average plus
-    N(0, 0.02^2) noise, so an untrained model already sees every position.
+    Its weight is `(w, head_dim)`, or `(w, heads, head_dim)` with
+    `sharing="none"`; it starts as a window average plus N(0, 0.02^2) noise.
     """
 
     def kernel_shape(self, sharing, sequence_length, projected_dim, num_heads, head_dim):
@@ -349,13 +337,10 @@ class ConvProjection(_Windows):
 class RandomProjection(_Matrix):
     """A fixed Gaussian matrix E with entries N(0, 1/k), never trained.
 
-    The projection of the paper's proofs (Theorem 2, Johnson-Lindenstrauss): it
-    preserves the attention's output with high probability once k is about
-    log(n) / eps^2. Drawn once from the layer's `seed` (or
-    `projection_initializer`, a Keras initializer), saved with the model, and
-    left out of training and of attention transfer. With entries of variance
-    1/k it keeps a vector's norm in expectation, whatever the number of real
-    positions, so `padding_compensation` does not apply.
+    The projection of the paper's proofs (Theorem 2, Johnson-Lindenstrauss).
+    Drawn once from the layer's `seed` (or a Keras `projection_initializer`)
+    and saved with the model. It keeps a vector's norm in expectation, so
+    `padding_compensation` does not apply.
     """
 
     trainable = False
@@ -365,8 +350,7 @@ class RandomProjection(_Matrix):
 
 
 def projection_weights(layer):
-    """The projection weights (E, F, conv kernels) of `layer` and the layers inside it, each
-    once: what a BERT converted to a Linformer does not have."""
+    """The projection weights (E, F, conv kernels) of `layer` and its sub-layers, each once."""
     found = {}
     for inner in layer._flatten_layers(include_self=True, recursive=True):
         for weight in getattr(inner, "projection_weights", ()):
@@ -375,8 +359,7 @@ def projection_weights(layer):
 
 
 def zero_padding(x, mask):
-    """`x` `(B, S, ...)` with its padded positions set to 0: selected, not multiplied,
-    so that a NaN or inf in padding (0 * inf is NaN) never reaches a real position."""
+    """`x` `(B, S, ...)` with padding set to 0: selected, not multiplied (0 * inf is NaN)."""
     real = _broadcastable(ops.cast(mask, "bool"), x)
     return ops.where(real, x, ops.zeros_like(x))
 
@@ -387,5 +370,5 @@ def _broadcastable(slots, x):
 
 
 def _lowest(dtype):
-    """The most negative finite value of a float dtype (bfloat16 included)."""
+    """The most negative finite value of a float dtype, bfloat16 included."""
     return float(ml_dtypes.finfo(keras.backend.standardize_dtype(dtype)).min)

@@ -14,12 +14,11 @@ from keras_linformer.utils import validation
 class TransformerEncoderStack(keras.layers.Layer):
     """`num_layers` standard Transformer encoder blocks with full self-attention.
 
-    The counterpart of `keras_linformer.layers.LinformerEncoderStack` for the
-    O(n^2) baseline: the same call signature and the same block arguments,
-    minus the Linformer ones, with `keras_hub.layers.TransformerEncoder`
-    blocks (named `transformer_layer_i`, as in `keras_hub.models.BertBackbone`)
-    in place of `LinformerEncoderBlock`s. A model built on either stack
-    differs from one built on the other only in attention.
+    The O(n^2) baseline's counterpart of `LinformerEncoderStack`: the same
+    call signature and block arguments, minus the Linformer ones, with
+    `keras_hub.layers.TransformerEncoder` blocks (named `transformer_layer_i`,
+    as in `keras_hub.models.BertBackbone`), so models on the two stacks differ
+    only in attention.
 
     Args:
         num_layers: int. Number of encoder blocks.
@@ -36,8 +35,8 @@ class TransformerEncoderStack(keras.layers.Layer):
         padding_mask: optional `(B, S)`, nonzero at real tokens; else the Keras
             mask of `inputs` is used.
         training: bool, whether dropout is active.
-        return_attention_scores: bool. If True, also return a list with each
-            block's `(B, heads, S, S)` attention probabilities.
+        return_attention_scores: bool. Also return a list of each block's
+            `(B, heads, S, S)` attention probabilities.
 
     Example:
 
@@ -101,9 +100,8 @@ class TransformerEncoderStack(keras.layers.Layer):
     def call(
         self, inputs, padding_mask=None, training=None, return_attention_scores=False
     ):
-        return call_in_sequence(
-            self.blocks, inputs, padding_mask, training, return_attention_scores
-        )
+        return call_in_sequence(self.blocks, inputs, padding_mask, training,
+                                return_attention_scores)
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
@@ -118,12 +116,8 @@ class TransformerEncoderStack(keras.layers.Layer):
                 "dropout": self.dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "normalize_first": self.normalize_first,
             }
         )
