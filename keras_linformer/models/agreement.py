@@ -1,9 +1,7 @@
 """How close a student's sequence output is to a teacher's, over each text's real tokens.
 
-The measures of a BERT's conversion (`benchmarks.conversion`), the loss and
-metrics of distillation (`keras_linformer.training.distillation`) and those of
-attention transfer (`attention_transfer`). `outputs` is `(B, S, 2, H)`: the
-student's and the teacher's outputs stacked (`Distiller`'s output).
+Used by `benchmarks.conversion`, distillation and attention transfer. `outputs`
+is `(B, S, 2, H)`: the student's and the teacher's outputs stacked.
 """
 
 from keras import ops
@@ -37,23 +35,13 @@ def squared_relative_error(padding_mask, outputs):
 
 
 def relative_error(padding_mask, outputs):
-    """Per text: |student - teacher| / |teacher| over its real tokens (`token_error` of
-    `benchmarks.conversion`)."""
+    """Per text: |student - teacher| / |teacher| over its real tokens."""
     return ops.sqrt(squared_relative_error(padding_mask, outputs))
 
 
 def sentence_embedding(sequence_output, padding_mask):
-    """The mean of a sequence output over each text's real tokens, as all-MiniLM-L6-v2
-    defines its sentence embeddings; zeros for a text with no real token.
-
-    Args:
-        sequence_output: `(B, S, ..., H)`, e.g. `(B, S, H)`, or `Distiller`'s
-            stacked `(B, S, 2, H)`.
-        padding_mask: `(B, S)`, 1 for real tokens.
-
-    Returns:
-        `(B, ..., H)`.
-    """
+    """`(B, S, ..., H)` -> `(B, ..., H)`: the mean over each text's real tokens (0 if none),
+    as all-MiniLM-L6-v2 defines its sentence embeddings."""
     real = ops.cast(padding_mask, "bool")
     for _ in range(len(sequence_output.shape) - 2):
         real = ops.expand_dims(real, -1)
@@ -63,8 +51,7 @@ def sentence_embedding(sequence_output, padding_mask):
 
 
 def embedding_cosine(padding_mask, outputs):
-    """Per text: the cosine of the student's and the teacher's sentence embeddings
-    (`sentence_embedding`)."""
+    """Per text: the cosine of the student's and the teacher's `sentence_embedding`."""
     embeddings = sentence_embedding(ops.cast(outputs, "float32"), padding_mask)
     student, teacher = embeddings[:, 0, :], embeddings[:, 1, :]
     dot = ops.sum(student * teacher, axis=-1)

@@ -1,13 +1,9 @@
 """Attention transfer: a BERT conversion's projections learn the BERT's attention, layer by layer.
 
-`LinformerBackbone.from_bert` copies every weight of a BERT, but the
-projection of keys and values to k slots changes what each attention layer
-computes. `transfer_attention` trains only what the conversion adds (the
-projections E/F) so that each Linformer attention layer gives the output of
-the BERT's softmax attention layer on the same input (stage 1 of LoLCATs,
-Zhang et al. 2024), with everything else frozen. Every layer is fed the
-BERT's own hidden states (teacher forcing), so all layers train at once on
-one pass of the BERT per batch, on unlabelled text.
+`transfer_attention` trains only what `LinformerBackbone.from_bert` adds (the
+projections E/F) so that each Linformer attention layer reproduces the BERT's
+on the same input (stage 1 of LoLCATs, Zhang et al. 2024). Every layer is fed
+the BERT's own hidden states, so all layers train at once on unlabelled text.
 
 ```python
 from keras_linformer.models import LinformerBackbone, attention_transfer
@@ -33,19 +29,13 @@ from keras_linformer.utils import validation
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 CHECKPOINT = "attention_transfer.npz"
-# What a training run (`--attention-transfer`) transfers on: its first training texts.
-RUN_TEXTS = 256
+RUN_TEXTS = 256  # A run's `--attention-transfer` uses its first training texts.
 RUN_DIRECTORY = "attention_transfer"
-# The output directories of this process's `transfer_for_run` calls that have not ended.
-_UNFINISHED = set()
+_UNFINISHED = set()  # Output directories of this process's unfinished `transfer_for_run`s.
 
 
 def linformer_only_variables(backbone):
-    """The variables of `backbone` that a BERT does not have: its projections E/F.
-
-    Null slots and pooling projections have no weights, so a mean-pooling
-    conversion has none.
-    """
+    """The variables of `backbone` that a BERT does not have: its projections E/F."""
     return projections.projection_weights(backbone)
 
 
@@ -109,8 +99,7 @@ class _Layers:
         self.embed = keras.Model(bert.inputs, bert.get_layer("embeddings_dropout").output)
 
     def outputs(self, inputs):
-        """Per layer, `(B, S, 2, H)`: the Linformer's and the BERT's attention output on the
-        BERT's input to that layer."""
+        """Per layer, `(B, S, 2, H)`: both attention outputs on the BERT's input to it."""
         mask = inputs["padding_mask"]
         x = self.embed({key: inputs[key] for key in INPUT_KEYS}, training=False)
         stacked = []
@@ -148,10 +137,9 @@ def measure(linformer, bert, inputs, batch_size=8):
     """How far the conversion is from the BERT on `inputs`.
 
     Returns:
-        `(layer_errors, embedding_cosine)`: per layer, the mean over texts of
-        the attention output's relative error (over real tokens, given the
-        BERT's input to the layer); and the mean cosine of the two models'
-        sentence embeddings (`agreement.embedding_cosine`).
+        `(layer_errors, embedding_cosine)`: per layer, the mean relative error
+        of the attention output over texts; and the mean cosine of the two
+        models' sentence embeddings (`agreement.embedding_cosine`).
     """
     _check(linformer, bert, inputs)
     layers = _Layers(linformer, bert)
@@ -183,31 +171,22 @@ def transfer_attention(
 ):
     """Trains a conversion's projections to reproduce the BERT's attention layers.
 
-    Only `linformer_only_variables(linformer)` change; every weight copied from
-    the BERT stays as it is. The loss is the mean over layers of the squared
-    relative error between each Linformer attention layer's output and the
-    BERT's attention layer's output (over each text's real tokens), both given
-    the BERT's hidden state at that layer. With `checkpoint_dir`, the
-    projections, the optimizer state and the epoch are saved there after
-    every epoch, and a later call with the same directory resumes after the
-    last saved epoch. A transfer never leaves the conversion worse than it
-    started by both measures: if on `evaluation_inputs` the mean layer error
-    ends above where it began and the embedding cosine no higher (a start that is
-    already exact, where Adam turns round-off gradients into steps of the
-    learning rate; or a learning rate too large), or either is not finite, the
-    starting projections are put back and the report says so. Both must be worse: a transfer can
-    raise the layer error slightly while it raises the cosine and the probes'
-    scores (benchmarks/RESULTS.md, "Attention transfer and frozen-feature
-    probes"), and that one is kept.
+    Only `linformer_only_variables(linformer)` change. The loss is the mean
+    over layers of the squared relative error between the two attention
+    layers' outputs over real tokens, both given the BERT's hidden state at
+    that layer. With `checkpoint_dir`, the projections, optimizer state and
+    epoch are saved there after every epoch, and a later call resumes after
+    the last saved one. If on `evaluation_inputs` the mean layer error rose
+    and the embedding cosine did not, or either is not finite, the starting
+    projections are put back and the report says so.
 
     Args:
         linformer: a `LinformerBackbone` from `LinformerBackbone.from_bert(bert,
             ...)` with a learned projection (`"linear"` or `"conv"`).
         bert: the BERT it was converted from (`keras_hub.models.BertBackbone`
-            or `LinformerBackbone(attention="transformer")`), frozen. For texts
-            longer than its positions, the BERT extended to them by
-            `LinformerBackbone.from_bert(bert, attention="transformer",
-            max_sequence_length=n)`: full attention at n as the teacher.
+            or `LinformerBackbone(attention="transformer")`), frozen; for
+            longer texts, `LinformerBackbone.from_bert(bert,
+            attention="transformer", max_sequence_length=n)`.
         inputs: dict of `token_ids`, `segment_ids`, `padding_mask` arrays
             `(texts, S)`: the unlabelled training texts.
         evaluation_inputs: the same for the texts the report measures on.
@@ -217,6 +196,7 @@ def transfer_attention(
         learning_rate: float. Adam's learning rate. Defaults to 1e-3.
         seed: int. Seeds the order of texts in each epoch. Defaults to 0.
         checkpoint_dir: str or None. Where to save and resume from.
+            Defaults to None.
         log: callable for progress lines (None: silent). Defaults to `print`.
         log_every: int. Steps between progress lines. Defaults to 10.
 
@@ -332,22 +312,11 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
                      log=print):
     """Converts `bert` and transfers its attention on a run's first `RUN_TEXTS` texts.
 
-    What `--attention-transfer` does before a run trains the conversion: the
-    texts are encoded as fine-tuning encodes them (`data.TextEncoder`), and
-    the transfer checkpoints to (and resumes from) `output_dir/attention_transfer`.
-
-    Args:
-        bert: the BERT backbone.
-        conversion: `LinformerBackbone.from_bert` options.
-        sequence_length: int. n.
-        texts: the run's training texts (labels are not used).
-        tokenizer: the run's tokenizer (the BERT's vocabulary).
-        epochs: int. Epochs of `transfer_attention`.
-        output_dir: str. The run's output directory.
-        log: callable for progress lines.
-
-    Returns:
-        The values of `linformer_only_variables`, for `assign_transferred`.
+    What `--attention-transfer` does: `bert` converted with the `conversion`
+    options of `LinformerBackbone.from_bert` at n = `sequence_length`, `texts`
+    encoded by `tokenizer` as fine-tuning encodes them, `epochs` of
+    `transfer_attention` checkpointed to `output_dir/attention_transfer`.
+    Returns the values of `linformer_only_variables`, for `assign_transferred`.
     """
     from keras_linformer import data
     from keras_linformer.models.linformer_backbone import LinformerBackbone
@@ -364,15 +333,13 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
 
 
 def stopped_with_checkpoint(output_dir):
-    """Whether `transfer_for_run` into `output_dir` stopped (an error, Ctrl-C) before its
-    end, with a checkpoint that the run's rerun resumes."""
+    """Whether `transfer_for_run` into `output_dir` stopped early, leaving a checkpoint."""
     return (os.path.abspath(output_dir) in _UNFINISHED
             and os.path.isfile(os.path.join(output_dir, RUN_DIRECTORY, CHECKPOINT)))
 
 
 def check_run_option(epochs, from_bert):
-    """Refuses a run's `attention_transfer_epochs` unless it is an int >= 0, and > 0 only
-    with `from_bert`."""
+    """Raises unless `attention_transfer_epochs` is an int >= 0, and 0 without `from_bert`."""
     validation.check_positive_int("attention_transfer_epochs", epochs, minimum=0)
     if epochs and from_bert is None:
         raise ValueError(
@@ -382,8 +349,7 @@ def check_run_option(epochs, from_bert):
 
 
 def assign_transferred(backbone, values):
-    """Gives `backbone` (a conversion made like `transfer_for_run`'s) the transferred
-    projections."""
+    """Gives `backbone`, converted as by `transfer_for_run`, the transferred projections."""
     for variable, value in zip(linformer_only_variables(backbone), values, strict=True):
         variable.assign(value)
 

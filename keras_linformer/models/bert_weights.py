@@ -1,8 +1,6 @@
 """The BERT weight mapping behind `LinformerBackbone.from_bert`.
 
-A Linformer converted from a keras-hub BERT backbone has the same variables
-under other paths (its blocks sit in an encoder stack), plus the new
-projections E/F; this maps the paths and copies every weight.
+A conversion has a BERT's variables under other paths, plus the new projections E/F.
 """
 
 import keras
@@ -13,11 +11,7 @@ from keras_linformer.layers import projections
 
 
 def bert_architecture(backbone, linformer_class):
-    """The constructor arguments a Linformer conversion keeps from a BERT backbone.
-
-    `backbone`: a `keras_hub.models.BertBackbone`, or an instance of
-    `linformer_class` (`LinformerBackbone`) with `attention="transformer"`.
-    """
+    """The constructor arguments a conversion keeps from a BERT or baseline backbone."""
     ours = isinstance(backbone, linformer_class)
     is_baseline = ours and backbone.attention == "transformer"
     if not (isinstance(backbone, keras_hub.models.BertBackbone) or is_baseline):
@@ -25,8 +19,7 @@ def bert_architecture(backbone, linformer_class):
             "`backbone` must be a keras_hub.models.BertBackbone or a "
             "LinformerBackbone(attention='transformer'). Received: backbone of type "
             f"{type(backbone).__name__}"
-            + (f" with attention={backbone.attention!r}"
-               if ours else "")
+            + (f" with attention={backbone.attention!r}" if ours else "")
         )
     names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
              "max_sequence_length", "num_segments", "dropout")

