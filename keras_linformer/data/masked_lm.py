@@ -1,11 +1,5 @@
-"""BERT masking of token ids from stateless random ops, reproducible from a seed.
-
-`keras_hub.layers.MaskedLMMaskGenerator` draws from stateful random ops, so
-its masks depend on the order in which tf.data happens to run the map calls:
-two runs with the same seed can mask differently, and a training run
-resumed from a checkpoint cannot see the masks the uninterrupted run saw.
-`mask_tokens` applies the same rule (the same selection count, the same
-80/10/10 split, the same outputs) as a pure function of its `seed`.
+"""BERT masking from stateless random ops: the rule of keras-hub's `MaskedLMMaskGenerator`,
+whose stateful ops mask differently from run to run and after a resume, as a function of a seed.
 """
 
 import tensorflow as tf
@@ -24,33 +18,26 @@ def mask_tokens(
 ):
     """Selects and replaces tokens for masked-LM training; the same `seed` gives the same masks.
 
-    In each row, `ceil(mask_selection_rate * n)` of the `n` selectable tokens
-    (capped at `mask_selection_length`) are selected uniformly at random;
-    a selected token becomes `mask_token_id` with probability
-    `mask_token_rate`, a uniformly random id in `[0, vocabulary_size)` with
-    probability `random_token_rate`, and stays itself otherwise. This is
-    the rule of `keras_hub.layers.MaskedLMMaskGenerator` (BERT's), drawn
-    from `tf.random.stateless_*` ops keyed by `seed`.
+    In each row, `ceil(mask_selection_rate * n)` of the `n` selectable tokens (at most
+    `mask_selection_length`) are selected uniformly; a selected token becomes `mask_token_id`
+    with probability `mask_token_rate`, a random id in `[0, vocabulary_size)` with probability
+    `random_token_rate`, and stays itself otherwise.
 
     Args:
         token_ids: int tensor `(batch, length)`.
         seed: int tensor of shape `(2,)`, the stateless random seed.
         vocabulary_size: int, the range of random replacement ids.
         mask_token_id: int, the `[MASK]` id.
-        unselectable_token_ids: list of int, ids never selected (`[PAD]`,
-            `[CLS]`, `[SEP]`).
+        unselectable_token_ids: list of int, ids never selected (`[PAD]`, `[CLS]`, `[SEP]`).
         mask_selection_rate: float, the share of selectable tokens selected.
-        mask_selection_length: int, the width `P` of the outputs: at most
-            this many tokens are selected per row.
-        mask_token_rate: float, the share of selected tokens set to
-            `mask_token_id`.
+        mask_selection_length: int, the width `P` of the outputs.
+        mask_token_rate: float, the share of selected tokens set to `mask_token_id`.
         random_token_rate: float, the share set to a random id.
 
     Returns:
-        A dict: `token_ids` (the input with the replacements), and, each
-        `(batch, P)`, `mask_positions` (the selected positions in ascending
-        order, then 0), `mask_ids` (the original ids there, then 0) and
-        `mask_weights` (float32, 1 for a selection, 0 for padding).
+        A dict: `token_ids` (with the replacements) and, each `(batch, P)`, `mask_positions`
+        (ascending, then 0), `mask_ids` (the original ids there, then 0) and float32
+        `mask_weights` (0 for padding).
     """
     token_ids = tf.convert_to_tensor(token_ids)
     seed = tf.cast(tf.convert_to_tensor(seed), "int64")

@@ -1,17 +1,11 @@
-"""tf.data input pipelines: masked-LM pretraining and text classification.
+"""tf.data input pipelines for masked-LM pretraining and text classification.
 
-Tokenization, packing and masking run inside the tf.data graph (keras-hub's
-WordPiece tokenizer and `StartEndPacker`, and `masked_lm.mask_tokens`), in
-parallel with training and without the Python interpreter. Both accept a
-`tf.distribute.InputContext`, so they plug straight into
-`strategy.distribute_datasets_from_function`, and both are deterministic
-for a seed: the same global batches, masks included, on any number of
-replicas and workers, and again when a resumed run skips to its step.
+Both run inside the tf.data graph, take a `tf.distribute.InputContext`, and give the same
+global batches for a seed on any number of replicas and workers.
 """
 
 import math
 
-import keras_hub
 import tensorflow as tf
 
 from keras_linformer.data.encoding import TextEncoder
@@ -25,7 +19,6 @@ from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 AUTOTUNE = tf.data.AUTOTUNE
-# Documents are tokenized this many at a time (one ragged op per batch).
 TOKENIZE_BATCH_SIZE = 64
 
 
@@ -42,21 +35,9 @@ def check_texts(texts):
 def replica_batches(global_batches, batch_size, input_context):
     """This input pipeline's per-replica batches, cut from a stream of global batches.
 
-    Every input pipeline builds the same stream of global batches of
-    `batch_size` rows and keeps the rows of the replicas it feeds: pipeline
-    `i` of `p`, feeding `r = num_replicas_in_sync / p` replicas, yields rows
-    `[(i * r + j) * b, (i * r + j + 1) * b)` for `j` in `0..r-1`, with `b`
-    the per-replica batch size. The global batches, and so a training run,
-    are then the same on one device, on several replicas of one host and on
-    several hosts. A last, partial global batch gives shorter (possibly
-    empty) per-replica batches.
-
-    Args:
-        global_batches: a `tf.data.Dataset` of batches (any structure, the
-            batch on the first axis) of `batch_size` rows.
-        batch_size: int, the global batch size.
-        input_context: a `tf.distribute.InputContext`, or `None` for
-            `global_batches` unchanged.
+    Pipeline `i` of `p`, feeding `r` replicas, keeps rows `[(i * r + j) * b, (i * r + j + 1) * b)`
+    of each global batch for `j < r` (`b` per replica), so a run is the same on any number of
+    devices and hosts. `input_context=None` returns `global_batches` unchanged.
     """
     if input_context is None:
         return global_batches
@@ -90,9 +71,7 @@ def replica_batches(global_batches, batch_size, input_context):
 def chunk_documents(token_ids, chunk_length):
     """Cuts each row of a ragged `(documents, None)` batch into rows of `chunk_length`.
 
-    Every row's last chunk keeps the remainder, so no token is dropped and no
-    chunk mixes two documents. Returns a ragged `(chunks, None)` tensor whose
-    concatenated rows equal the concatenated input rows.
+    Each document's last chunk keeps the remainder: no token is dropped or mixed across documents.
     """
     lengths = token_ids.row_lengths()
     chunks_per_document = (lengths + chunk_length - 1) // chunk_length
@@ -105,13 +84,9 @@ def chunk_documents(token_ids, chunk_length):
 
 
 def split_some_chunks(chunks, rate, seed):
-    """Cuts a `rate` share of a dataset of 1-D token chunks in two at a random point.
+    """Cuts a `rate` share of 1-D token chunks in two at a uniform random point, both kept.
 
-    Each chunk of at least 2 tokens is cut with probability `rate`, at a
-    point drawn uniformly from 1 .. length - 1, and yields both pieces in
-    order; other chunks pass unchanged. The draws come from stateless random
-    ops keyed by a seed per chunk, drawn from `seed` and new on every pass
-    over the dataset, so the stream is the same from run to run.
+    The draws are stateless, keyed per chunk from `seed` and new on every pass.
     """
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
 
@@ -149,89 +124,41 @@ def pretraining_dataset(
 ):
     """A masked-LM pretraining `tf.data.Dataset` of `(x, y, sample_weight)` batches.
 
-    Each document is tokenized and cut into chunks of `sequence_length - 2`
-    tokens, each wrapped as `[CLS] chunk [SEP]`. Only a document's last chunk
-    is shorter and padded with `[PAD]`; every token of every document
-    appears exactly once per epoch. A sequence never spans two documents
-    (RoBERTa's "DOC-SENTENCES" packing, which did slightly better than
-    crossing boundaries in Liu et al., 2019, Table 2): attention, and
-    Linformer's projection of all positions into k slots, then never mixes
-    unrelated texts. The price is padding at each document's end: on the
-    news articles (median 747, mean 913 tokens with a 3.2k vocabulary) it
-    is 6% of all positions at `sequence_length=128`, 12% at 256 and 22% at
-    512.
-    Throughput on 2 CPU cores: about 6,600 sequences of 128 tokens per
-    second (tokenize, pack, mask), far above what a model trains on.
+    Each document is cut into chunks of `sequence_length - 2` tokens, each packed as
+    `[CLS] chunk [SEP]` and padded with `[PAD]`; a sequence never spans two documents
+    (RoBERTa's "DOC-SENTENCES"), and every token appears once per epoch. With
+    `short_sequence_rate > 0`, that share of the chunks is cut in two at a random point (BERT's
+    `short_seq_prob`), so an epoch holds about `1 + short_sequence_rate` times as many sequences.
 
-    With `short_sequence_rate > 0`, that share of the chunks (drawn anew
-    each epoch, seeded) is cut in two at a uniformly random point and both
-    pieces are kept, each padded to `sequence_length`: no token is lost,
-    and the model also sees short, padded sequences, as fine-tuning on
-    short texts will give it. BERT trains on a share of shorter sequences
-    for the same reason (its `short_seq_prob`, 0.1). An epoch then holds
-    about `1 + short_sequence_rate` times as many sequences, so a step plan
-    made from the unsplit count covers correspondingly fewer tokens.
-
-    Masking is dynamic (new each epoch) and follows BERT (the rule of
-    `keras_hub.layers.MaskedLMMaskGenerator`): `mask_selection_rate` of the
-    non-special tokens of each sequence (rounded up) are selected; of those,
-    `mask_token_rate` become `[MASK]`, `random_token_rate` a random token,
-    the rest stay. `[CLS]`, `[SEP]` and `[PAD]` are never selected.
-
-    Documents are shuffled (seeded, reshuffled each epoch), then chunks
-    again through a buffer of `shuffle_buffer_size` so a batch mixes
-    documents. Each global batch's masks come from stateless random ops
-    keyed by a seed drawn for it from `seed` (`masked_lm.mask_tokens`), so
-    the whole stream, over any number of epochs (`repeat()`), is the same
-    from run to run.
-
-    Under a distribution strategy, pass the `tf.distribute.InputContext`
-    (see Example): every input pipeline builds the same global batches and
-    keeps its replicas' rows of each (`replica_batches`), so replica `j`
-    of `R` sees rows `[j * B / R, (j + 1) * B / R)` of every global batch
-    whatever the number of workers.
+    Masking is BERT's (`masked_lm.mask_tokens`), new each epoch; `[CLS]`, `[SEP]` and `[PAD]` are
+    never selected. Documents, then chunks, are shuffled, and each global batch's masks are keyed
+    by a seed drawn from `seed`, so the stream is the same from run to run. Under a strategy,
+    pass the `tf.distribute.InputContext`: each replica gets its rows of every global batch.
 
     Args:
         texts: list of str, the documents (e.g. `corpus.train.texts`).
-        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from
-            `make_tokenizer`, with `[PAD]` at id 0 and `[CLS]`, `[SEP]`,
-            `[MASK]`.
-        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]`
-            included. Defaults to `128`.
-        batch_size: int, the global batch size (divided among replicas when
-            `input_context` is given). Defaults to `32`.
-        mask_selection_rate: float, the share of tokens selected for
-            prediction. Defaults to `0.15`.
-        mask_token_rate: float, the share of selected tokens replaced by
-            `[MASK]`. Defaults to `0.8`.
-        random_token_rate: float, the share of selected tokens replaced by a
-            random token. Defaults to `0.1`.
-        mask_selection_length: int or `None`, the width of `mask_positions`;
-            at most this many tokens are selected per sequence. `None` means
-            `ceil((sequence_length - 2) * mask_selection_rate)`, which never
-            caps the selection. Defaults to `None`.
-        shuffle: bool, whether to shuffle documents and chunks. `False`
-            keeps the input order (for evaluation). Defaults to `True`.
-        shuffle_buffer_size: int, the chunk shuffle buffer. Defaults to
-            `4096`.
-        seed: int, seeds both shuffles and the masks. Defaults to `0`.
-        drop_remainder: bool, whether to drop a last, smaller global batch
-            (static batch shapes, e.g. for XLA or TPUs). Defaults to
-            `False`.
-        input_context: `tf.distribute.InputContext` or `None`. Defaults to
-            `None`.
-        short_sequence_rate: float in [0, 1], the share of chunks cut in two
-            (above). Use it for training data only. Defaults to `0.0`.
+        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from `make_tokenizer`.
+        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]` included.
+            Defaults to `128`.
+        batch_size: int, the global batch size. Defaults to `32`.
+        mask_selection_rate: float, the share of tokens selected. Defaults to `0.15`.
+        mask_token_rate: float, the share of selected tokens set to `[MASK]`. Defaults to `0.8`.
+        random_token_rate: float, the share set to a random token. Defaults to `0.1`.
+        mask_selection_length: int or `None`, the width of `mask_positions`; `None` means
+            `ceil((sequence_length - 2) * mask_selection_rate)`. Defaults to `None`.
+        shuffle: bool, whether to shuffle documents and chunks. Defaults to `True`.
+        shuffle_buffer_size: int, the chunk shuffle buffer. Defaults to `4096`.
+        seed: int, seeds the shuffles and the masks. Defaults to `0`.
+        drop_remainder: bool, whether to drop a last, smaller global batch. Defaults to `False`.
+        input_context: `tf.distribute.InputContext` or `None`. Defaults to `None`.
+        short_sequence_rate: float in [0, 1], the share of chunks cut in two; for training
+            data only. Defaults to `0.0`.
 
     Returns:
-        A `tf.data.Dataset` of `(x, y, sample_weight)`, with `B` the
-        (per-replica) batch size, `L = sequence_length`, `P =
-        mask_selection_length`: x = {"token_ids": int32 (B, L) after
-        masking, "segment_ids": int32 (B, L) zeros, "padding_mask": int32
-        (B, L) 1 for real tokens, "mask_positions": int32 (B, P)}; y = the
-        original ids at `mask_positions`, int32 (B, P); sample_weight =
-        float32 (B, P), 1 for a real selection and 0 for padding of P. The
-        keys are those of `keras_hub.models.BertMaskedLM`.
+        A `tf.data.Dataset` of `(x, y, sample_weight)` with `keras_hub.models.BertMaskedLM`'s
+        keys: x = int32 `"token_ids"` (masked), `"segment_ids"` (zeros), `"padding_mask"`, each
+        `(B, sequence_length)`, and `"mask_positions"` `(B, P)`; y = int32 original ids at
+        `mask_positions`; sample_weight = float32 `(B, P)`, 0 for padding of `P`.
 
     Example:
 
@@ -257,13 +184,9 @@ def pretraining_dataset(
     check_positive_int("sequence_length", sequence_length, minimum=3)
     check_positive_int("batch_size", batch_size)
     check_positive_int("shuffle_buffer_size", shuffle_buffer_size)
-    for name, rate in (
-        ("mask_selection_rate", mask_selection_rate),
-        ("mask_token_rate", mask_token_rate),
-        ("random_token_rate", random_token_rate),
-    ):
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"`{name}` must be in [0, 1]. Received: {name}={rate!r}")
+    check_number("mask_selection_rate", mask_selection_rate, 0, 1)
+    check_number("mask_token_rate", mask_token_rate, 0, 1)
+    check_number("random_token_rate", random_token_rate, 0, 1)
     check_number("short_sequence_rate", short_sequence_rate, 0, 1)
     if mask_token_rate + random_token_rate > 1.0:
         raise ValueError(
@@ -277,14 +200,7 @@ def pretraining_dataset(
         )
     check_positive_int("mask_selection_length", mask_selection_length)
     special, vocabulary_size = special_token_ids(tokenizer)
-
-    packer = keras_hub.layers.StartEndPacker(
-        sequence_length=sequence_length,
-        start_value=special[CLS],
-        end_value=special[SEP],
-        pad_value=special[PAD],
-        return_padding_mask=True,
-    )
+    packer = TextEncoder(tokenizer, sequence_length).packer
 
     def tokenize_and_chunk(batch_of_texts):
         return chunk_documents(tokenizer(batch_of_texts), sequence_length - 2)
@@ -347,35 +263,25 @@ def classification_dataset(
 ):
     """A text classification `tf.data.Dataset` of `(x, y)` batches.
 
-    Each text becomes `[CLS] tokens [SEP]`, padded with `[PAD]` to
-    `sequence_length`. A longer text keeps its head: only the first
-    `sequence_length - 2` tokens are used (for news articles the lead
-    paragraph carries the topic). The encoding is `TextEncoder`'s, the
-    same that a model exported with `keras_linformer.export` runs on raw
-    text. Under a strategy, each replica gets its rows of every global
-    batch, as in `pretraining_dataset`.
+    Texts are encoded by `TextEncoder` (the encoding a model exported with
+    `keras_linformer.export` runs on raw text): `[CLS] tokens [SEP]` padded to
+    `sequence_length`, a longer text keeping its head. Under a strategy, each replica gets its
+    rows of every global batch, as in `pretraining_dataset`.
 
     Args:
         texts: list of str (e.g. `corpus.train.texts`).
-        labels: list of int class indices parallel to `texts`, or `None` for
-            unlabelled data (batches are then `x` alone, for `predict`).
-        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from
-            `make_tokenizer`.
-        sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]`
-            included. Defaults to `128`.
+        labels: list of int class indices parallel to `texts`, or `None` (batches are then `x`).
+        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from `make_tokenizer`.
+        sequence_length: int, tokens per sequence. Defaults to `128`.
         batch_size: int, the global batch size. Defaults to `32`.
-        shuffle: bool, whether to shuffle (seeded, reshuffled every epoch).
-            Use `True` for training. Defaults to `False`.
+        shuffle: bool, whether to shuffle (seeded, every epoch). Defaults to `False`.
         seed: int, the shuffle seed. Defaults to `0`.
-        drop_remainder: bool, whether to drop a last, smaller batch.
-            Defaults to `False`.
-        input_context: `tf.distribute.InputContext` or `None`. Defaults to
-            `None`.
+        drop_remainder: bool, whether to drop a last, smaller batch. Defaults to `False`.
+        input_context: `tf.distribute.InputContext` or `None`. Defaults to `None`.
 
     Returns:
-        A `tf.data.Dataset` of `(x, y)`: x = {"token_ids", "segment_ids"
-        (zeros), "padding_mask"}, each int32 `(B, sequence_length)`; y =
-        int32 `(B,)`.
+        A `tf.data.Dataset` of `(x, y)`: x = int32 `"token_ids"`, `"segment_ids"`,
+        `"padding_mask"`, each `(B, sequence_length)`; y = int32 `(B,)`.
 
     Example:
 

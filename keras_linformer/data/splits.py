@@ -1,16 +1,13 @@
-"""Fixed train/validation/test splits, decided by a hash of each document's text.
+"""Fixed train/validation/test splits by a hash of each document's text, for every loader."""
 
-Every loader in this package ends in `split_corpus`, so every corpus, bundled
-or the user's own, is split the same way.
-"""
-
+import bisect
 import dataclasses
 import hashlib
+import itertools
 
 from keras_linformer.utils.validation import check_positive_int
 
 SPLIT_NAMES = ("train", "validation", "test")
-# Fractions of the corpus, in the order of SPLIT_NAMES.
 SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
 
 
@@ -20,12 +17,9 @@ class Split:
 
     Args:
         texts: list of str, the documents.
-        ids: list of str, where each document came from (a file name, a row
-            number or the corpus's own id), parallel to `texts`.
-        labels: list of int or `None`. Class indices into `label_names`,
-            parallel to `texts`; `None` for an unlabelled (pretraining) corpus.
-        label_names: tuple of str or `None`. The class names; `labels[i]` is
-            `label_names[labels[i]]`. The same tuple in every split.
+        ids: list of str, where each document came from (a file, a row, the corpus's id).
+        labels: list of int or `None` (unlabelled), class indices into `label_names`.
+        label_names: tuple of str or `None`, the class names, the same in every split.
     """
 
     texts: list
@@ -66,36 +60,25 @@ class Corpus:
 def split_of(text, seed=0):
     """Returns "train", "validation" or "test" for one document.
 
-    The split is a pure function of the text and `seed`: SHA-256 of
-    `"{seed}:{text}"`, read as a fraction in [0, 1), compared with the
-    cumulative `SPLIT_FRACTIONS` (0.8, 0.9). Python's `hash()` is salted per
-    process, so it is not used.
+    SHA-256 of `"{seed}:{text}"` (Python's `hash()` is salted per process), read as a
+    fraction in [0, 1), picks the split by the cumulative `SPLIT_FRACTIONS`.
 
     Args:
         text: str, the document.
-        seed: int. A different seed gives a different, equally fixed split.
-            Defaults to `0`.
+        seed: int; another seed gives another, equally fixed split. Defaults to `0`.
     """
     digest = hashlib.sha256(f"{seed}:{text}".encode("utf-8")).digest()
     fraction = int.from_bytes(digest[:8], "big") / 2**64
-    cumulative = 0.0
-    for name, share in zip(SPLIT_NAMES, SPLIT_FRACTIONS):
-        cumulative += share
-        if fraction < cumulative:
-            return name
-    return SPLIT_NAMES[-1]
+    index = bisect.bisect_right(list(itertools.accumulate(SPLIT_FRACTIONS)), fraction)
+    return SPLIT_NAMES[min(index, len(SPLIT_NAMES) - 1)]
 
 
 def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
     """Splits documents into a `Corpus` of about 80/10/10 percent.
 
-    Each document's split depends only on its own text (see `split_of`), so
-    the splits are disjoint, identical in every run and process, identical
-    copies of a document always land in the same split (no train/test
-    leakage through exact duplicates; texts that differ only in case, accents
-    or spacing, which tokenize alike, are split independently), and adding
-    documents never moves existing ones. The cost is that the sizes are
-    80/10/10 only approximately. Order within a split follows the input order.
+    Each document's split depends only on its text (`split_of`): the same in every run,
+    copies of a document share a split, and adding documents never moves others; sizes are
+    80/10/10 only approximately. Order within a split is the input order.
 
     Args:
         name: str, the corpus name used in messages.
@@ -109,8 +92,7 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
         A `Corpus`.
 
     Raises:
-        ValueError: if `texts` is empty or a split comes out empty (a corpus
-            of a handful of documents).
+        ValueError: if `texts` is empty or a split comes out empty.
     """
     if not texts:
         raise ValueError(f"Corpus {name!r} is empty: no documents were found.")
@@ -171,10 +153,9 @@ def limit_examples(corpus, train=None, evaluation=None):
 
 
 def concatenate_corpora(corpora):
-    """One unlabelled corpus of several, split by split (labels are dropped).
+    """One unlabelled corpus of several, split by split, with ids `"{corpus name}/{id}"`.
 
-    Each document's id becomes `"{corpus name}/{id}"`; the name joins the
-    corpora's names with `+`. A single corpus is returned as it is.
+    The name joins the corpora's names with `+`; a single corpus is returned as it is.
 
     >>> one = split_corpus("a", [f"a {i}" for i in range(40)], list(range(40)))
     >>> two = split_corpus("b", [f"b {i}" for i in range(40)], list(range(40)))

@@ -11,11 +11,8 @@ from keras_linformer.data.vocabulary import SPECIAL_TOKENS
 def unigram_perplexity(tokenizer, train_texts, test_texts, batch_size=256):
     """Perplexity on `test_texts` of a model that predicts every token by its frequency.
 
-    The frequencies are counted on `train_texts` with add-one smoothing over
-    the vocabulary, so no test token has probability 0. Special tokens are
-    not counted: masked-LM positions are drawn among the real tokens, so
-    this is the perplexity a masked LM reaches by ignoring the context, the
-    level a pretrained model has to beat.
+    Frequencies are counted on `train_texts`, add-one smoothed, special tokens left out: the
+    perplexity a masked LM reaches by ignoring the context.
 
     Args:
         tokenizer: the run's tokenizer (`make_tokenizer`).

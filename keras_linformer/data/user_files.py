@@ -1,10 +1,7 @@
 """The user's own corpora: text files for pretraining, CSV/TSV/JSONL for classification.
 
-Every file is read as the user meant it or refused before training: a
-missing, empty, undecodable or binary file, a row that does not fit the
-header, a missing column, a label that is not one: each raises an error that
-names the argument, the file and the line. What is skipped on purpose (blank
-lines, non-.txt files in a folder) is counted and named in a printed line.
+A file is read as meant or refused with an error naming the argument, the file and the line;
+what is skipped on purpose (blank lines, non-.txt files) is counted in a printed line.
 """
 
 import csv
@@ -73,12 +70,8 @@ def check_outside(path, exclude, argument):
 def expand_paths(paths, exclude=None):
     """A path, or a list of paths, with each directory replaced by its *.txt files.
 
-    A walk reads `*.txt` files only; every other file it passes is counted and
-    named in one printed line, so nothing is left out unseen, and so are the
-    hidden folders and files (a leading ".", e.g. `.ipynb_checkpoints`, which
-    holds copies) and the symlinked folders it does not enter. Files under
-    `exclude` (a run's own output directory) are never read: a walk skips them
-    (and says so), and naming one directly is an error.
+    Other files, hidden ones and symlinked folders are skipped and named in a printed line.
+    Files under `exclude` (the run's output directory) are skipped too; naming one is an error.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -124,22 +117,16 @@ def expand_paths(paths, exclude=None):
 def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=None):
     """Loads plain text files as an unlabelled pretraining corpus.
 
-    What counts as one document is chosen with `documents`:
-    `"file"` (the default): each file is one document, the natural unit for a
-    folder of articles; `"paragraph"`: each block of lines separated by one
-    or more blank lines is a document, for one large file. The fixed
-    80/10/10 split is by document (see `split_corpus`), so with
-    `"paragraph"` neighbouring paragraphs of an article may land in
-    different splits.
+    A document is a whole file (`documents="file"`) or a block of lines between blank lines
+    (`"paragraph"`, for one large file). The 80/10/10 split is by document (`split_corpus`).
 
     Args:
-        paths: str, path-like, or a list of them. Files, or directories whose
-            `*.txt` files (recursively, sorted) are read.
+        paths: str, path-like, or a list of them: files, or directories whose `*.txt` files
+            (recursively, sorted) are read.
         documents: str, `"file"` or `"paragraph"`. Defaults to `"file"`.
         encoding: str, the files' encoding. Defaults to `"utf-8"`.
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
-        exclude: str or None. A directory never read (the run's own output
-            directory); see `expand_paths`.
+        exclude: str or None, a directory never read (the run's output directory).
 
     Returns:
         A `Corpus` with `labels=None`; ids are `"<path>"` or
@@ -147,9 +134,8 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
 
     Raises:
         FileNotFoundError: a path does not exist.
-        ValueError: bad `documents`, a file that is empty (or whitespace) or
-            not valid `encoding`, a directory without .txt files, or too few
-            documents for three non-empty splits.
+        ValueError: bad `documents`, an empty or undecodable file, a directory without .txt
+            files, or too few documents for three non-empty splits.
 
     Example:
 
@@ -200,13 +186,7 @@ def _check_text(value, path, where, column):
 
 
 def read_table_rows(path, encoding):
-    """Yields `(where, dict)` from a CSV/TSV (with header) or JSONL file.
-
-    `where` is `"line <N>"`, the line the row starts on. A CSV/TSV row with
-    more or fewer fields than the header (an unquoted comma in a text, say),
-    a malformed quote, or a header with empty or repeated names is an error
-    naming the line; blank lines are skipped and counted in a printed line.
-    """
+    """Yields `("line <N>", row dict)` from a CSV/TSV (with header) or JSONL file."""
     extension = os.path.splitext(os.fspath(path))[1].lower()
     if extension not in TABLE_FORMATS:
         raise ValueError(
@@ -272,11 +252,7 @@ def _delimited_rows(path, text, delimiter):
 
 
 def label_of(value, path, where):
-    """The label a value spells: a string or an integer, its surrounding whitespace removed.
-
-    Anything else (true/false, 1.5, objects, lists, null) is an error. Which
-    spellings name the same class is `encode_labels`'s rule.
-    """
+    """The label a value spells: a string or an integer, stripped; anything else is an error."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(
             f"label_column: {path!r} {where}: the label {value!r:.60} is a JSON "
@@ -290,13 +266,8 @@ NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 
 
 def spelling_key(label):
-    """What every spelling of one class shares: the one rule for what counts as the same class.
-
-    A numeral's key is its number (`1`, `1.0`, `01`, `+1` and `1e0` share one);
-    any other label's is its text in Unicode's composed form (NFC), without
-    invisible format characters (such as a zero-width space), case-folded, with
-    runs of whitespace as one space.
-    """
+    """What every spelling of one class shares: a numeral's number (`1`, `01`, `1e0`), else
+    the NFC text without format characters, case-folded, with whitespace runs as one space."""
     if NUMBER.fullmatch(label):
         return decimal.Decimal(label)
     visible = "".join(
@@ -305,13 +276,9 @@ def spelling_key(label):
 
 
 def encode_labels(values, path):
-    """Maps label strings to indices; returns `(labels, label_names)`.
+    """Returns `(labels, label_names)`, names sorted (numerically if all are numerals).
 
-    Labels are compared exactly, and two that `spelling_key` calls the same
-    class are refused, naming both spellings: they are a typo or a formatting
-    accident, and one class would otherwise become two. Names are sorted
-    numerically when every label is a numeral (so "2" comes before "10"),
-    otherwise alphabetically.
+    Two labels that `spelling_key` calls the same class are refused, naming both spellings.
     """
     names = sorted(set(values))
     if all(NUMBER.fullmatch(name) for name in names):
@@ -366,41 +333,31 @@ def load_table(
 ):
     """Loads a labelled (or unlabelled) text corpus from a CSV, TSV or JSONL file.
 
-    CSV and TSV files need a header row naming the columns; JSONL files hold
-    one JSON object per line. Blank lines are skipped and counted; a row
-    whose fields do not fit the header is an error naming its line. Texts
-    must be text (JSON strings, no NUL bytes). Labels are strings or
-    integers, compared as `label_of` says; they become indices into
-    `label_names`, which are sorted (numerically if every label is an
-    integer, else alphabetically). Rows are split 80/10/10 by a hash of their
-    text (see `split_corpus`).
+    CSV and TSV files need a header row; JSONL files hold one JSON object per line. Blank
+    lines are skipped and counted. Labels (strings or integers) become indices into the sorted
+    `label_names` (numerically if every label is a numeral). Rows are split 80/10/10 by a hash
+    of their text (`split_corpus`).
 
     Args:
         path: str or path-like, a `.csv`, `.tsv`, `.jsonl` or `.ndjson` file.
-        text_column: str, the column (or JSON key) holding the text.
-            Defaults to `"text"`.
-        label_column: str or `None`, the column holding the label, or `None`
-            for an unlabelled corpus. Defaults to `"label"`.
+        text_column: str, the column (or JSON key) of the text. Defaults to `"text"`.
+        label_column: str or `None` (unlabelled), the column of the label.
+            Defaults to `"label"`.
         encoding: str, the file's encoding. Defaults to `"utf-8"`.
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
-        check_labels: bool. Refuse a label column that cannot be one: more
-            classes than half the rows (an id column, say), or a class with
-            fewer than 2 examples in the training split. Defaults to True.
-        exclude: str or None. The run's output directory: a `path` inside it
-            is refused.
+        check_labels: bool, whether to refuse more classes than half the rows, or a class with
+            fewer than 2 training examples. Defaults to `True`.
+        exclude: str or None, the run's output directory: a `path` inside it is refused.
 
     Returns:
         A `Corpus`; ids are `"line <N>"`, the row's line in the file.
 
     Raises:
         FileNotFoundError: `path` does not exist.
-        ValueError: an unknown extension; a file that is empty, not valid
-            `encoding`, or has no data rows; a missing column or empty
-            text/label in a row; a row that does not fit the header; a text
-            that is not text; a label that is not a string or integer; a
-            single label class, classes differing only in case, or (with
-            `check_labels`) too many or too rare classes; too few rows for
-            three non-empty splits.
+        ValueError: an unknown extension; an empty or undecodable file, or one without data
+            rows; a missing column, an empty field or a row that does not fit the header; a
+            text or label of the wrong type; one label class, classes spelled alike, or (with
+            `check_labels`) too many or too rare classes; too few rows to split.
 
     Example:
 

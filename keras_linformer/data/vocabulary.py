@@ -23,29 +23,18 @@ def train_vocabulary(
 ):
     """Trains a lowercased WordPiece vocabulary on (a sample of) training texts.
 
-    Runs `keras_hub.tokenizers.compute_word_piece_vocabulary` with
-    `lowercase=True, strip_accents=True` (BERT "uncased") and the special
-    tokens `[PAD]`=0, `[UNK]`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 first.
-
-    The trainer (tensorflow-text's learner) is pure Python and slow, so it
-    sees a seeded random sample of whole texts adding up to about
-    `max_characters`. Measured on 2 CPU cores with the news articles and
-    `vocabulary_size=8192`: 0.5 M characters in 16 s (about 2,000 tokens),
-    1 M in 27 s (3,200), 2 M in 45 s (5,100), all 12.5 M in 120 s (7,624).
-    The vocabulary can come out smaller than
-    `vocabulary_size`: the learner keeps only pieces seen at least 10 times,
-    so a small sample cannot fill a large vocabulary. Raise
-    `max_characters` for a larger vocabulary.
+    Runs `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased") with the
+    special tokens `[PAD]`=0, `[UNK]`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 first, on a seeded
+    sample of whole texts of about `max_characters` (the learner is slow pure Python). The
+    learner keeps only pieces seen 10 times, so a small sample may not fill `vocabulary_size`.
 
     Args:
         texts: list of str, the training documents (never validation/test).
-        vocabulary_size: int, the maximum number of tokens, special tokens
-            included. Defaults to `8192`.
-        max_characters: int or `None`, the sample size in characters; `None`
-            trains on every text. Defaults to `1_000_000`.
+        vocabulary_size: int, the most tokens, special tokens included. Defaults to `8192`.
+        max_characters: int or `None` (every text), the sample size in characters.
+            Defaults to `1_000_000`.
         seed: int, picks the sample. Defaults to `0`.
-        output_file: str or `None`. If given, the vocabulary is also saved
-            there with `save_vocabulary`. Defaults to `None`.
+        output_file: str or `None`, where to also `save_vocabulary`. Defaults to `None`.
 
     Returns:
         The vocabulary, a list of str; a token's id is its index.
@@ -92,7 +81,7 @@ def save_vocabulary(vocabulary, path):
 
     Args:
         vocabulary: list of str.
-        path: str or path-like. Parent directories are created.
+        path: str or path-like; parent directories are created.
     """
     check_vocabulary(vocabulary, "vocabulary")
     directory = os.path.dirname(os.fspath(path))
@@ -113,9 +102,7 @@ def load_vocabulary(path):
 
     Raises:
         FileNotFoundError: `path` does not exist.
-        ValueError: the file is not UTF-8, lacks the special tokens with
-            `[PAD]` first, repeats a token, or has an empty line or a
-            Windows line end.
+        ValueError: the file is not UTF-8 or fails `check_vocabulary`.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -135,7 +122,6 @@ def load_vocabulary(path):
     return vocabulary
 
 
-# How `check_vocabulary` names a token's place: in a list, in a vocab.txt.
 LIST_IDS = ("id", 0, "its index is its id")
 FILE_LINES = ("line", 1, "its line is its id")
 
@@ -143,9 +129,8 @@ FILE_LINES = ("line", 1, "its line is its id")
 def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
     """Raises ValueError naming `argument` unless `vocabulary` can be the pipeline's.
 
-    It needs the special tokens with [PAD] at id 0, each token once, none empty
-    (or ending in a Windows line end's \\r), and none with capitals (the tokenizer
-    lowercases every text). `positions`: how a token's place is named.
+    It needs the special tokens with [PAD] at id 0, and each token once, non-empty, without a
+    Windows line end's \\r, and lowercase (the tokenizer lowercases every text).
     """
     missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
     if missing or vocabulary[0] != PAD:
@@ -183,16 +168,12 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
 def make_tokenizer(vocabulary, mask_token_in_text=False):
     """Builds the `keras_hub.tokenizers.WordPieceTokenizer` matching `train_vocabulary`.
 
-    Lowercases and strips accents like the trainer did; unknown words become
-    `[UNK]`. Inside `tf.data` and `tf.function` it runs as TensorFlow ops
-    (ragged int32 ids); called eagerly it returns Python lists / NumPy.
+    Lowercases and strips accents like the trainer; unknown words become `[UNK]`.
 
     Args:
         vocabulary: list of str, or the path of a `vocab.txt`.
-        mask_token_in_text: bool. If `True`, the literal `[MASK]` in a text
-            becomes the mask token (fill-mask queries) instead of the
-            pieces of `[`, `mask`, `]`; every other text tokenizes the
-            same. Defaults to `False` (training text holds no mask token).
+        mask_token_in_text: bool, whether a literal `[MASK]` in a text is the mask token
+            (fill-mask queries). Defaults to `False`.
 
     Returns:
         A `keras_hub.tokenizers.WordPieceTokenizer` returning int32 ids.
