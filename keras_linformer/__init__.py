@@ -1,13 +1,8 @@
 """keras_linformer: Linformer self-attention (Wang et al., 2020) for Keras 3.
 
-Importing the package registers its layers and models with Keras, so that
-`keras.saving.load_model` finds them in a `.keras` file, whichever of the two
-was imported first. Importing it does not import Keras itself: when Keras is
-not imported yet, the layers and models load (and register) right after it is,
-or when one of the package's names is first used. This is what lets the
-programs (`keras_linformer.programs`) parse their flags, and refuse a wrong
-Keras backend, before TensorFlow starts. When it is the package that loads TensorFlow,
-TensorFlow's C++ start-up lines are left out of stderr (`utils.quiet`).
+Importing the package registers its layers and models with Keras in either import order,
+without importing Keras itself: they load right after Keras does, or on first use, so the
+programs parse their flags before TensorFlow starts (quietly: `utils.quiet`).
 """
 
 import importlib
@@ -19,14 +14,12 @@ from keras_linformer.utils import quiet
 
 __version__ = "0.1.0"
 
-# The names the package offers at its top level, and the modules that define them.
 _TOP_LEVEL = {
     "models": "keras_linformer.models",
     "LinformerAttention": "keras_linformer.layers",
     "LinformerEncoderBlock": "keras_linformer.layers",
     "LinformerEncoderStack": "keras_linformer.layers",
 }
-# Its subpackages, imported when first used as attributes (`keras_linformer.data`).
 _SUBPACKAGES = ("data", "export", "layers", "models", "programs", "training", "utils")
 
 
@@ -50,9 +43,8 @@ def __dir__():
     return sorted(set(globals()) | set(_TOP_LEVEL) | set(_SUBPACKAGES))
 
 
-# The top-level packages that import Keras as they load and that the layers and models
-# import in turn: the layers and models load once Keras is imported and none of these, nor
-# a module of this package, is still loading (importing one half-loaded would fail).
+# The layers and models load once Keras is imported and none of these, nor a module of this
+# package, is still loading (importing one half-loaded would fail).
 _KERAS_IMPORTERS = ("keras", "keras_hub", "keras_nlp", "tensorflow", "tensorflow_text")
 
 
@@ -66,7 +58,7 @@ class _RegisterWhenKerasLoads(importlib.abc.MetaPathFinder):
         watched = fullname in _KERAS_IMPORTERS or fullname.startswith(f"{__name__}.")
         if not watched or fullname in self.finding:
             return None
-        self.finding.add(fullname)  # The real finders locate it (this one says None).
+        self.finding.add(fullname)  # The other finders locate it.
         try:
             spec = importlib.util.find_spec(fullname)
         finally:
@@ -101,8 +93,7 @@ class _LoaderThenRegister(importlib.abc.Loader):
             if module.__name__ == "tensorflow":
                 with quiet.start_up_lines_hidden():
                     self.loader.exec_module(module)
-                    # Where "failed call to cuInit" comes from: the first look at the GPUs
-                    # (which leaves the devices still to be configured).
+                    # Where "failed call to cuInit" comes from (devices stay unconfigured).
                     module.config.list_physical_devices("GPU")
             else:
                 self.loader.exec_module(module)

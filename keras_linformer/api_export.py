@@ -6,11 +6,7 @@ PACKAGE = "keras_linformer"
 
 
 def keras_linformer_export(path):
-    """Registers a class under the `keras_linformer` package name.
-
-    `path` is the public name (kept for documentation); registration makes the
-    class loadable from `.keras` files, also with `safe_mode=True`.
-    """
+    """Registers a class for `.keras` files under `keras_linformer`; `path` is its public name."""
 
     def decorator(cls):
         cls.__public_path__ = path

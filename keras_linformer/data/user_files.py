@@ -129,8 +129,7 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
         exclude: str or None, a directory never read (the run's output directory).
 
     Returns:
-        A `Corpus` with `labels=None`; ids are `"<path>"` or
-        `"<path>#<paragraph index>"`.
+        A `Corpus` with `labels=None`; ids are `"<path>"` or `"<path>#<paragraph index>"`.
 
     Raises:
         FileNotFoundError: a path does not exist.

@@ -1,2 +1,1 @@
-"""Argument validation (`validation`), files written whole (`files`) and TensorFlow's start-up
-lines kept quiet (`quiet`), shared by the library and its programs."""
+"""Argument checks, files written whole and quiet start-up, shared by library and programs."""

@@ -1,5 +1,4 @@
-"""Files written whole: a kill, an error or a full disk while one is written leaves the old
-file (or none), never a cut-off one that a rerun would take for a finished result."""
+"""Files written whole: a failed write leaves the old file (or none), never a cut-off one."""
 
 import contextlib
 import os
@@ -8,17 +7,11 @@ import shutil
 
 @contextlib.contextmanager
 def replaced_whole(path, temporary=None):
-    """Yields a temporary path to write (a file or a directory); once the block ends without
-    error, it replaces `path`.
+    """Yields a temporary path (file or directory) that replaces `path` if the block succeeds.
 
-    If the block fails, the temporary is removed and `path` stays as it was; an `OSError`
-    (a full disk, a file-size limit) is raised again naming `path`, with what is left there.
-
-    Args:
-        path: str. The file or directory to write.
-        temporary: str or None. The temporary's name, for writers that insist on an
-            ending (Keras's `.keras` and `.weights.h5`, NumPy's `.npy`). Defaults to
-            `path + ".tmp"`.
+    On failure the temporary is removed and `path` kept; an `OSError` is raised again naming
+    `path` and what is left there. `temporary` defaults to `path + ".tmp"`; writers that
+    insist on an ending (`.keras`, `.npy`) pass their own.
     """
     path = os.fspath(path)
     temporary = temporary or f"{path}.tmp"

@@ -1,10 +1,5 @@
-"""TensorFlow's C++ start-up lines, kept off stderr unless asked for.
-
-Loading TensorFlow and looking for its GPUs print lines that the log level
-(`TF_CPP_MIN_LOG_LEVEL`) does not reach, because they come before TensorFlow reads it:
-"oneDNN custom operations are on", "Could not find cuda drivers", "failed call to
-cuInit" on a machine without a GPU. `start_up_lines_hidden` drops those lines, and only
-those, from what a block writes to stderr; `TF_CPP_MIN_LOG_LEVEL=0` shows them.
+"""TensorFlow's C++ start-up lines ("oneDNN custom operations are on", "failed call to
+cuInit"...), printed before it reads `TF_CPP_MIN_LOG_LEVEL`, kept off stderr unless it is 0.
 """
 
 import contextlib
@@ -24,9 +19,8 @@ START_UP_LINES = re.compile(
 
 @contextlib.contextmanager
 def start_up_lines_hidden():
-    """Inside, stderr (file descriptor 2, where TensorFlow's C++ code writes) goes to a
-    temporary file; on leaving, everything but TensorFlow's start-up lines is written to
-    stderr, in order."""
+    """Inside, file descriptor 2 goes to a temporary file; on leaving, all but the start-up
+    lines is written back to stderr."""
     if os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0":
         yield
         return

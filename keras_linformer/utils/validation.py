@@ -1,8 +1,4 @@
-"""Argument checks for the library, with one message form.
-
-Every error names the argument, the value received and what is valid, in the
-form Keras uses: "`num_heads` must be a positive integer. Received:
-num_heads=0".
+"""Argument checks whose errors name the argument, the value and what is valid, as Keras's do.
 
 >>> check_positive_int("num_heads", 0)
 Traceback (most recent call last):
@@ -45,13 +41,7 @@ def check_choice(name, value, valid):
 
 
 def check_number(name, value, low=None, high=None, include_low=True, include_high=True):
-    """Raises ValueError unless `value` is a finite real number within the given bounds.
-
-    >>> check_number("dropout", 1.0, 0, 1, include_high=False)
-    Traceback (most recent call last):
-    ...
-    ValueError: `dropout` must be a number in [0, 1). Received: dropout=1.0
-    """
+    """Raises ValueError unless `value` is a finite real number within the given bounds."""
     Bounds(float, low, high, include_low, include_high).check(name, value)
 
 
@@ -82,9 +72,7 @@ def shorten(values, limit=8):
 
 
 class Bounds:
-    """What a number option may be, declared once for both places it is read: as a value
-    (`check`, the library's ValueError) and as text on a command line (calling it: an
-    argparse type).
+    """What a number option may be: `check` a value, or call it as an argparse type.
 
     >>> fraction = Bounds(float, 0, 1, include_high=False)
     >>> fraction("0.5")
@@ -131,5 +119,4 @@ class Bounds:
         return value
 
 
-# A random seed, as NumPy, TensorFlow and Keras take one.
 SEED = Bounds(int, 0, 2**32 - 1, words="an integer from 0 to 2**32 - 1")
