@@ -21,12 +21,7 @@ BBC_LABEL_NAMES = ("business", "entertainment", "politics", "sports", "tech")
 
 
 def package_data_path(package, relative_path):
-    """Returns the path of a data file inside an installed (not imported) package.
-
-    Raises:
-        ModuleNotFoundError: `package` is not installed (the message names the command).
-        FileNotFoundError: the package has no such file (the message names the version).
-    """
+    """The path of a data file in an installed package; errors name the install command."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(bundled.not_installed_message(package), name=package)

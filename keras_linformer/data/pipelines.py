@@ -33,12 +33,7 @@ def check_texts(texts):
 
 
 def replica_batches(global_batches, batch_size, input_context):
-    """This input pipeline's per-replica batches, cut from a stream of global batches.
-
-    Pipeline `i` of `p`, feeding `r` replicas, keeps rows `[(i * r + j) * b, (i * r + j + 1) * b)`
-    of each global batch for `j < r` (`b` per replica), so a run is the same on any number of
-    devices and hosts. `input_context=None` returns `global_batches` unchanged.
-    """
+    """This input pipeline's per-replica batches: its replicas' rows of each global batch."""
     if input_context is None:
         return global_batches
     if batch_size % input_context.num_replicas_in_sync:
@@ -69,10 +64,7 @@ def replica_batches(global_batches, batch_size, input_context):
 
 
 def chunk_documents(token_ids, chunk_length):
-    """Cuts each row of a ragged `(documents, None)` batch into rows of `chunk_length`.
-
-    Each document's last chunk keeps the remainder: no token is dropped or mixed across documents.
-    """
+    """Cuts each row of a ragged batch into rows of `chunk_length`, the last one shorter."""
     lengths = token_ids.row_lengths()
     chunks_per_document = (lengths + chunk_length - 1) // chunk_length
     starts = tf.ragged.range(chunks_per_document).flat_values * chunk_length
@@ -84,10 +76,7 @@ def chunk_documents(token_ids, chunk_length):
 
 
 def split_some_chunks(chunks, rate, seed):
-    """Cuts a `rate` share of 1-D token chunks in two at a uniform random point, both kept.
-
-    The draws are stateless, keyed per chunk from `seed` and new on every pass.
-    """
+    """Cuts a `rate` share of the chunks in two at a random point (stateless draws)."""
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
 
     def split(chunk, chunk_seed):

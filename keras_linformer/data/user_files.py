@@ -68,11 +68,7 @@ def check_outside(path, exclude, argument):
 
 
 def expand_paths(paths, exclude=None):
-    """A path, or a list of paths, with each directory replaced by its *.txt files.
-
-    Other files, hidden ones and symlinked folders are skipped and named in a printed line.
-    Files under `exclude` (the run's output directory) are skipped too; naming one is an error.
-    """
+    """`paths` with each directory replaced by its *.txt files; what is skipped is printed."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     expanded = []
@@ -275,10 +271,7 @@ def spelling_key(label):
 
 
 def encode_labels(values, path):
-    """Returns `(labels, label_names)`, names sorted (numerically if all are numerals).
-
-    Two labels that `spelling_key` calls the same class are refused, naming both spellings.
-    """
+    """Returns `(labels, label_names)`; refuses two spellings of one class (`spelling_key`)."""
     names = sorted(set(values))
     if all(NUMBER.fullmatch(name) for name in names):
         names.sort(key=decimal.Decimal)

@@ -21,7 +21,10 @@ def replaced_whole(path, temporary=None):
             shutil.rmtree(path)  # os.replace cannot replace a directory that holds files.
         os.replace(temporary, path)
     except BaseException as error:
-        _remove(temporary)
+        if os.path.isdir(temporary):
+            shutil.rmtree(temporary, ignore_errors=True)
+        elif os.path.lexists(temporary):
+            os.remove(temporary)
         if not isinstance(error, OSError):
             raise
         left = ("the previous one is unchanged" if os.path.exists(path)
@@ -34,10 +37,3 @@ def keras_temporary(path):
     """The temporary name `replaced_whole` should use for a Keras file (`.keras`, `.h5`)."""
     root, ending = os.path.splitext(os.fspath(path))
     return f"{root}.tmp{ending}"
-
-
-def _remove(path):
-    if os.path.isdir(path):
-        shutil.rmtree(path, ignore_errors=True)
-    elif os.path.lexists(path):
-        os.remove(path)
