@@ -146,8 +146,8 @@ def pretraining_dataset(
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` with `keras_hub.models.BertMaskedLM`'s
         keys: x = int32 `"token_ids"` (masked), `"segment_ids"` (zeros), `"padding_mask"`, each
-        `(B, sequence_length)`, and `"mask_positions"` `(B, P)`; y = int32 original ids at
-        `mask_positions`; sample_weight = float32 `(B, P)`, 0 for padding of `P`.
+        `(B, sequence_length)`, and `"mask_positions"` `(B, P)`, `P = mask_selection_length`;
+        y = int32 original ids there; sample_weight = float32 `(B, P)`, 0 for padding of `P`.
 
     Example:
 

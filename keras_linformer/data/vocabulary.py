@@ -1,5 +1,6 @@
 """A lowercased WordPiece vocabulary: trained with keras-hub, kept as vocab.txt."""
 
+import itertools
 import os
 import random
 
@@ -57,13 +58,8 @@ def train_vocabulary(
         check_positive_int("max_characters", max_characters)
         order = list(range(len(texts)))
         random.Random(seed).shuffle(order)
-        sample, characters = [], 0
-        for index in order:
-            if characters >= max_characters:
-                break
-            sample.append(texts[index])
-            characters += len(texts[index])
-        texts = sample
+        before = itertools.accumulate((len(texts[i]) for i in order), initial=0)
+        texts = [texts[i] for i, characters in zip(order, before) if characters < max_characters]
     vocabulary = keras_hub.tokenizers.compute_word_piece_vocabulary(
         tf.data.Dataset.from_tensor_slices(texts).batch(64),
         vocabulary_size,
@@ -84,9 +80,7 @@ def save_vocabulary(vocabulary, path):
         path: str or path-like; parent directories are created.
     """
     check_vocabulary(vocabulary, "vocabulary")
-    directory = os.path.dirname(os.fspath(path))
-    if directory:
-        os.makedirs(directory, exist_ok=True)
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="\n") as file:
         file.writelines(token + "\n" for token in vocabulary)
 
