@@ -1,14 +1,6 @@
 """Data for Linformer pretraining and fine-tuning: corpora, vocabulary, tf.data.
 
-Typical use:
-
-```python
-from keras_linformer import data
-
-corpus = data.load_news_articles()
-tokenizer = data.make_tokenizer(data.train_vocabulary(corpus.train.texts))
-train = data.pretraining_dataset(corpus.train.texts, tokenizer)
-```
+The pipelines' docstrings show typical use (`pretraining_dataset`, `classification_dataset`).
 """
 
 from keras_linformer.data.corpora import load_bbc_news
