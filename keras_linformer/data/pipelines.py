@@ -86,9 +86,7 @@ def split_some_chunks(chunks, rate, seed):
         cut = tf.minimum(cut, length - 1)  # Float round-up at the top end.
         split_here = tf.logical_and(cut_it < rate, length >= 2)
         first = tf.where(split_here, cut, length)
-        row_lengths = tf.concat(
-            [[first], tf.boolean_mask([length - first], [split_here])], axis=0
-        )
+        row_lengths = tf.concat([[first], tf.boolean_mask([length - first], [split_here])], axis=0)
         pieces = tf.RaggedTensor.from_row_lengths(chunk, row_lengths)
         return tf.data.Dataset.from_tensor_slices(pieces)
 
@@ -184,9 +182,7 @@ def pretraining_dataset(
             f"random_token_rate={random_token_rate}"
         )
     if mask_selection_length is None:
-        mask_selection_length = max(
-            1, math.ceil((sequence_length - 2) * mask_selection_rate)
-        )
+        mask_selection_length = max(1, math.ceil((sequence_length - 2) * mask_selection_rate))
     check_positive_int("mask_selection_length", mask_selection_length)
     special, vocabulary_size = special_token_ids(tokenizer)
     packer = TextEncoder(tokenizer, sequence_length).packer
@@ -225,14 +221,10 @@ def pretraining_dataset(
     if short_sequence_rate > 0:
         dataset = split_some_chunks(dataset, short_sequence_rate, seed + 3)
     if shuffle:
-        dataset = dataset.shuffle(
-            shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True
-        )
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True)
     dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
     # One stateless seed per global batch; new ones on every pass.
-    mask_seeds = tf.data.Dataset.random(
-        seed=seed + 2, rerandomize_each_iteration=True
-    ).batch(2)
+    mask_seeds = tf.data.Dataset.random(seed=seed + 2, rerandomize_each_iteration=True).batch(2)
     dataset = tf.data.Dataset.zip(dataset, mask_seeds)
     dataset = dataset.map(pack_and_mask, num_parallel_calls=AUTOTUNE)
     dataset = replica_batches(dataset, batch_size, input_context)
@@ -290,21 +282,16 @@ def classification_dataset(
                 f"`labels` must have one label per text. Received "
                 f"{len(labels)} labels for {len(texts)} texts."
             )
-        if not all(
-            isinstance(l, int) and not isinstance(l, bool) and l >= 0 for l in labels
-        ):
+        if not all(isinstance(l, int) and not isinstance(l, bool) and l >= 0 for l in labels):
             raise ValueError(
-                "`labels` must be non-negative int class indices (see "
-                "`Corpus.label_names`)."
+                "`labels` must be non-negative int class indices (see `Corpus.label_names`)."
             )
     encode = TextEncoder(tokenizer, sequence_length)
 
     if labels is None:
         dataset = tf.data.Dataset.from_tensor_slices(list(texts))
     else:
-        dataset = tf.data.Dataset.from_tensor_slices(
-            (list(texts), tf.constant(labels, "int32"))
-        )
+        dataset = tf.data.Dataset.from_tensor_slices((list(texts), tf.constant(labels, "int32")))
     if shuffle:
         dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)

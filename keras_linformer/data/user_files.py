@@ -25,9 +25,7 @@ TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "js
 def read_text(path, encoding, argument):
     """Returns the decoded text of `path`, with errors that name `argument`."""
     if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"{argument}: {path!r} does not exist or is not a file."
-        )
+        raise FileNotFoundError(f"{argument}: {path!r} does not exist or is not a file.")
     with open(path, "rb") as file:
         raw = file.read()
     if raw.startswith(b"\xef\xbb\xbf") and encoding.replace("-", "").lower() == "utf8":
@@ -143,8 +141,7 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
     """
     if documents not in DOCUMENT_UNITS:
         raise ValueError(
-            f"`documents` must be one of {list(DOCUMENT_UNITS)}. "
-            f"Received: documents={documents!r}"
+            f"`documents` must be one of {list(DOCUMENT_UNITS)}. Received: documents={documents!r}"
         )
     texts, ids = [], []
     for path in expand_paths(paths, exclude=exclude):
@@ -185,8 +182,7 @@ def read_table_rows(path, encoding):
     extension = os.path.splitext(os.fspath(path))[1].lower()
     if extension not in TABLE_FORMATS:
         raise ValueError(
-            f"path: {path!r} has extension {extension!r}; expected one of "
-            f"{sorted(TABLE_FORMATS)}."
+            f"path: {path!r} has extension {extension!r}; expected one of {sorted(TABLE_FORMATS)}."
         )
     text = read_text(path, encoding, "path")
     blank = 0
@@ -374,9 +370,7 @@ def load_table(
                         f"{argument}: {path!r} has no column {column!r} "
                         f"({where}). Columns: {sorted(k for k in row if k)}."
                     )
-                raise ValueError(
-                    f"{argument}: {path!r} {where} has an empty {column!r}."
-                )
+                raise ValueError(f"{argument}: {path!r} {where} has an empty {column!r}.")
         texts.append(_check_text(row[text_column], path, where, text_column))
         ids.append(where)
         if label_column is not None:

@@ -99,9 +99,7 @@ def load_vocabulary(path):
         ValueError: the file is not UTF-8 or fails `check_vocabulary`.
     """
     if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"path: vocabulary file {os.fspath(path)!r} does not exist."
-        )
+        raise FileNotFoundError(f"path: vocabulary file {os.fspath(path)!r} does not exist.")
     try:
         with open(path, encoding="utf-8", newline="") as file:
             vocabulary = file.read().split("\n")

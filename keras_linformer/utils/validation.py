@@ -83,8 +83,7 @@ class Bounds:
     ValueError: `dropout` must be a number in [0, 1). Received: dropout=1.0
     """
 
-    def __init__(self, kind, low=None, high=None, include_low=True, include_high=True,
-                 words=None):
+    def __init__(self, kind, low=None, high=None, include_low=True, include_high=True, words=None):
         self.kind, self.low, self.high = kind, low, high
         self.include_low, self.include_high = include_low, include_high
         if words is None and kind is int:
