@@ -50,10 +50,7 @@ def mask_tokens(
     selectable = tf.reduce_all(token_ids[:, :, None] != unselectable, axis=-1)
     selectable_count = tf.reduce_sum(tf.cast(selectable, "int32"), axis=1)
     selected_count = tf.minimum(
-        tf.cast(
-            tf.math.ceil(tf.cast(selectable_count, "float32") * mask_selection_rate),
-            "int32",
-        ),
+        tf.cast(tf.math.ceil(tf.cast(selectable_count, "float32") * mask_selection_rate), "int32"),
         width,
     )
     # A random permutation of each row's selectable positions comes first
@@ -89,9 +86,7 @@ def mask_tokens(
     rows = where_selected[:, 0]
     columns = tf.cast(tf.gather_nd(positions, where_selected), "int64")
     masked_ids = tf.tensor_scatter_nd_update(
-        token_ids,
-        tf.stack([rows, columns], axis=1),
-        tf.gather_nd(new_ids, where_selected),
+        token_ids, tf.stack([rows, columns], axis=1), tf.gather_nd(new_ids, where_selected)
     )
     return {
         "token_ids": masked_ids,

@@ -69,8 +69,7 @@ def chunk_documents(token_ids, chunk_length):
     chunks_per_document = (lengths + chunk_length - 1) // chunk_length
     starts = tf.ragged.range(chunks_per_document).flat_values * chunk_length
     chunk_lengths = tf.minimum(
-        tf.cast(chunk_length, lengths.dtype),
-        tf.repeat(lengths, chunks_per_document) - starts,
+        tf.cast(chunk_length, lengths.dtype), tf.repeat(lengths, chunks_per_document) - starts
     )
     return tf.RaggedTensor.from_row_lengths(token_ids.flat_values, chunk_lengths)
 
@@ -300,7 +299,6 @@ def classification_dataset(
         dataset = dataset.map(encode, num_parallel_calls=AUTOTUNE)
     else:
         dataset = dataset.map(
-            lambda batch_of_texts, y: (encode(batch_of_texts), y),
-            num_parallel_calls=AUTOTUNE,
+            lambda batch_of_texts, y: (encode(batch_of_texts), y), num_parallel_calls=AUTOTUNE
         )
     return dataset.prefetch(AUTOTUNE)

@@ -16,11 +16,7 @@ SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
 
 def train_vocabulary(
-    texts,
-    vocabulary_size=8192,
-    max_characters=1_000_000,
-    seed=0,
-    output_file=None,
+    texts, vocabulary_size=8192, max_characters=1_000_000, seed=0, output_file=None
 ):
     """Trains a lowercased WordPiece vocabulary on (a sample of) training texts.
 
