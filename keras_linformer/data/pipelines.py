@@ -39,8 +39,7 @@ def replica_batches(global_batches, batch_size, input_context):
     if batch_size % input_context.num_replicas_in_sync:
         raise ValueError(
             f"`batch_size` must be a multiple of the {input_context.num_replicas_in_sync} "
-            f"replicas, which share each global batch equally. Received: "
-            f"batch_size={batch_size}"
+            f"replicas, which share each global batch equally. Received: batch_size={batch_size}"
         )
     per_replica = input_context.get_per_replica_batch_size(batch_size)
     replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
@@ -176,9 +175,8 @@ def pretraining_dataset(
     check_number("short_sequence_rate", short_sequence_rate, 0, 1)
     if mask_token_rate + random_token_rate > 1.0:
         raise ValueError(
-            "`mask_token_rate + random_token_rate` must be at most 1. "
-            f"Received: mask_token_rate={mask_token_rate}, "
-            f"random_token_rate={random_token_rate}"
+            "`mask_token_rate + random_token_rate` must be at most 1. Received: "
+            f"mask_token_rate={mask_token_rate}, random_token_rate={random_token_rate}"
         )
     if mask_selection_length is None:
         mask_selection_length = max(1, math.ceil((sequence_length - 2) * mask_selection_rate))

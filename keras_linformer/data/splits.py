@@ -103,8 +103,7 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
         if not indices:
             distinct = len(set(texts))
             raise ValueError(
-                f"Corpus {name!r} has too few documents to split: "
-                f"{len(texts)} documents"
+                f"Corpus {name!r} has too few documents to split: {len(texts)} documents"
                 + (f", only {distinct} of them distinct (copies share a split),"
                    if distinct < len(texts) else "")
                 + f" left the {split} split empty. About 30 distinct documents or more "

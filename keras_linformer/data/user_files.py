@@ -35,9 +35,8 @@ def read_text(path, encoding, argument):
     except UnicodeDecodeError as error:
         raise ValueError(
             f"{argument}: {path!r} is not valid {encoding} text: byte "
-            f"{raw[error.start:error.start + 1]!r} at offset {error.start} "
-            f"({error.reason}). Pass encoding=... with the file's encoding, "
-            "e.g. encoding='latin-1'."
+            f"{raw[error.start:error.start + 1]!r} at offset {error.start} ({error.reason}). "
+            "Pass encoding=... with the file's encoding, e.g. encoding='latin-1'."
         ) from None
     if not text.strip():
         raise ValueError(f"{argument}: {path!r} is empty.")
@@ -60,8 +59,7 @@ def check_outside(path, exclude, argument):
     if exclude is not None and _inside(path, exclude):
         raise ValueError(
             f"{argument}: {os.fspath(path)!r} is inside the run's output directory "
-            f"{os.fspath(exclude)!r}; a run never reads its own outputs. Move the input "
-            "elsewhere."
+            f"{os.fspath(exclude)!r}; a run never reads its own outputs. Move the input elsewhere."
         )
 
 
@@ -247,8 +245,7 @@ def label_of(value, path, where):
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(
             f"label_column: {path!r} {where}: the label {value!r:.60} is a JSON "
-            f"{type(value).__name__}; labels must be "
-            "strings or integers."
+            f"{type(value).__name__}; labels must be strings or integers."
         )
     return str(value).strip()
 
@@ -283,10 +280,9 @@ def encode_labels(values, path):
     if alike:
         shown = "; ".join(alike[:4]) + (f"; ... and {len(alike) - 4} more" if alike[4:] else "")
         raise ValueError(
-            f"label_column: {path!r} has classes that differ only in case, spacing, "
-            f"invisible characters or how a number is written: {shown}. Labels are "
-            "compared exactly, so these would be different classes; make each class one "
-            "spelling."
+            f"label_column: {path!r} has classes that differ only in case, spacing, invisible "
+            f"characters or how a number is written: {shown}. Labels are compared exactly, so "
+            "these would be different classes; make each class one spelling."
         )
     index = {name: i for i, name in enumerate(names)}
     return [index[value] for value in values], tuple(names)
@@ -299,9 +295,8 @@ def check_label_counts(corpus, path):
     override = "If this is really the label, pass check_labels=False (--no-label-check)."
     if len(names) > rows / 2:
         raise ValueError(
-            f"label_column: {path!r} has {len(names)} classes in {rows} rows, more than "
-            f"half the rows: {shorten(names)}. This looks like an id or text column, not "
-            f"a label. {override}"
+            f"label_column: {path!r} has {len(names)} classes in {rows} rows, more than half the "
+            f"rows: {shorten(names)}. This looks like an id or text column, not a label. {override}"
         )
     counts = [0] * len(names)
     for label in corpus.train.labels:

@@ -123,9 +123,9 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
     missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
     if missing or vocabulary[0] != PAD:
         raise ValueError(
-            f"{argument}: a vocabulary needs the special tokens "
-            f"{list(SPECIAL_TOKENS)} with {PAD} at id 0. Missing: {missing}; "
-            f"first token: {vocabulary[0] if vocabulary else None!r}."
+            f"{argument}: a vocabulary needs the special tokens {list(SPECIAL_TOKENS)} with "
+            f"{PAD} at id 0. Missing: {missing}; first token: "
+            f"{vocabulary[0] if vocabulary else None!r}."
         )
     word, start, meaning = positions
     first = {}
@@ -146,10 +146,9 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
              if token != token.lower() and not (token[:1] == "[" and token[-1:] == "]")]
     if cased:
         raise ValueError(
-            f"{argument}: the tokenizer lowercases every text (BERT 'uncased'), so a "
-            f"vocabulary of lowercase tokens is needed; {len(cased)} tokens hold capitals "
-            f"and could never be produced: {shorten(cased, 5)}. Use an uncased vocabulary "
-            "or BERT."
+            f"{argument}: the tokenizer lowercases every text (BERT 'uncased'), so a vocabulary "
+            f"of lowercase tokens is needed; {len(cased)} tokens hold capitals and could never "
+            f"be produced: {shorten(cased, 5)}. Use an uncased vocabulary or BERT."
         )
 
 
