@@ -57,9 +57,7 @@ class TextEncoder:
 
     Example:
 
-    >>> tokenizer = make_tokenizer(
-    ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
-    ... )
+    >>> tokenizer = make_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"])
     >>> encoder = TextEncoder(tokenizer, sequence_length=6)
     >>> x = encoder(["The cat", "", b"cat \\xff"])
     >>> x["token_ids"].numpy().tolist()

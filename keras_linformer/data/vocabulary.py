@@ -167,13 +167,10 @@ def make_tokenizer(vocabulary, mask_token_in_text=False):
 
     Example:
 
-    >>> tokenizer = make_tokenizer(
-    ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
-    ... )
+    >>> tokenizer = make_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"])
     >>> tokenizer(["The cat, THE dog"])
     [[5, 6, 1, 5, 1]]
-    >>> make_tokenizer(tokenizer.get_vocabulary(), mask_token_in_text=True)(
-    ...     ["the [MASK] sat"])
+    >>> make_tokenizer(tokenizer.get_vocabulary(), mask_token_in_text=True)(["the [MASK] sat"])
     [[5, 4, 1]]
     """
     if isinstance(vocabulary, (str, os.PathLike)):
