@@ -1,13 +1,7 @@
 """SavedModels for TF Serving: raw text in, predictions out.
 
-Each export is a `keras.export.ExportArchive` (the model and its tokenizer
-tracked, one endpoint per signature) written as a new version in TF
-Serving's layout, with warmup requests and the vocabulary beside it in
-`assets.extra/`. Tokenization runs inside the graph with
-`keras_linformer.data.TextEncoder`, the encoding fine-tuning used. The
-graph refuses a request of more than `max_batch_size` texts, and
-`export_info.json` records the fingerprints of the model, the vocabulary
-and the class names (`keras_linformer.export.fingerprints`).
+Each export is a `keras.export.ExportArchive` that tokenizes in the graph with
+`keras_linformer.data.TextEncoder`, written as a new version in TF Serving's layout.
 """
 
 import datetime
@@ -29,16 +23,13 @@ from keras_linformer.export import warmup
 INFO_FILE = "export_info.json"
 SERVE_TAG = "serve"
 
-# Texts (or token-id rows) per request, checked in the graph: memory grows with
-# the batch, and TF Serving's own request batching (`--enable_batching`) merges
-# smaller requests. The floor leaves room for the warmup requests (6 texts at
-# most) and `verify`'s batches (11).
+# Texts per request, checked in the graph (memory grows with the batch). The floor
+# leaves room for the warmup requests and `verify`'s batches (11 texts).
 DEFAULT_MAX_BATCH_SIZE = 1024
 MIN_MAX_BATCH_SIZE = 16
 
-# Shapes use -1 for a dimension of any size, as `saved_model_cli show` does.
-# `n` is the sequence length, `C` the number of classes, `P` the fill-mask
-# slots per text (`max_masks`) and `K` the candidates per slot (`top_k`).
+# -1: any size, as `saved_model_cli show` writes it; n: sequence length, C: classes,
+# P: `max_masks`, K: `top_k`.
 CLASSIFIER_OUTPUTS = {
     "probabilities": ("float32", (-1, "C")),
     "label_ids": ("int32", (-1,)),
@@ -65,8 +56,7 @@ SIGNATURES = {
     },
 }
 
-# Warmup batches cover what real traffic holds: empty, short, accented,
-# non-Latin, longer than any sequence, and bytes that are not UTF-8.
+# Empty, short, accented, non-Latin, longer than any sequence, not UTF-8.
 WARMUP_TEXTS = [
     b"",
     b"A short text.",
@@ -85,8 +75,7 @@ WARMUP_MASK_TEXTS = [
 
 
 def expected_signatures(info):
-    """The signatures (`{name: (inputs, outputs)}` of `{key: (dtype, shape)}`) an export
-    must have."""
+    """`{signature: (inputs, outputs)}` of `{key: (dtype, shape)}` an export must have."""
     sizes = {
         "n": info["sequence_length"],
         "C": len(info.get("label_names") or ()),
@@ -119,7 +108,7 @@ def read_export_info(export_dir):
 
 
 def probabilities_from(source, outputs):
-    """float32 class probabilities from the classifier's outputs (logits unless softmax)."""
+    """float32 class probabilities from the classifier's logits or softmax outputs."""
     outputs = tf.cast(outputs, "float32")
     if source.activation == "softmax":
         return outputs
@@ -140,52 +129,32 @@ def export_classifier(
     """Exports a text classifier as a new version of a TF Serving model.
 
     The classifier is a `LinformerTextClassifier` or any functional Keras
-    model that takes `token_ids` and, if it declares them, `padding_mask`
-    and `segment_ids` (integer `(B, n)` inputs, named by `keras.Input(name=...)`
-    or by the keys of a dict of inputs; segment ids are all 0) and returns
-    one `(B, C)` output of logits or softmax probabilities, as told by its
-    last layer (a Dense layer with activation None or `"softmax"`, or a
-    Softmax layer). Other models are refused with an error naming what
-    they declare.
+    model taking integer `(B, n)` inputs named `token_ids` and optionally
+    `padding_mask` and `segment_ids` (by `keras.Input(name=...)` or dict
+    keys; segment ids are all 0), with one `(B, C)` output of logits or
+    softmax from its last layer (a Dense layer with activation None or
+    `"softmax"`, or a Softmax layer).
 
-    Writes `<base_dir>/<model_name>/<version>/`: a SavedModel (tag
-    `serve`) whose graph tokenizes raw text with the model's own
-    vocabulary exactly as fine-tuning did (`keras_linformer.data.TextEncoder`:
-    `[CLS] tokens [SEP]`, the head of a longer text, invalid UTF-8 bytes
-    replaced by U+FFFD), plus `assets.extra/` with TF Serving's warmup
-    requests, `vocab.txt`, `labels.txt` and `export_info.json` (which
-    records the SHA-256 fingerprints of `vocab.txt`, `labels.txt`, the
-    model and the whole export; `verify` checks the files against them).
-    Versions are integers; the next free one is taken, the directory is
-    renamed into place once complete, and an existing version is never
-    replaced. With `reuse_existing=True`, an export whose latest version
-    already holds this same export (same fingerprint) writes nothing and
-    returns that version.
-
-    Signatures, for a batch of B texts, C classes and sequence length n:
-
-    - `serving_default`: `text` (string `(B,)`, UTF-8) -> `probabilities`
-      (float32 `(B, C)`), `label_ids` (int32 `(B,)`, the most probable
-      class) and `labels` (string `(B,)`, its name).
-    - `predict_token_ids`, for clients that tokenize themselves:
-      `token_ids` and `padding_mask` (int32 `(B, n)`, as
-      `TextEncoder` makes them; `assets.extra/vocab.txt` is the
-      vocabulary) -> the same outputs. Ids outside the vocabulary or a
-      mask value other than 0/1 fail with an InvalidArgumentError that
-      names the input.
-
-    A request holds at most `max_batch_size` texts (or token-id rows):
-    B is capped in the graph, and a larger batch fails with an
-    InvalidArgumentError (HTTP 400 from TF Serving) naming the cap, before
-    any text is tokenized. Split larger batches on the client.
+    Writes `<base_dir>/<model_name>/<version>/`, the next free version
+    unless `version` is given, renamed into place once complete: a
+    SavedModel whose graph tokenizes raw text as fine-tuning did
+    (`keras_linformer.data.TextEncoder`), with warmup requests,
+    `vocab.txt`, `labels.txt` and `export_info.json` (their SHA-256
+    fingerprints and the model's, checked by `verify`) in `assets.extra/`.
+    Its signatures, listed in `saved_models/README.md`: `serving_default`
+    (`text` -> `probabilities`, `label_ids`, `labels`) and
+    `predict_token_ids` (`token_ids` and `padding_mask` as `TextEncoder`
+    makes them -> the same). A request of more than `max_batch_size` rows,
+    an id outside the vocabulary or a mask value other than 0/1 fails with
+    an InvalidArgumentError naming the input.
 
     Args:
         model: a classifier (see above), its `.keras` file, or the output
             directory of `keras-linformer-finetune`.
         vocabulary: list of str, a `vocab.txt` path, or a
             `keras_hub.tokenizers.WordPieceTokenizer` with the options of
-            `keras_linformer.data.make_tokenizer` (its vocabulary is used);
-            `None` reads the output directory's. Defaults to `None`.
+            `keras_linformer.data.make_tokenizer`; `None` reads the output
+            directory's. Defaults to `None`.
         label_names: list of str (class-index order) or a `labels.txt`
             path; `None` reads the output directory's. Defaults to `None`.
         base_dir: str, the directory holding the served models. Defaults
@@ -201,11 +170,9 @@ def export_classifier(
         max_batch_size: int, the most texts (or token-id rows) one request
             may hold, at least 16. Defaults to `1024`.
         reuse_existing: bool. If `True` and the latest version of
-            `model_name` holds an export of the same model, vocabulary,
-            class names and options (its recorded fingerprint matches, and
-            its files still match theirs), return that version instead of
-            writing a new one. An older version is not reused: TF Serving
-            serves the latest. Cannot be combined with `version`.
+            `model_name` holds this same export (model, vocabulary, class
+            names, options) with its files intact, return it instead of
+            writing a new one. Cannot be combined with `version`.
             Defaults to `False`.
 
     Returns:
@@ -243,28 +210,14 @@ def export_masked_lm(
 ):
     """Exports a masked LM as a fill-mask TF Serving model (a new version).
 
-    Writes `<base_dir>/<model_name>/<version>/` like `export_classifier`.
-    The text is encoded as in fine-tuning (`[CLS] tokens [SEP]`, head kept,
-    invalid UTF-8 replaced), except that the literal `[MASK]` in a text is
-    the mask token. Each of the first `max_masks` mask tokens of a text
-    (after truncation to n) gets the `top_k` most probable tokens.
-
-    Signatures `fill_mask` and `serving_default` (the same), for B texts,
-    P = `max_masks` and K = `top_k`: input `text` (string `(B,)`) ->
-
-    - `mask_positions` (int32 `(B, P)`): the position of each filled
-      `[MASK]` in the encoded sequence (`[CLS]` is 0), left to right;
-      -1 in unused slots.
-    - `num_masks` (int32 `(B,)`): the `[MASK]` tokens found in the encoded
-      text; more than P means only the first P were filled.
-    - `top_k_ids` (int32 `(B, P, K)`), `top_k_tokens` (string `(B, P, K)`)
-      and `top_k_scores` (float32 `(B, P, K)`, softmax probabilities over
-      the vocabulary, descending). Unused slots hold -1, `""` and 0.
-
-    A text without `[MASK]` (or whose masks were cut off) gets
-    `num_masks` 0 and only unused slots: a defined answer, not an error.
-    A request holds at most `max_batch_size` texts; a larger one fails
-    with an InvalidArgumentError naming the cap.
+    Writes a version as `export_classifier` does. Its signatures
+    `fill_mask` and `serving_default` (the same) take `text`, in which a
+    literal `[MASK]` is the mask token, and give, for each of the first
+    `max_masks` mask tokens (after truncation to n), the `top_k` most
+    probable tokens: `mask_positions`, `num_masks`, `top_k_ids`,
+    `top_k_tokens` and `top_k_scores` (`saved_models/README.md` gives their
+    shapes and what unused slots hold). A request of more than
+    `max_batch_size` texts fails with an InvalidArgumentError naming the cap.
 
     Args:
         model: a `LinformerMaskedLM`, its `.keras` file, or the output
@@ -276,14 +229,11 @@ def export_masked_lm(
         version: int or `None`. Defaults to `None` (the next one).
         sequence_length: int or `None`, n; `None` means the run's or the
             backbone's `max_sequence_length`. Defaults to `None`.
-        top_k: int, candidates per mask, fixed in the graph. Defaults to `5`.
-        max_masks: int, P, mask slots per text, fixed in the graph (at most
-            n - 2). Defaults to `8`.
+        top_k: int, candidates per mask. Defaults to `5`.
+        max_masks: int, mask slots per text (at most n - 2). Defaults to `8`.
         max_batch_size: int, the most texts one request may hold, at
             least 16. Defaults to `1024`.
-        reuse_existing: bool, as in `export_classifier`: return the
-            latest version instead of writing one when it holds this same
-            export. Defaults to `False`.
+        reuse_existing: bool, as in `export_classifier`. Defaults to `False`.
 
     Returns:
         str, the new version directory (or the reused one).
@@ -322,7 +272,17 @@ def check_destination(base_dir, model_name, version, max_batch_size, reuse_exist
         raise TypeError(f"base_dir: expected a directory path. Received: {base_dir!r}")
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise ValueError(f"base_dir: {os.fspath(base_dir)!r} exists and is not a directory.")
-    check_max_batch_size(max_batch_size)
+    if (
+        isinstance(max_batch_size, bool)
+        or not isinstance(max_batch_size, int)
+        or not MIN_MAX_BATCH_SIZE <= max_batch_size < 2**31
+    ):
+        raise ValueError(
+            f"`max_batch_size` must be an integer from {MIN_MAX_BATCH_SIZE} (the warmup "
+            "requests and `verify` send batches of up to 11 texts) to 2**31 - 1: the most "
+            "texts one request may hold. Received: "
+            f"max_batch_size={max_batch_size!r}"
+        )
     if not isinstance(reuse_existing, bool):
         raise ValueError(
             f"`reuse_existing` must be True or False. Received: reuse_existing={reuse_existing!r}"
@@ -336,27 +296,8 @@ def check_destination(base_dir, model_name, version, max_batch_size, reuse_exist
     layout.check_version_free(base_dir, model_name, version)
 
 
-def check_max_batch_size(max_batch_size):
-    if (
-        isinstance(max_batch_size, bool)
-        or not isinstance(max_batch_size, int)
-        or not MIN_MAX_BATCH_SIZE <= max_batch_size < 2**31
-    ):
-        raise ValueError(
-            f"`max_batch_size` must be an integer from {MIN_MAX_BATCH_SIZE} (the warmup "
-            "requests and `verify` send batches of up to 11 texts) to 2**31 - 1: the most "
-            "texts one request may hold. Received: "
-            f"max_batch_size={max_batch_size!r}"
-        )
-
-
 def export_fingerprints(source, model_name):
-    """The fingerprints an export of `source` records (see `keras_linformer.export.fingerprints`).
-
-    Computed from the model and the lists in memory, before anything is
-    written: `reuse_existing` compares the `"export"` one with those of the
-    versions already there.
-    """
+    """The fingerprints an export of `source` records, computed before anything is written."""
     files = {sources.VOCABULARY_FILE: fingerprints.file_record(source.vocabulary)}
     if source.task == "classifier":
         files[sources.LABELS_FILE] = fingerprints.file_record(source.label_names)
@@ -386,12 +327,8 @@ def library_versions():
 
 
 def find_same_export(base_dir, model_name, export_fingerprint):
-    """`(path, damage)`: the latest version of `model_name` and `None` if it holds the export
-    `export_fingerprint` whole; the version and what is wrong with it if it holds that
-    export but is incomplete or a file changed; `(None, None)` otherwise.
-
-    Only the latest version counts (TF Serving serves it).
-    """
+    """`(path, damage)` of the latest version if it holds that export (damage `None` if
+    intact), else `(None, None)`."""
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     versions = layout.list_versions(model_dir)
     if not versions:
@@ -462,11 +399,8 @@ def write_extras(path, source, model_name, recorded):
             raise RuntimeError(f"export: {problem} right after writing it.")
     info["fingerprints"] = {**recorded, "contents": fingerprints.contents_sha256(
         path, skip=[f"{warmup.EXTRA_DIR}/{INFO_FILE}"])}
-    info["signatures"] = {
-        name: {
-            "inputs": {k: [d, list(s)] for k, (d, s) in inputs.items()},
-            "outputs": {k: [d, list(s)] for k, (d, s) in outputs.items()},
-        }
+    info["signatures"] = {  # JSON writes each (dtype, shape) as [dtype, [...]].
+        name: {"inputs": inputs, "outputs": outputs}
         for name, (inputs, outputs) in expected_signatures(info).items()
     }
     with open(os.path.join(extra, INFO_FILE), "w", encoding="utf-8") as file:
@@ -477,24 +411,15 @@ def text_spec():
     return tf.TensorSpec([None], tf.string, name="text")
 
 
-def batch_size_cap_message(max_batch_size, name="text", unit="texts"):
-    return (
-        f"{name}: a request may hold at most {max_batch_size} {unit} (max_batch_size of "
-        f"this export); split the batch into requests of at most {max_batch_size} {unit}"
-    )
-
-
 def capped(inputs, max_batch_size, name="text", unit="texts"):
-    """`inputs` (a list of tensors), which run only after their batch size is checked.
-
-    The check is an op of the graph, so TF Serving runs it too: a larger
-    batch fails with an InvalidArgumentError naming the cap before any
-    text is tokenized.
-    """
+    """`inputs` (a list of tensors), gated by a graph op that checks their batch size."""
     check = tf.debugging.assert_less_equal(
         tf.shape(inputs[0], out_type=tf.int64)[0],
         tf.constant(max_batch_size, tf.int64),
-        message=batch_size_cap_message(max_batch_size, name, unit),
+        message=(
+            f"{name}: a request may hold at most {max_batch_size} {unit} (max_batch_size of "
+            f"this export); split the batch into requests of at most {max_batch_size} {unit}"
+        ),
     )
     with tf.control_dependencies([check]):
         return [tf.identity(tensor) for tensor in inputs]
@@ -532,8 +457,7 @@ def build_classifier_archive(source):
         token_ids, padding_mask = capped(
             [token_ids, padding_mask], source.max_batch_size, "token_ids", "rows"
         )
-        # An id outside the vocabulary would fail deep in the embedding
-        # lookup; say what is wrong instead.
+        # Else a bad id would fail deep in the embedding lookup.
         vocabulary_size = len(source.vocabulary)
         checks = [
             tf.debugging.assert_non_negative(
@@ -584,16 +508,14 @@ def build_classifier_archive(source):
 
 
 def mask_slots(token_ids, padding_mask, mask_token_id, max_masks):
-    """The positions of the first `max_masks` mask tokens per row, `(B, P)`, and their count.
+    """`(positions, valid, num_masks)` of the first `max_masks` mask tokens per row.
 
-    Returns `(positions, valid, num_masks)`: `positions` holds 0 where
-    `valid` is False (a position the model can read, ignored afterwards).
+    `positions` (`(B, P)`) holds 0 where `valid` is False.
     """
     sequence_length = tf.shape(token_ids)[1]
     is_mask = tf.logical_and(tf.equal(token_ids, mask_token_id), tf.equal(padding_mask, 1))
     num_masks = tf.reduce_sum(tf.cast(is_mask, "int32"), axis=1)
-    # Non-mask positions become `sequence_length`, so sorting brings the
-    # mask positions first, in order.
+    # Non-mask positions become `sequence_length`, so sorting puts the masks first.
     candidates = tf.where(is_mask, tf.range(sequence_length)[None, :], sequence_length)
     first = tf.sort(candidates, axis=1)[:, :max_masks]
     valid = first < sequence_length
