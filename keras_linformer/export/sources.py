@@ -1,13 +1,5 @@
 """What an export starts from: a Keras model with its vocabulary (and class names), or a
-training output directory.
-
-A fine-tuning output directory (`keras-linformer-finetune`) holds
-`classifier.keras`, `vocab.txt` and `labels.txt`; a pretraining one
-(`keras-linformer-pretrain`) holds `masked_lm.keras` and `vocab.txt`.
-A classifier may also be any functional Keras model that takes the token
-ids of a text (and, if it declares them, its padding mask and segment ids)
-and returns one score per class: a `LinformerTextClassifier` is one.
-"""
+training output directory."""
 
 import os
 import warnings
@@ -28,8 +20,7 @@ from keras_linformer.training.run_directory import VOCABULARY_FILE
 
 TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
 TASK_CLASSES = {"classifier": LinformerTextClassifier, "masked_lm": LinformerMaskedLM}
-# The inputs `keras_linformer.data.TextEncoder` makes from a text, which a
-# classifier may declare (by input name); `token_ids` is required.
+# The `TextEncoder` outputs a classifier may take (by input name); `token_ids` is required.
 TEXT_INPUTS = ("token_ids", "padding_mask", "segment_ids")
 # Layers whose `sequence_length` bounds the inputs of a model built on them.
 SEQUENCE_LAYERS = (
@@ -37,8 +28,7 @@ SEQUENCE_LAYERS = (
     layers.LinformerEncoderBlock,
     layers.LinformerAttention,
 )
-# What writes each task's output directory (a program of keras_linformer.programs), and
-# the function that exports it.
+# Each task's output directory: what it is, the program writing it, the export function.
 TASK_PROGRAMS = {
     "classifier": ("a fine-tuning", "finetune", "export_classifier"),
     "masked_lm": ("a pretraining", "pretrain", "export_masked_lm"),
@@ -46,22 +36,10 @@ TASK_PROGRAMS = {
 
 
 class Source:
-    """A model ready to export: the Keras model and what encodes its input.
+    """A model ready to export, with its vocabulary, class names and serving options.
 
-    Attributes:
-        task: `"classifier"` or `"masked_lm"`.
-        model: the classifier (a functional Keras model, see `classifier_inputs`)
-            or the `LinformerMaskedLM`.
-        vocabulary: list of str, the model's WordPiece vocabulary.
-        label_names: list of str (classifier) or `None`.
-        sequence_length: int, tokens per encoded text.
-        model_path: str or `None`, the `.keras` file the model came from.
-        top_k: int or `None`, fill-mask candidates per mask (masked LM).
-        max_masks: int or `None`, fill-mask slots per text (masked LM).
-        max_batch_size: int or `None`, the most texts per request.
-        input_names: tuple of str (classifier): the `TEXT_INPUTS` the model takes.
-        activation: `"linear"` (logits) or `"softmax"` (classifier): what
-            the model's output is.
+    `input_names` (the `TEXT_INPUTS` it takes) and `activation` (`"linear"` or
+    `"softmax"`) are set for a classifier; `top_k` and `max_masks` for a masked LM.
     """
 
     def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path):
@@ -75,7 +53,7 @@ class Source:
         self.input_names = self.activation = None
 
     def model_inputs(self, features):
-        """The classifier's inputs, in the structure it declares, from `TextEncoder` features."""
+        """The classifier's inputs, in its declared structure, from `TextEncoder` features."""
         return keras.tree.map_structure(
             lambda name: features[name], input_structure(self.model)
         )
@@ -107,23 +85,7 @@ def task_of_directory(directory):
 
 
 def load_source(task, model, vocabulary=None, label_names=None, sequence_length=None):
-    """Resolves the arguments of `export_classifier` / `export_masked_lm` into a `Source`.
-
-    Args:
-        task: `"classifier"` or `"masked_lm"`.
-        model: a model object (a classifier as `classifier_inputs` accepts,
-            or a `LinformerMaskedLM`), the path of its `.keras` file, or a
-            training output directory.
-        vocabulary: list of str, a `vocab.txt` path, or a
-            `keras_hub.tokenizers.WordPieceTokenizer` that encodes as
-            `keras_linformer.data.make_tokenizer` does; `None` reads the
-            output directory's `vocab.txt`.
-        label_names: list of str or a `labels.txt` path (classifier only);
-            `None` reads the output directory's `labels.txt`.
-        sequence_length: int or `None`: `None` means the fine-tuning run's
-            sequence length (its `run.json`) when known, else the longest
-            the model takes (`longest_sequence`).
-    """
+    """A `Source` from the arguments of `export_classifier` or `export_masked_lm` (see there)."""
     cls = TASK_CLASSES[task]
     kind, program, function = TASK_PROGRAMS[task]
     program = f"keras-linformer-{program}"
@@ -193,7 +155,11 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
 
     longest, where = longest_sequence(model)
     if sequence_length is None and directory is not None:
-        sequence_length = trained_sequence_length(directory)
+        # Training may have cut texts shorter than the backbone's max_sequence_length.
+        run = run_directory.read_run(directory, "model")
+        sequence_length = None if run is None else run.get("sequence_length")
+        if not isinstance(sequence_length, int) or isinstance(sequence_length, bool):
+            sequence_length = None
     if sequence_length is None:
         sequence_length = longest
     if sequence_length is None:
@@ -219,8 +185,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
 
 
 def input_structure(model):
-    """The model's declared inputs with each replaced by its name: a dict's keys, else the
-    `keras.Input` names."""
+    """The model's declared inputs, each replaced by its name (dict key or `keras.Input` name)."""
     inputs = model.input
     if isinstance(inputs, dict):
         return {key: key for key in inputs}
@@ -228,18 +193,7 @@ def input_structure(model):
 
 
 def classifier_inputs(model):
-    """Checks that `model` can be fed from text; returns `(input names, num_classes)`.
-
-    Accepted: a functional Keras model (a `LinformerTextClassifier`, or one
-    built with `keras.Input`s) whose inputs are named from `TEXT_INPUTS`,
-    `token_ids` among them, each integer `(batch, length)`, and whose one
-    output is `(batch, num_classes)`. The inputs are named by the keys of
-    a dict of inputs, else by the `keras.Input` names.
-
-    Raises:
-        TypeError: `model` is not a Keras model, or has no declared inputs.
-        ValueError: its inputs or output cannot be served from text.
-    """
+    """`(input names, num_classes)` of a classifier that can be fed from text, else raises."""
     accepted = (
         "a functional Keras model (e.g. a LinformerTextClassifier) taking token_ids "
         "(and optionally padding_mask, segment_ids: integer (batch, length) inputs, named "
@@ -280,12 +234,7 @@ def classifier_inputs(model):
 
 
 def output_activation(model):
-    """`"linear"` (logits) or `"softmax"`: the activation of the layer giving the output.
-
-    Raises:
-        ValueError: the last layer is not a softmax or a layer whose
-            `activation` is linear or softmax.
-    """
+    """`"linear"` (logits) or `"softmax"`: the activation of the layer giving the output."""
     layer = model.layers[-1] if model.layers else None
     try:
         gives_output = layer is not None and layer.output is model.outputs[0]
@@ -355,12 +304,9 @@ def inner_layers(model):
 
 
 def model_vocabulary_size(model):
-    """The token vocabulary size of the model, or `None` when it cannot be told.
+    """The backbone's `vocabulary_size`, else that of the model's one token embedding, or `None`.
 
-    A keras-hub task's backbone's `vocabulary_size`; else the size of the
-    model's token embedding, when it holds exactly one (a keras-hub
-    `TokenAndPositionEmbedding`, or a `keras.layers.Embedding` of more than
-    two rows: two or fewer are segment embeddings).
+    An `Embedding` of two rows or fewer is a segment embedding.
     """
     backbone = getattr(model, "backbone", None)
     if getattr(backbone, "vocabulary_size", None):
@@ -375,12 +321,7 @@ def model_vocabulary_size(model):
 
 
 def longest_sequence(model):
-    """`(length, what)`: the longest token sequence `model` takes, and what sets it.
-
-    A backbone's `max_sequence_length`, else the fixed length its inputs
-    declare, else the smallest `sequence_length` of the Linformer layers in
-    it; `(None, None)` when none is known.
-    """
+    """`(length, what sets it)`: the longest token sequence `model` takes, or `(None, None)`."""
     backbone = getattr(model, "backbone", None)
     if getattr(backbone, "max_sequence_length", None):
         return backbone.max_sequence_length, "the backbone's max_sequence_length"
@@ -397,10 +338,7 @@ def longest_sequence(model):
 
 
 def load_keras_file(path):
-    """`keras.saving.load_model(path)`, with an error naming a file that cannot be read.
-
-    Keras reports a truncated or corrupted file as "File not found".
-    """
+    """`keras.saving.load_model(path)`; Keras calls a truncated file "File not found"."""
     try:
         return keras.saving.load_model(path, compile=False)
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
@@ -449,15 +387,3 @@ def resolve_label_names(label_names, directory, num_classes):
             f"num_classes={num_classes}. Received: {label_names!r:.200}"
         )
     return label_names
-
-
-def trained_sequence_length(directory):
-    """The `sequence_length` in a run's `run.json`, or `None`.
-
-    A model fine-tuned from a pretrained backbone may have been trained on
-    sequences shorter than the backbone's `max_sequence_length`; serving
-    must cut texts where training did.
-    """
-    run = run_directory.read_run(directory, "model")
-    value = None if run is None else run.get("sequence_length")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
