@@ -1,9 +1,5 @@
-"""The checks of a verification, each a line of its report.
-
-Those that load the export run TensorFlow in a fresh process, as a server
-would, with the programs of `keras_linformer.export.loaders`:
-`saved_model_cli` (TF Serving's session loader) and `tf.saved_model.load`.
-"""
+"""The checks of a verification, each a line of its report; those that load the export run
+the programs of `keras_linformer.export.loaders` in a fresh process."""
 
 import json
 import os
@@ -18,7 +14,6 @@ from keras_linformer.export import warmup
 from keras_linformer.export.loaders import run as run_loader
 from keras_linformer.export.report import Check
 
-# The programs of `keras_linformer.export.loaders` each check runs.
 CLI_LOADER = "saved_model_cli_with_text_ops"
 LOAD_LOADER = "load_and_run"
 
@@ -26,7 +21,8 @@ LOAD_LOADER = "load_and_run"
 def check_layout(export_dir):
     name = "layout"
     problems = []
-    if not os.path.basename(os.path.normpath(export_dir)).isdigit():
+    version = os.path.basename(os.path.normpath(export_dir))
+    if not version.isdigit():
         problems.append("the directory is not an integer version (TF Serving skips it)")
     required = [
         "saved_model.pb",
@@ -40,21 +36,12 @@ def check_layout(export_dir):
         problems.append(f"missing {missing}")
     if problems:
         return Check(name, False, "; ".join(problems))
-    return Check(
-        name,
-        True,
-        f"version {os.path.basename(os.path.normpath(export_dir))} holds "
-        + ", ".join(required),
-    )
+    return Check(name, True, f"version {version} holds " + ", ".join(required))
 
 
 def exported_lines(file_name, record, info):
-    """The lines exported as `file_name`, when known for sure (their fingerprint matches).
-
-    `labels.txt`: the class names recorded in `export_info.json`.
-    `vocab.txt`: the vocabulary beside the source model (its training
-    output directory), if unchanged since the export.
-    """
+    """The lines exported as `file_name` if their fingerprint matches: the recorded class
+    names, or the vocabulary beside the source model."""
     candidates = []
     if file_name == sources.LABELS_FILE and info.get("label_names") is not None:
         candidates.append(info["label_names"])
@@ -271,17 +258,9 @@ def check_warmup(export_dir, info, expected):
     )
 
 
-def over_the_cap(inputs, max_batch_size):
-    """`inputs` with their rows repeated to `max_batch_size + 1`: one row too many."""
-    rows = np.arange(max_batch_size + 1)
-    return {key: np.take(value, rows % len(value), axis=0) for key, value in inputs.items()}
-
-
 def run_load(export_dir, cases, requests, work, max_batch_size=None, python=None):
-    """Runs every case and warmup request under `tf.saved_model.load` in a fresh process.
-
-    With `max_batch_size`, each signature is also fed one row more than
-    that, which it must refuse.
+    """Runs every case and warmup request (and, with `max_batch_size`, one batch too large per
+    signature) under `tf.saved_model.load` in a fresh process.
 
     Returns `(outputs by case or None, error, {case: signature}, {case: rows},
     {case: refusal message or None})`.
@@ -300,12 +279,14 @@ def run_load(export_dir, cases, requests, work, max_batch_size=None, python=None
             np.savez(os.path.join(case_dir, f"{case}.npz"), **request.inputs)
     entries = dict(manifest)
     if max_batch_size is not None:
+        over = np.arange(max_batch_size + 1)  # Rows repeated to one too many.
         for signature, inputs in cases.items():
             case = f"refused_{signature}"
             manifest[case] = signature
             entries[case] = {"signature": signature, "refused": True}
             np.savez(
-                os.path.join(case_dir, f"{case}.npz"), **over_the_cap(inputs, max_batch_size)
+                os.path.join(case_dir, f"{case}.npz"),
+                **{key: np.take(value, over % len(value), axis=0) for key, value in inputs.items()},
             )
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
         json.dump(entries, file)

@@ -1,31 +1,18 @@
 """Checks an export the way TF Serving loads it, against the Keras model it came from.
 
-TF Serving's binary cannot be installed here, so the closest loader is
-`saved_model_cli` (TF1 session loader, like TF Serving's), run in a fresh
-process that imported `tensorflow_text` first, as TF Serving links the
-tensorflow-text ops. Inputs go in as `.npy` files (`--input_exprs` only
-takes Python literals, and no raw bytes).
-
-This module runs the checks (`keras_linformer.export.checks`) side by
-side and gathers them in a `VerificationReport`.
+TF Serving's binary cannot be installed here; the closest loader is `saved_model_cli`
+(the session loader TF Serving uses) in a fresh process that imports `tensorflow_text`.
 """
 
 import concurrent.futures
 import os
 import tempfile
 
+from keras_linformer.export import checks
 from keras_linformer.export import layout
 from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
-from keras_linformer.export.checks import check_fingerprints
-from keras_linformer.export.checks import check_layout
-from keras_linformer.export.checks import check_load
-from keras_linformer.export.checks import check_run
-from keras_linformer.export.checks import check_show
-from keras_linformer.export.checks import check_warmup
-from keras_linformer.export.checks import run_cli
-from keras_linformer.export.checks import run_load
 from keras_linformer.export.reference import KerasReference
 from keras_linformer.export.reference import verification_texts
 from keras_linformer.export.report import VerificationReport
@@ -42,26 +29,23 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
 
     1. layout: a SavedModel in an integer version directory, with the
        warmup file, `vocab.txt` and `export_info.json` in `assets.extra/`.
-    2. fingerprints: `assets.extra/vocab.txt` and `labels.txt` (and the
-       class names in `export_info.json`) match the SHA-256 fingerprints
-       recorded at export; a file changed since (two lines swapped) fails,
-       naming the file and the lines that differ when the exported ones are
-       known. The checks below compare the served model with a Keras model
-       built from these files, so they are skipped when this one fails.
-    3. `saved_model_cli show --all` (fresh process): tag-set `serve`
-       holds every expected signature with the expected input and output
-       dtypes and shapes.
-    4. `saved_model_cli run --tag_set serve` for each signature (fresh
-       process, session loader, inputs from `.npy` files) on texts that
-       include an empty string, non-ASCII text, a text longer than n,
-       whitespace only and invalid UTF-8 bytes: the outputs match the
-       Keras model's predictions within `atol` (probabilities and
-       fill-mask scores; ids and names exactly, up to ties within `atol`).
-    5. `tf.saved_model.load` (fresh process): every signature gives the
-       same outputs, every warmup request runs, and a batch one larger
-       than the export's `max_batch_size` is refused.
-    6. warmup: `tf_serving_warmup_requests` parses as `PredictionLog`
-       records whose signature, input names and dtypes and shapes match.
+    2. fingerprints: `vocab.txt`, `labels.txt` and the recorded class names
+       match the SHA-256 fingerprints recorded at export (naming the lines
+       that differ when the exported ones are known). The checks below
+       compare with a Keras model built from these files, so they are
+       skipped when this one fails.
+    3. `saved_model_cli show --all`: every expected signature, with its
+       input and output dtypes and shapes, under tag-set `serve`.
+    4. `saved_model_cli run` of each signature (session loader) on texts
+       that include an empty one, non-ASCII, one longer than n, whitespace
+       only and invalid UTF-8: the outputs match the Keras model's within
+       `atol` (ids and names exactly, up to ties within `atol`).
+    5. `tf.saved_model.load`: every signature gives the same outputs,
+       every warmup request runs, and a batch one larger than the export's
+       `max_batch_size` is refused.
+    6. warmup: the `PredictionLog` records fit their signatures.
+
+    Checks 3 to 5 each run in a fresh process.
 
     Args:
         export_dir: str, a version directory (`saved_models/NAME/3`), or a
@@ -77,10 +61,9 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         log: callable that receives each report line as it is known, or
             `None`. Defaults to `print`.
         python: str or `None`, the Python interpreter of the loading
-            processes (checks 3 to 5): one with TensorFlow, tensorflow-text
-            and NumPy, such as a virtual environment of the TensorFlow a TF
-            Serving release is built on. `None` uses this one. Defaults to
-            `None`.
+            processes: one with TensorFlow, tensorflow-text and NumPy (e.g.
+            of the TensorFlow a TF Serving release is built on). `None`
+            uses this one. Defaults to `None`.
 
     Returns:
         A `VerificationReport`; `report.passed` tells the outcome.
@@ -146,8 +129,8 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         report.checks.append(check)
         log(str(check))
 
-    add(check_layout(export_dir))
-    fingerprints = check_fingerprints(export_dir, info)
+    add(checks.check_layout(export_dir))
+    fingerprints = checks.check_fingerprints(export_dir, info)
     if not fingerprints.passed:
         fingerprints.detail += (
             ". The other checks were skipped: they compare the served model with one built "
@@ -157,38 +140,38 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     if not fingerprints.passed:
         log(report.summary())
         return report
-    extra = os.path.join(export_dir, warmup.EXTRA_DIR)
     source = sources.load_source(
         task,
         model,
-        os.path.join(extra, sources.VOCABULARY_FILE),
+        os.path.join(export_dir, warmup.EXTRA_DIR, sources.VOCABULARY_FILE),
         info.get("label_names"),
         info["sequence_length"],
     )
     expected = serving.expected_signatures(info)
     reference = KerasReference(source, info)
     report.inputs = cases = reference.cases(batch)
-    requests, warmup_check = check_warmup(export_dir, info, expected)
+    requests, warmup_check = checks.check_warmup(export_dir, info, expected)
     with tempfile.TemporaryDirectory(prefix="keras_linformer_verify_") as work:
-        # Each check is a fresh process that spends most of its time
-        # importing TensorFlow: run them side by side, report in order.
+        # Each process mostly imports TensorFlow: run them side by side, report in order.
         with concurrent.futures.ThreadPoolExecutor(PARALLEL_PROCESSES) as pool:
-            show = pool.submit(check_show, export_dir, expected, python)
+            show = pool.submit(checks.check_show, export_dir, expected, python)
             runs = {
-                signature: pool.submit(run_cli, export_dir, signature, inputs, work, python)
+                signature: pool.submit(checks.run_cli, export_dir, signature, inputs, work, python)
                 for signature, inputs in cases.items()
             }
             load = pool.submit(
-                run_load, export_dir, cases, requests, work, max_batch_size, python
+                checks.run_load, export_dir, cases, requests, work, max_batch_size, python
             )
             check, report.signatures = show.result()
             add(check)
             for signature, future in runs.items():
-                check, outputs = check_run(signature, future.result(), reference, atol, len(batch))
+                check, outputs = checks.check_run(
+                    signature, future.result(), reference, atol, len(batch)
+                )
                 if outputs is not None:
                     report.cli_outputs[signature] = outputs
                 add(check)
-            check, report.load_outputs = check_load(
+            check, report.load_outputs = checks.check_load(
                 load.result(), report.cli_outputs, reference, atol, max_batch_size
             )
             add(check)
