@@ -1,22 +1,11 @@
-"""Fingerprints (SHA-256) of what an export holds, and the check of its files against them.
+"""SHA-256 fingerprints of what an export holds, recorded under `"fingerprints"` in
+`assets.extra/export_info.json`, and the checks of its files against them.
 
-An export records in `assets.extra/export_info.json`, under
-`"fingerprints"`:
-
-- `"files"`: for `vocab.txt` (and `labels.txt` of a classifier) in
-  `assets.extra/`, the SHA-256 of its bytes and its number of lines. The
-  graph holds its own copy of the vocabulary and class names; these files
-  are what clients of `predict_token_ids` tokenize with and what
-  `verify` compares the served model with, so a changed file (two lines
-  swapped) would go unnoticed without them.
-- `"model"`: the SHA-256 of the Keras model's config and weights.
-- `"export"`: the SHA-256 of everything that makes the SavedModel (task,
-  model, vocabulary, class names, sequence length, serving options, model
-  name, library versions): two exports with the same one serve the same
-  thing, so a rerun can reuse the version that holds it.
-- `"contents"`: the SHA-256 of every file the export wrote (graph, variables,
-  assets, warmup requests), but `export_info.json` itself: a version is
-  reused only if it still holds every one of them.
+- `"files"`: `vocab.txt` (and `labels.txt`): the files clients tokenize with and
+  `verify` builds its Keras model from, so a changed one would go unnoticed.
+- `"model"`: the Keras model's config and weights.
+- `"export"`: everything that makes the SavedModel; an equal one lets a rerun reuse it.
+- `"contents"`: every file the export wrote but `export_info.json`.
 """
 
 import hashlib
@@ -26,7 +15,7 @@ import os
 import keras
 import numpy as np
 
-# Raised when what the fingerprint covers changes, so that no older record matches by mistake.
+# Raised when what the fingerprint covers changes.
 FORMAT = 1
 
 
@@ -41,11 +30,8 @@ def file_record(lines):
 
 
 def file_sha256(path):
-    digest = hashlib.sha256()
     with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def read_lines(path):
@@ -59,11 +45,7 @@ def read_lines(path):
 
 
 def model_sha256(model):
-    """The SHA-256 of a Keras model's config and weights (in order, with shapes and dtypes).
-
-    A model loaded from the same `.keras` file has the same one in any
-    process; the optimizer and the dropout seeds do not count.
-    """
+    """The SHA-256 of a Keras model's config and weights (in order, with shapes and dtypes)."""
     digest = hashlib.sha256()
     config = json.dumps(model.get_config(), sort_keys=True, default=repr)
     digest.update(f"{type(model).__name__}\n{config}\n".encode("utf-8"))
@@ -108,8 +90,7 @@ def line_differences(found, recorded, limit=3):
 
 
 def contents_sha256(export_dir, skip=()):
-    """`{path: sha256}` of every file under `export_dir` (paths relative to it, with `/`),
-    but those in `skip`: what `check_contents` checks a reused export against."""
+    """`{relative path with "/": sha256}` of every file under `export_dir` but `skip`."""
     contents = {}
     for root, _, names in os.walk(export_dir):
         for name in names:
@@ -121,8 +102,7 @@ def contents_sha256(export_dir, skip=()):
 
 
 def check_contents(export_dir, recorded):
-    """A problem (str) if a file of `recorded` (`contents_sha256`) is missing from
-    `export_dir` or changed, else `None`."""
+    """A problem (str) if a file of `recorded` (`contents_sha256`) is missing or changed."""
     for relative, sha256 in recorded.items():
         path = os.path.join(export_dir, *relative.split("/"))
         if not os.path.isfile(path):
@@ -135,15 +115,9 @@ def check_contents(export_dir, recorded):
 
 
 def check_file(path, name, record, exported_lines=None):
-    """A problem (str) if the file at `path` does not match its `record`, else `None`.
+    """A problem (str) if the file at `path` (called `name`) does not match its `record`.
 
-    Args:
-        path: str, the file.
-        name: str, how the message names it (`"assets.extra/vocab.txt"`).
-        record: dict with `sha256` and `lines`, from `export_info.json`.
-        exported_lines: list of str known to be what was exported (their
-            fingerprint matches `record`), to name the lines that differ;
-            or `None`.
+    `exported_lines`, when known to be what was exported, name the lines that differ.
     """
     if not os.path.isfile(path):
         return f"{name} is missing (export_info.json records sha256 {short(record['sha256'])})"
