@@ -1,9 +1,7 @@
 """TF Serving's model layout: `<base_dir>/<model_name>/<version>/`, versions written atomically.
 
-TF Serving watches `<base_dir>/<model_name>` and serves the highest integer
-subdirectory. A version appears whole or not at all: it is written into a
-hidden temporary directory beside the versions (which TF Serving ignores)
-and renamed into place, and an existing version is never replaced.
+TF Serving serves the highest integer subdirectory of `<base_dir>/<model_name>`. A version
+is written in a hidden temporary directory beside them and renamed into place.
 """
 
 import os
@@ -12,23 +10,18 @@ import shutil
 import tempfile
 
 MODEL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-# The TF Serving image to run exports in: its model server links the
-# tensorflow-text ops the raw-text signatures use (TF-Text 2.20).
+# Its model server links the tensorflow-text ops the raw-text signatures use.
 SERVING_IMAGE = "tensorflow/serving:2.20.0"
-TEMPORARY_PREFIX = ".tmp-export-"
 
 
-def check_model_name(model_name):
-    """Raises ValueError unless `model_name` can be a directory and a TF Serving model name."""
+def check_version_free(base_dir, model_name, version):
+    """Checks `model_name` and `version`; raises FileExistsError if that version exists."""
     if not isinstance(model_name, str) or not MODEL_NAME_PATTERN.fullmatch(model_name):
         raise ValueError(
             "`model_name` must be a name of letters, digits, '_', '.' and '-' "
             "that starts with a letter or digit (it becomes a directory and "
             f"TF Serving's MODEL_NAME). Received: model_name={model_name!r}"
         )
-
-
-def check_version(version):
     if version is not None and (
         isinstance(version, bool) or not isinstance(version, int) or version < 1
     ):
@@ -36,12 +29,6 @@ def check_version(version):
             "`version` must be a positive integer (TF Serving's version "
             f"directories), or None for the next one. Received: version={version!r}"
         )
-
-
-def check_version_free(base_dir, model_name, version):
-    """Checks `model_name` and `version`; raises FileExistsError if that version exists."""
-    check_model_name(model_name)
-    check_version(version)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     if version is not None and os.path.exists(os.path.join(model_dir, str(version))):
         raise FileExistsError(
@@ -71,9 +58,7 @@ def next_version(model_dir):
 def docker_command(base_dir, model_name):
     """The `docker run` command that serves `<base_dir>/<model_name>` with TF Serving's REST API.
 
-    TF Serving's image serves `/models/$MODEL_NAME`; the model directory (not
-    a version) is mounted there, so the server picks the highest version. A
-    relative `base_dir` is written from `$PWD`, the directory it is relative to.
+    The model directory is mounted, so the server picks the highest version.
     """
     model_dir = os.path.normpath(os.path.join(os.fspath(base_dir), model_name))
     mount = model_dir if os.path.isabs(model_dir) else f"$PWD/{model_dir}"
@@ -84,13 +69,7 @@ def docker_command(base_dir, model_name):
 
 
 def latest_version_dir(path):
-    """`path` itself if it holds a SavedModel, else its highest version subdirectory.
-
-    Raises:
-        FileNotFoundError: `path` does not exist, or is neither a SavedModel
-            nor a directory of versions.
-        NotADirectoryError: `path` is a file.
-    """
+    """`path` itself if it holds a SavedModel, else its highest version subdirectory."""
     path = os.fspath(path)
     if os.path.exists(path) and not os.path.isdir(path):
         parent = os.path.dirname(os.path.abspath(path))
@@ -120,52 +99,35 @@ def latest_version_dir(path):
 
 
 def write_version(base_dir, model_name, write, version=None):
-    """Writes a new version of `model_name` under `base_dir` with `write`; returns its path.
+    """Writes a new version (`None`: the next free one) with `write(path)`; returns its path.
 
-    Args:
-        base_dir: str, the directory of all models (what TF Serving's
-            `--model_base_path` points into).
-        model_name: str, the model's directory under `base_dir`.
-        write: callable taking one path, a directory that does not exist
-            yet, and writing the whole SavedModel there.
-        version: int or `None`: `None` takes the next free version; a given
-            version must not exist yet.
-
-    Returns:
-        The path of the new version directory, `<base_dir>/<model_name>/<version>`.
-
-    Raises:
-        FileExistsError: `version` already exists.
+    `write` takes a directory that does not exist yet and writes the whole SavedModel there.
+    Raises FileExistsError if `version` exists.
     """
     check_version_free(base_dir, model_name, version)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     os.makedirs(model_dir, exist_ok=True)
-    temporary = tempfile.mkdtemp(prefix=TEMPORARY_PREFIX, dir=model_dir)
+    temporary = tempfile.mkdtemp(prefix=".tmp-export-", dir=model_dir)
     try:
         # The SavedModel writer creates its directory itself.
         written = os.path.join(temporary, "version")
         write(written)
-        return publish(written, model_dir, version)
+        number = version or next_version(model_dir)
+        while True:
+            final = os.path.join(model_dir, str(number))
+            if not os.path.exists(final):
+                try:
+                    # rename(2) is atomic and fails on an existing non-empty directory.
+                    os.rename(written, final)
+                    return final
+                except OSError:
+                    if not os.path.exists(final):
+                        raise
+            if version is not None:
+                raise FileExistsError(
+                    f"version: {final!r} appeared while exporting; an export never "
+                    "replaces a version."
+                )
+            number += 1  # Another export took this one in the meantime.
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
-
-
-def publish(source, model_dir, version):
-    """Renames `source` to `model_dir/<version>` (the next free one if None); returns it."""
-    number = version or next_version(model_dir)
-    while True:
-        final = os.path.join(model_dir, str(number))
-        if not os.path.exists(final):
-            try:
-                # rename(2) is atomic and fails on an existing non-empty directory.
-                os.rename(source, final)
-                return final
-            except OSError:
-                if not os.path.exists(final):
-                    raise
-        if version is not None:
-            raise FileExistsError(
-                f"version: {final!r} appeared while exporting; an export never "
-                "replaces a version."
-            )
-        number += 1  # Another export took this one in the meantime.
