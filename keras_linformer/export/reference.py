@@ -48,13 +48,8 @@ class KerasReference:
         self.x = {k: v.numpy() for k, v in self.encoder(self.texts).items()}
         text = {"text": self.texts}
         if self.task == "classifier":
-            self.cases_fed = {
-                "serving_default": text,
-                "predict_token_ids": {
-                    "token_ids": self.x["token_ids"],
-                    "padding_mask": self.x["padding_mask"],
-                },
-            }
+            token_ids = {key: self.x[key] for key in ("token_ids", "padding_mask")}
+            self.cases_fed = {"serving_default": text, "predict_token_ids": token_ids}
         else:
             self.cases_fed = {"fill_mask": text, "serving_default": text}
         return self.cases_fed
@@ -70,11 +65,8 @@ class KerasReference:
 
     def fill_mask(self):
         """`(positions (B, P) with -1 padding, num_masks (B,), probabilities (B, P, V))`."""
-        if self.predictions is None:
-            self.predictions = self.compute_fill_mask()
-        return self.predictions
-
-    def compute_fill_mask(self):
+        if self.predictions is not None:
+            return self.predictions
         mask_id = self.source.vocabulary.index(MASK)
         max_masks = self.info["max_masks"]
         is_mask = (self.x["token_ids"] == mask_id) & (self.x["padding_mask"] == 1)
@@ -88,7 +80,8 @@ class KerasReference:
         logits = np.asarray(keras.ops.convert_to_numpy(logits), "float64")
         probabilities = np.exp(logits - logits.max(-1, keepdims=True))
         probabilities /= probabilities.sum(-1, keepdims=True)
-        return positions, is_mask.sum(1).astype("int32"), probabilities
+        self.predictions = positions, is_mask.sum(1).astype("int32"), probabilities
+        return self.predictions
 
     def compare(self, outputs, atol):
         """Returns `(passed, detail)` for one signature's outputs."""
