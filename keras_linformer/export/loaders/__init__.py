@@ -1,15 +1,8 @@
 """Programs that load an export in a fresh Python process, as a server would.
 
-Each module here is a program run as `python -m NAME` with this directory
-first on `PYTHONPATH` (`run`), not as `keras_linformer.export.loaders.NAME`:
-so the process imports TensorFlow, tensorflow-text and NumPy only, never
-`keras_linformer` or its layers. A served model must load without the
-package that exported it.
-
-- `saved_model_cli_with_text_ops`: TF's `saved_model_cli` (the session
-  loader TF Serving uses) after `import tensorflow_text`, as TF Serving
-  links the tensorflow-text ops.
-- `load_and_run`: `tf.saved_model.load` and a batch of cases per signature.
+Each module here runs as `python -m NAME` with this directory on `PYTHONPATH`, so the
+process imports TensorFlow, tensorflow-text and NumPy, never `keras_linformer`: a served
+model must load without the package that exported it.
 """
 
 import os
@@ -21,7 +14,7 @@ SUBPROCESS_TIMEOUT = 600
 
 
 def environment():
-    """The environment of a loader's process: this directory on `PYTHONPATH`, TF's logs quiet."""
+    """A loader's environment: this directory on `PYTHONPATH`, TF's logs quiet."""
     path = os.environ.get("PYTHONPATH")
     return {
         **os.environ,
@@ -33,13 +26,7 @@ def environment():
 def run(module, args, what, python=None):
     """Runs `python -m module args` in a fresh process; returns `(ok, stdout, stderr tail)`.
 
-    Args:
-        module: str, the name of a module of this package.
-        args: list of str, its command-line arguments.
-        what: str, how an error names the run.
-        python: str or `None`, the Python interpreter to run (one with
-            TensorFlow, tensorflow-text and NumPy, e.g. of an older
-            TensorFlow); `None` runs this one.
+    `what` names the run in errors; `python` (default: this one) is the interpreter.
     """
     try:
         result = subprocess.run(

@@ -2,14 +2,9 @@
 
     python -m load_and_run EXPORT_DIR CASES_DIR
 
-`CASES_DIR/cases.json` maps each case to a signature name; `CASE.npz`
-holds the case's inputs, and the outputs are written to `CASE.out.npz`.
-A case may instead map to `{"signature": NAME, "refused": true}`: it is
-expected to fail with an InvalidArgumentError (a batch over the export's
-cap), whose message is written to `CASE.error.txt`; if it runs, its
-outputs are written as usual.
-Run by `keras_linformer.export.loaders.run`, in a process that imports
-neither keras nor keras_linformer.
+`CASES_DIR/cases.json` maps each case to a signature, or to `{"signature": NAME,
+"refused": true}` for one that should fail with an InvalidArgumentError (its message goes
+to `CASE.error.txt`). Inputs are read from `CASE.npz`, outputs written to `CASE.out.npz`.
 """
 
 import json
@@ -21,9 +16,9 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 
 
-def run_cases(export_dir, cases_dir):
-    """Writes the outputs of every case in `cases_dir`; returns the number of cases and
-    signatures."""
+def main(argv=None):
+    """Writes the outputs of every case, then a line with their number and the signatures."""
+    export_dir, cases_dir = (sys.argv[1:] if argv is None else list(argv))[:2]
     loaded = tf.saved_model.load(export_dir, tags=["serve"])
     with open(os.path.join(cases_dir, "cases.json"), encoding="utf-8") as file:
         cases = json.load(file)
@@ -43,13 +38,7 @@ def run_cases(export_dir, cases_dir):
         np.savez(
             os.path.join(cases_dir, case + ".out.npz"), **{k: v.numpy() for k, v in outputs.items()}
         )
-    return len(cases), sorted(loaded.signatures)
-
-
-def main(argv=None):
-    export_dir, cases_dir = (sys.argv[1:] if argv is None else list(argv))[:2]
-    count, signatures = run_cases(export_dir, cases_dir)
-    print("ran", count, "cases on signatures", signatures)
+    print("ran", len(cases), "cases on signatures", sorted(loaded.signatures))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,6 @@
 
     python -m saved_model_cli_with_text_ops show --dir EXPORT_DIR --all
     python -m saved_model_cli_with_text_ops run --dir EXPORT_DIR --tag_set serve ...
-
-Run by `keras_linformer.export.loaders.run`, in a process that imports
-neither keras nor keras_linformer.
 """
 
 import sys
