@@ -1,14 +1,9 @@
 """Checks that exports made with this TensorFlow load and answer under an older one.
 
-TF Serving's newest release may be built on an older TensorFlow than the one
-that exports. This program exports a small classifier and a small fill-mask
-model (random weights, so no training is needed), then verifies each twice
-with `keras_linformer.export.verify`: once with the loading processes
-(`saved_model_cli run`, TF Serving's session loader, and
-`tf.saved_model.load`, after `import tensorflow_text`) under this Python,
-once under PYTHON, whose TensorFlow is the older one. It prints both
-reports, the largest difference between the two TensorFlows' answers, and
-PASS or FAIL; it exits with status 1 on FAIL.
+TF Serving's newest release may be built on an older TensorFlow. This program exports a
+small classifier and fill-mask model (random weights), verifies each with the loading
+processes under this Python and under PYTHON (the older TensorFlow), prints both reports,
+the largest difference between their answers, and PASS or FAIL (exit status 1).
 
     python -m keras_linformer.export.oldest_tensorflow PYTHON
 """
@@ -83,8 +78,7 @@ def small_models():
 
 
 def compare(first, second, key):
-    """`(largest |difference|, count, smallest, largest)` of output `key` over the
-    signatures both reports ran: the difference and what was compared."""
+    """`(largest |difference|, count, smallest, largest)` of output `key` in both."""
     names = [name for name in first if name in second]
     difference = max(
         float(np.abs(first[name][key] - second[name][key]).max(initial=0.0)) for name in names
@@ -94,11 +88,7 @@ def compare(first, second, key):
 
 
 def check(python, base_dir, log=print):
-    """Exports, verifies under both interpreters, logs the reports.
-
-    Returns `(passed, summary)`: whether every report passed and the two
-    TensorFlows' answers agree within 1e-5, and one line of numbers.
-    """
+    """Exports, verifies under both interpreters; returns `(passed, one line of numbers)`."""
     older = tensorflow_versions(python)
     log(f"Exporting with {tensorflow_versions(sys.executable)} ({sys.executable})")
     log(f"Loading also with {older} ({python})")

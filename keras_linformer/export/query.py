@@ -12,10 +12,8 @@ from keras_linformer.export import serving
 def query(export_dir, texts, signature="serving_default", python=None):
     """The outputs of one of an export's text signatures for `texts`.
 
-    The export is loaded by `saved_model_cli run`, TF's session loader, the
-    one TF Serving uses, in a fresh process that registers the
-    tensorflow-text ops first (as TF Serving links them); the texts go in as
-    typed, UTF-8.
+    The export is loaded by `saved_model_cli run` (the session loader TF
+    Serving uses) in a fresh process; the texts go in as typed, UTF-8.
 
     Args:
         export_dir: str. A version directory, or a model directory (its

@@ -20,12 +20,10 @@ class VerificationReport:
         checks: list of checks, each with `name`, `passed` and `detail`.
         passed: bool, whether there were checks and all passed.
         inputs: `{signature: {input: array}}`, what was fed.
-        signatures: `{signature: {"inputs"|"outputs": {key: (dtype,
-            shape)}}}` as `saved_model_cli show --all` printed them.
-        cli_outputs: `{signature: {output: array}}` from
-            `saved_model_cli run`.
-        load_outputs: `{signature: {output: array}}` from
-            `tf.saved_model.load` in a fresh process.
+        signatures: `{signature: {"inputs"|"outputs": {key: (dtype, shape)}}}`
+            from `saved_model_cli show --all`.
+        cli_outputs: `{signature: {output: array}}` from `saved_model_cli run`.
+        load_outputs: `{signature: {output: array}}` from `tf.saved_model.load`.
     """
 
     def __init__(self, export_dir, info, header):

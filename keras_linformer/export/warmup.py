@@ -1,10 +1,7 @@
 """TF Serving warmup requests: `assets.extra/tf_serving_warmup_requests`.
 
-TF Serving replays these `PredictionLog` records when it loads a version,
-before it reports the version available, so the first real request does
-not pay for graph initialisation. The file is a TFRecord of serialized
-`tensorflow_serving.apis.prediction_log_pb2.PredictionLog` protos, each with
-a `PredictRequest` naming the signature and holding its inputs.
+A TFRecord of `PredictionLog` protos that TF Serving replays when it loads a version, so the
+first real request does not pay for graph initialisation.
 """
 
 import collections
@@ -17,7 +14,6 @@ from tensorflow_serving.apis import prediction_log_pb2
 EXTRA_DIR = "assets.extra"
 WARMUP_FILE = "tf_serving_warmup_requests"
 
-
 WarmupRequest = collections.namedtuple(
     "WarmupRequest", ["model_name", "signature_name", "inputs", "dtypes"]
 )
@@ -28,17 +24,8 @@ def warmup_path(export_dir):
 
 
 def write_warmup_requests(export_dir, model_name, requests):
-    """Writes `requests` as TF Serving's warmup file of `export_dir`.
-
-    Args:
-        export_dir: str, the SavedModel (version) directory.
-        model_name: str, the `model_spec.name` of every request.
-        requests: list of `(signature_name, {input_name: array})`; string
-            inputs are arrays of bytes (dtype object).
-
-    Returns:
-        The path of the warmup file.
-    """
+    """Writes `requests`, `(signature_name, {input: array})` pairs, as the warmup file of
+    `export_dir`; returns its path."""
     path = warmup_path(export_dir)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:
@@ -58,11 +45,13 @@ def write_warmup_requests(export_dir, model_name, requests):
 def read_warmup_requests(export_dir):
     """Parses the warmup file of `export_dir`.
 
+    Args:
+        export_dir: str, a version directory.
+
     Returns:
-        A list of `WarmupRequest(model_name, signature_name, inputs,
-        dtypes)`: `inputs` maps input names to NumPy arrays (bytes objects
-        for strings), `dtypes` to their TensorFlow dtype names (`"string"`,
-        `"int32"`, ...).
+        A list of `WarmupRequest(model_name, signature_name, inputs, dtypes)`:
+        `inputs` maps input names to NumPy arrays, `dtypes` to their
+        TensorFlow dtype names (`"string"`, `"int32"`, ...).
 
     Raises:
         FileNotFoundError: the export has no warmup file.
