@@ -115,10 +115,8 @@ def check_contents(export_dir, recorded):
 
 
 def check_file(path, name, record, exported_lines=None):
-    """A problem (str) if the file at `path` (called `name`) does not match its `record`.
-
-    `exported_lines`, when known to be what was exported, name the lines that differ.
-    """
+    """A problem (str) if the file at `path` (called `name`) does not match its `record`;
+    `exported_lines`, when known to be what was exported, name the lines that differ."""
     if not os.path.isfile(path):
         return f"{name} is missing (export_info.json records sha256 {short(record['sha256'])})"
     found = file_sha256(path)

@@ -56,10 +56,8 @@ def next_version(model_dir):
 
 
 def docker_command(base_dir, model_name):
-    """The `docker run` command that serves `<base_dir>/<model_name>` with TF Serving's REST API.
-
-    The model directory is mounted, so the server picks the highest version.
-    """
+    """The `docker run` command that serves `<base_dir>/<model_name>` (its highest version)
+    with TF Serving's REST API."""
     model_dir = os.path.normpath(os.path.join(os.fspath(base_dir), model_name))
     mount = model_dir if os.path.isabs(model_dir) else f"$PWD/{model_dir}"
     return (

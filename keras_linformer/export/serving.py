@@ -508,10 +508,8 @@ def build_classifier_archive(source):
 
 
 def mask_slots(token_ids, padding_mask, mask_token_id, max_masks):
-    """`(positions, valid, num_masks)` of the first `max_masks` mask tokens per row.
-
-    `positions` (`(B, P)`) holds 0 where `valid` is False.
-    """
+    """`(positions, valid, num_masks)` of the first `max_masks` mask tokens per row; `positions`
+    (`(B, P)`) holds 0 where `valid` is False."""
     sequence_length = tf.shape(token_ids)[1]
     is_mask = tf.logical_and(tf.equal(token_ids, mask_token_id), tf.equal(padding_mask, 1))
     num_masks = tf.reduce_sum(tf.cast(is_mask, "int32"), axis=1)

@@ -60,12 +60,7 @@ class Source:
 
 
 def task_of_directory(directory):
-    """`"classifier"` or `"masked_lm"` for a training output directory.
-
-    Raises:
-        FileNotFoundError: `directory` does not exist.
-        ValueError: it holds neither `classifier.keras` nor `masked_lm.keras`.
-    """
+    """`"classifier"` or `"masked_lm"` for a training output directory, else raises."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         raise FileNotFoundError(
@@ -304,10 +299,8 @@ def inner_layers(model):
 
 
 def model_vocabulary_size(model):
-    """The backbone's `vocabulary_size`, else that of the model's one token embedding, or `None`.
-
-    An `Embedding` of two rows or fewer is a segment embedding.
-    """
+    """The backbone's `vocabulary_size`, else that of the model's one token embedding, or `None`
+    (an `Embedding` of two rows or fewer is a segment embedding)."""
     backbone = getattr(model, "backbone", None)
     if getattr(backbone, "vocabulary_size", None):
         return backbone.vocabulary_size
