@@ -12,6 +12,7 @@ README's quickstart and BERT conversion.
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -174,15 +175,25 @@ def run_readme_example(name, checks, installed):
 def test_the_readme_quickstart_runs_in_the_installed_package(installed):
     workdir, results = run_readme_example("quickstart", (
         "import keras_linformer\n"
+        "from keras_linformer import export\n"
+        "# Exportable as the README says, with a vocabulary of its 1,000 ids.\n"
+        "vocabulary = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']\n"
+        "vocabulary += [f'w{i}' for i in range(995)]\n"
+        "path = export.export_classifier(model, vocabulary, ['a', 'b'], base_dir='exports',\n"
+        "                                model_name='quickstart')\n"
+        "answer = export.query(path, ['w1 w20 w300'])\n"
         "print(json.dumps({'package': keras_linformer.__file__,\n"
         "    'val_accuracy': model.history.history['val_accuracy'][-1],\n"
         "    'max_difference': float(np.abs(restored.predict(tokens[:8], verbose=0)\n"
-        "                                   - model.predict(tokens[:8], verbose=0)).max())}))\n"
+        "                                   - model.predict(tokens[:8], verbose=0)).max()),\n"
+        "    'answer': [answer['labels'].shape, answer['probabilities'].shape]}))\n"
     ), installed)
     assert results["package"].startswith(str(installed[0].parent)), results  # not the checkout
     assert (workdir / "linformer.keras").exists()
     assert results["max_difference"] < 1e-6, results
+    # The task is learnable: it finishes well above chance on the held-out 20%.
     assert results["val_accuracy"] > 0.75, results
+    assert results["answer"] == [[1], [1, 2]], results
 
 
 @pytest.mark.slow
@@ -193,53 +204,30 @@ def test_the_readme_conversion_runs_in_the_installed_package(installed):
         "outputs = linformer({'token_ids': ids, 'segment_ids': np.zeros_like(ids),\n"
         "                    'padding_mask': np.ones_like(ids)})\n"
         "print(json.dumps({'bert': bert.count_params(), 'linformer': linformer.count_params(),\n"
-        "    'shape': list(outputs['sequence_output'].shape)}))\n"
+        "    'shape': list(outputs['sequence_output'].shape),\n"
+        "    'projected_dim': linformer.projected_dim}))\n"
     ), installed)
     assert results["shape"] == [1, 128, 384], results
+    assert results["projected_dim"] == 64, results
     assert results["linformer"] < results["bert"], results
 
 
-@pytest.mark.slow
-def test_the_wheels_console_scripts_pretrain_finetune_export_and_query(installed):
-    """Successful runs through the wheel's own scripts (each exits 0: `run` checks):
-    pretraining under the launcher, fine-tuning, a finished run's rerun (nothing to do),
-    and an export of the result, verified and answering a text."""
-    from tests.training.harness import TINY_MODEL
-    from tests.training.harness import write_reviews
-
-    bin_dir, elsewhere, env = installed
-    reviews = write_reviews(elsewhere / "reviews.csv")
-    small = ["--table", reviews, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2]
-    # Pretraining runs under the launcher, which exits with its worker's status (two workers:
-    # tests/training/test_multi_worker.py).
-    run([bin_dir / "keras-linformer-launch", "--workers", 1, "--log-dir", "launch", "--",
-         "keras-linformer-pretrain", *small, "--vocabulary-size", 100, "--batch-size", 8,
-         "--output-dir", "pretrained"], cwd=elsewhere, env=env, timeout=300)
-    assert (elsewhere / "pretrained" / "model.weights.h5").is_file()
-    assert "Pretraining done" in (elsewhere / "launch" / "worker-0.log").read_text()
-    command = [bin_dir / "keras-linformer-finetune", *small, "--pretrained", "pretrained",
-               "--output-dir", "run"]
-    result = run(command, cwd=elsewhere, env=env, timeout=300)
-    assert "Test accuracy: " in result.stdout, result.stdout[-2000:]
-    assert "nothing to do" in run(command, cwd=elsewhere, env=env, timeout=300).stdout
-    run([bin_dir / "keras-linformer-export", "run", "--base-dir", "exports", "--model-name",
-         "reviews"], cwd=elsewhere, env=env, timeout=300)
-    assert "PASSED: all" in run([bin_dir / "keras-linformer-verify", "exports/reviews"],
-                                cwd=elsewhere, env=env, timeout=300).stdout
-    answer = run([bin_dir / "keras-linformer-query", "exports/reviews", "a great fun film"],
-                 cwd=elsewhere, env=env, timeout=300).stdout.strip().splitlines()[-1]
-    assert json.loads(answer)["text"] == "a great fun film", answer
-
-
-@pytest.mark.slow
-def test_the_wheels_main_job_pretrains_finetunes_exports_and_verifies(installed):
-    """`keras-linformer-main` from the wheel, on the bundled corpora (a short run)."""
+@pytest.fixture(scope="module")
+def main_job(installed):
+    """`keras-linformer-main` from the wheel, on the bundled corpora (a short run): its
+    output directory and the finished process."""
     bin_dir, elsewhere, env = installed
     output_dir = elsewhere / "main"
     result = run([bin_dir / "keras-linformer-main", "--pretrain-documents", 30,
                   "--pretrain-max-steps", 2, "--finetune-epochs", 1, "--max-train-examples", 64,
                   "--max-eval-examples", 16, "--vocabulary-size", 200, "--output-dir", output_dir,
                   "--export-dir", output_dir / "exports"], cwd=elsewhere, env=env, timeout=600)
+    return output_dir, result
+
+
+@pytest.mark.slow
+def test_the_wheels_main_job_pretrains_finetunes_exports_and_verifies(main_job):
+    output_dir, result = main_job
     assert "[1/2] keras-linformer-pretrain " in result.stdout
     assert "[2/2] keras-linformer-finetune " in result.stdout
     export = output_dir / "exports" / "linformer_sentiment" / "1"
@@ -256,3 +244,32 @@ def test_the_wheels_main_job_pretrains_finetunes_exports_and_verifies(installed)
     assert summary["test_accuracy"] == float(match.group(1))
     assert ((output_dir / "finetune" / "vocab.txt").read_text()
             == (output_dir / "pretrain" / "vocab.txt").read_text())
+
+
+def stage_command(stdout, stage):
+    """The command the main job printed for one of its stages ("[1/2] COMMAND")."""
+    (line,) = [line for line in stdout.splitlines() if line.startswith(f"[{stage}/2] ")]
+    return shlex.split(line.split(" ", 1)[1])
+
+
+@pytest.mark.slow
+def test_the_wheels_console_scripts_rerun_export_verify_and_query(installed, main_job):
+    """The other console scripts, each exiting 0 (`run` checks) on the main job's results:
+    the stage commands it printed, rerun as typed (the pretraining under the launcher, which
+    exits with its worker's status; two workers: tests/training/test_multi_worker.py) find
+    their runs finished; the classifier is exported again, verified and answers a text.
+    Training through these scripts: tests/training/test_programs.py."""
+    bin_dir, elsewhere, env = installed
+    output_dir, result = main_job
+    pretrain, finetune = (stage_command(result.stdout, stage) for stage in (1, 2))
+    run([bin_dir / "keras-linformer-launch", "--workers", 1, "--log-dir", "launch", "--",
+         *pretrain], cwd=elsewhere, env=env, timeout=300)
+    assert "nothing to do" in (elsewhere / "launch" / "worker-0.log").read_text()
+    assert "nothing to do" in run(finetune, cwd=elsewhere, env=env, timeout=300).stdout
+    run([bin_dir / "keras-linformer-export", output_dir / "finetune", "--base-dir", "exports",
+         "--model-name", "reviews"], cwd=elsewhere, env=env, timeout=300)
+    assert "PASSED: all" in run([bin_dir / "keras-linformer-verify", "exports/reviews"],
+                                cwd=elsewhere, env=env, timeout=300).stdout
+    answer = run([bin_dir / "keras-linformer-query", "exports/reviews", "a great fun film"],
+                 cwd=elsewhere, env=env, timeout=300).stdout.strip().splitlines()[-1]
+    assert json.loads(answer)["text"] == "a great fun film", answer
