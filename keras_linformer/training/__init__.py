@@ -1,16 +1,10 @@
 """Training: masked-LM pretraining, distillation of a converted BERT and classifier
 fine-tuning on tf.distribute.
 
-One trainer (`Trainer`, in `loop`) serves every `tf.distribute` strategy, multi-worker
-included, with checkpoints that survive SIGKILL and SIGTERM. The other pieces are
-separate: `devices` (`set_up_devices`: replicas, strategy, precision, XLA checks, from
-`TF_CONFIG` when set), `inputs` (distributed input, the step plan), `optimizers`,
-`starting_points` (pretrained models on disk, BERTs) and the model builders. `pretrain`,
-`distill` and `finetune` take their options as a config object (`PretrainingConfig`,
-`DistillationConfig`, `FinetuningConfig`) or as keyword arguments, and share one run flow
-(`runs.run`).
-
-Typical use:
+One trainer (`Trainer`) serves every `tf.distribute` strategy, multi-worker included, with
+checkpoints that survive SIGKILL and SIGTERM; `set_up_devices` sets up replicas, strategy,
+precision and XLA. `pretrain`, `distill` and `finetune` take a config object or keyword
+arguments.
 
 ```python
 from keras_linformer import data, training
@@ -28,9 +22,7 @@ training.finetune(
 import importlib
 from typing import TYPE_CHECKING
 
-# The names this package offers, imported from their modules when first used, so that its
-# TensorFlow-free modules (`config`, `run_directory`) import without TensorFlow (the programs
-# parse their flags before it starts).
+# Imported when first used, so that `config` and `run_directory` import without TensorFlow.
 __all__ = [
     "DEFAULT_ARCHITECTURE", "DistillationConfig", "FinetuningConfig", "PretrainingConfig",
     "RunConfig", "StepPlan", "Trainer", "build_classifier", "build_distiller",
@@ -38,8 +30,7 @@ __all__ = [
     "finetune", "load_pretrained", "make_optimizer", "make_strategy", "plan_steps", "pretrain",
     "resolve_jit_compile", "save_pretrained", "set_mixed_precision", "set_up_devices",
 ]
-# The modules that define them, searched in this order (`config`, which needs no TensorFlow,
-# first).
+# The modules that define them, `config` (no TensorFlow) first.
 _MODULES = ("config", "devices", "distillation", "finetuning", "inputs", "loop", "optimizers",
             "pretraining", "starting_points")
 

@@ -1,9 +1,6 @@
 """The options of a training run, as config objects.
 
-`pretraining.pretrain` takes a `PretrainingConfig`, `finetuning.finetune` a
-`FinetuningConfig`; both share `RunConfig`'s fields (where the run writes,
-its step plan, optimizer, XLA and seed). The functions also take the fields
-as keyword arguments:
+`pretrain`, `distill` and `finetune` take one (or its fields as keyword arguments):
 
 >>> config = PretrainingConfig(output_dir="runs/pretrain", max_steps=100)
 >>> config.batch_size, config.max_steps
@@ -13,8 +10,8 @@ True
 >>> PretrainingConfig.of(config, seed=1).seed
 1
 
-Each option is declared once, here: its default, its bounds and its help. The programs
-offer every option that has help as a flag (`keras_linformer.programs.cli.add_config_flags`).
+Each option is declared once, here: its default, bounds and help; the programs offer every
+option with help as a flag.
 """
 
 import argparse
@@ -24,23 +21,12 @@ import os
 from keras_linformer.utils import validation
 from keras_linformer.utils.validation import Bounds
 
-DEFAULT_ARCHITECTURE = dict(
-    num_layers=2,
-    num_heads=4,
-    hidden_dim=128,
-    intermediate_dim=256,
-    projected_dim=16,
-    max_sequence_length=64,
-    projection="mean",
-    sharing="layerwise",
-    attention="linformer",
-    dropout=0.1,
-)
-"""The backbone a run trains from scratch unless told otherwise: a small Linformer that
-pretrains on the news articles in minutes on a CPU."""
+DEFAULT_ARCHITECTURE = dict(num_layers=2, num_heads=4, hidden_dim=128, intermediate_dim=256,
+                            projected_dim=16, max_sequence_length=64, projection="mean",
+                            sharing="layerwise", attention="linformer", dropout=0.1)
+"""The backbone a run trains from scratch unless told otherwise."""
 
-# What `architecture` may hold: `LinformerBackbone`'s arguments but the vocabulary
-# size, which is the vocabulary's.
+# What `architecture` may hold: `LinformerBackbone`'s arguments but the vocabulary size.
 ARCHITECTURE_KEYS = frozenset(DEFAULT_ARCHITECTURE) | {
     "num_segments", "projection_initializer", "padding_compensation", "null_slots"}
 
@@ -58,9 +44,8 @@ FRACTION = Bounds(float, 0, 1)
 
 def option(default=dataclasses.MISSING, help=None, bounds=None, group=TRAINING, flag=None,
            metavar=None, parse=None):
-    """A config field declared with what checks it (`bounds`, a `validation.Bounds`; `None`
-    always passes) and, with `help`, the flag that sets it (`--NAME` or `flag`, in `group`;
-    `parse` reads its text where `bounds` cannot)."""
+    """A config field with its `bounds` (a `validation.Bounds`) and, with `help`, its flag
+    (`--NAME` or `flag`, in `group`; `parse` reads its text where `bounds` cannot)."""
     return dataclasses.field(default=default, metadata=dict(
         help=help, bounds=bounds, group=group, flag=flag, metavar=metavar, parse=parse))
 
@@ -100,29 +85,23 @@ class RunConfig:
     """What every training run takes (the defaults are the fields').
 
     Args:
-        output_dir: str, where everything is written (see `run_directory`).
+        output_dir: str, where everything is written.
         batch_size: int, the global batch size, split among replicas.
         epochs: float, passes over the training data.
         max_steps: int or `None`, a cap on the optimizer steps.
         learning_rate: float, the peak AdamW learning rate.
         warmup_fraction: float, the share of steps of linear warmup.
         weight_decay: float, AdamW's weight decay.
-        checkpoint_every: int or `None`, the most steps between checkpoints (and
-            validation passes, log lines).
-        vocabulary_size: int, the largest WordPiece vocabulary to train (when the run
-            trains one).
-        vocabulary_characters: int, the size in characters of the document sample the
-            vocabulary is trained on.
-        update_freq: int, `"batch"` or `"epoch"`: steps between the TensorBoard points of
-            the training loss and metrics (as `keras.callbacks.TensorBoard`'s); each
-            epoch's are written too.
+        checkpoint_every: int or `None`, the most steps between checkpoints.
+        vocabulary_size: int, the largest WordPiece vocabulary to train.
+        vocabulary_characters: int, the characters of the vocabulary's training sample.
+        update_freq: int, `"batch"` or `"epoch"`: steps between TensorBoard points.
         profile_batches: `(first, last)` or `None`, batches to profile.
-        jit_compile: bool or `None`, whether to compile the training step with XLA; `None`
-            compiles it on one replica (see `devices.resolve_jit_compile`).
+        jit_compile: bool or `None`, XLA for the training step (`None`: see
+            `devices.resolve_jit_compile`).
         seed: int, seeds the vocabulary sample, weights, shuffling and masks.
         attention_transfer_epochs: int, with `from_bert`: epochs of attention transfer
-            (`models.attention_transfer.transfer_for_run`) on the first training texts
-            before training starts; `0`: none.
+            before training; `0`: none.
     """
 
     output_dir: str
@@ -171,7 +150,6 @@ class RunConfig:
         "--attention-transfer", "EPOCHS")
 
     def __post_init__(self):
-        # Checked when the config is made, not first deep in a run.
         for field in dataclasses.fields(self):
             bounds, value = field.metadata.get("bounds"), getattr(self, field.name)
             if bounds is not None and value is not None:
@@ -203,9 +181,7 @@ class RunConfig:
         if isinstance(config, cls):
             return dataclasses.replace(config, **options) if options else config
         if isinstance(config, RunConfig):
-            raise TypeError(
-                f"config: expected a {cls.__name__}. Received: {type(config).__name__}"
-            )
+            raise TypeError(f"config: expected a {cls.__name__}. Received: {type(config).__name__}")
         if config is not None:
             options = {"output_dir": os.fspath(config), **options}
         return cls(**options)
@@ -216,19 +192,14 @@ class PretrainingConfig(RunConfig):
     """What a masked-LM pretraining run takes (`pretraining.pretrain`), beyond `RunConfig`.
 
     Args:
-        architecture: dict or `None`, `LinformerBackbone` arguments (without
-            `vocabulary_size`, which is the trained vocabulary's); missing ones take
-            `DEFAULT_ARCHITECTURE`'s values. `max_sequence_length` is the sequence length.
+        architecture: dict or `None`, `LinformerBackbone` arguments but `vocabulary_size`;
+            missing ones take `DEFAULT_ARCHITECTURE`'s values.
         mask_selection_rate: float, the share of tokens to predict.
-        short_sequence_rate: float in [0, 1], the share of training sequences cut in two at
-            a random point, so that the model also learns on short, padded sequences
-            (`data.pretraining_dataset`).
+        short_sequence_rate: float in [0, 1], the share of training sequences cut in two.
         validation_batches: int, validation batches per epoch.
-        from_bert: str or `None`, a BERT preset or directory to convert and continue
-            pretraining (a masked-LM adaptation of the converted model, with a new
-            masked-LM head). `architecture` may then hold only the conversion's options
-            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` (default: the
-            BERT's) and `dropout`.
+        from_bert: str or `None`, a BERT preset or directory to convert and adapt (with a
+            new masked-LM head); `architecture` then holds only the conversion's options
+            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` and `dropout`.
     """
 
     batch_size: int = again("batch_size", 64)
@@ -254,12 +225,9 @@ class DistillationConfig(RunConfig):
     """What a distillation run takes (`distillation.distill`), beyond `RunConfig`.
 
     Args:
-        from_bert: str, the BERT preset or directory to convert and reproduce (the
-            teacher).
-        architecture: dict or `None`, the conversion's options
-            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` (default: the
-            BERT's) and `dropout`; `None`: `from_bert`'s conversion (mean pooling,
-            layerwise sharing), which needs `projected_dim`.
+        from_bert: str, the BERT preset or directory to convert and reproduce.
+        architecture: dict or `None`, as with `PretrainingConfig.from_bert`; it needs
+            `projected_dim`.
         short_sequence_rate: float in [0, 1], as in `PretrainingConfig`.
         validation_batches: int, validation batches per epoch.
     """
@@ -281,21 +249,16 @@ class FinetuningConfig(RunConfig):
     Args:
         pretrained: str or `None`, a pretraining output directory to start from.
         from_bert: str or `None`, a BERT preset or directory to convert and start from.
-        architecture: dict or `None`, `LinformerBackbone` arguments. From scratch,
-            missing ones take `DEFAULT_ARCHITECTURE`'s values; with `pretrained`, they must
-            equal the checkpoint's; with `from_bert`, only the conversion's options may be
-            given.
-        sequence_length: int or `None`, tokens per text. From scratch it is also the
-            backbone's `max_sequence_length` (default 64); with `pretrained` it defaults
-            to, and may not exceed, the checkpoint's.
+        architecture: dict or `None`, `LinformerBackbone` arguments: from scratch, missing
+            ones take `DEFAULT_ARCHITECTURE`'s; with `pretrained`, they must equal the
+            checkpoint's; with `from_bert`, only the conversion's options.
+        sequence_length: int or `None`, tokens per text; default 64 from scratch, the
+            checkpoint's (its maximum) with `pretrained`.
         dropout: float, in the backbone and before the output layer.
-        restore_best: bool, whether the model ends with the variables of the epoch with
-            the best validation accuracy (the earliest of equals), as
-            `keras.callbacks.EarlyStopping(restore_best_weights=True)` would, instead of
-            the last epoch's. The test split and the saved classifier then use those.
+        restore_best: bool, whether the model ends with the variables of the epoch of best
+            validation accuracy (as `EarlyStopping(restore_best_weights=True)`).
 
-    `checkpoint_every=None` is one pass over the training texts; `vocabulary_size` and
-    `vocabulary_characters` apply from scratch only.
+    `checkpoint_every=None` is one pass over the training texts.
     """
 
     batch_size: int = again("batch_size", 32)

@@ -1,8 +1,4 @@
-"""Devices, distribution strategy, mixed precision and XLA for a training run.
-
-`configure_cpu_replicas` must run before TensorFlow initialises its devices
-(before the first op); `make_strategy` then mirrors over what is visible.
-"""
+"""Devices, distribution strategy, mixed precision and XLA for a training run."""
 
 import contextlib
 import json
@@ -22,28 +18,24 @@ from keras_linformer.utils.validation import check_positive_int
 def configure_cpu_replicas(cpu_replicas):
     """Splits the CPU into `cpu_replicas` logical devices, for MirroredStrategy without GPUs.
 
-    Multi-replica training then runs, and can be tested, on a machine without
-    GPUs; the replicas share the same cores, so this is for checking
-    distributed code, not for speed.
+    The replicas share the same cores: this is for testing distributed code, not for speed.
+    Call it before the first TensorFlow op.
 
     Args:
         cpu_replicas: int, the number of logical CPU devices; `1` leaves the CPU as it is.
 
     Raises:
-        ValueError: `cpu_replicas` is not a positive int, or GPUs are visible
-            (MirroredStrategy then uses them).
+        ValueError: `cpu_replicas` is not a positive int, or GPUs are visible.
         RuntimeError: TensorFlow has already initialised its devices with another split.
     """
     check_positive_int("cpu_replicas", cpu_replicas)
     if cpu_replicas == 1:
         return
     if tf.config.list_physical_devices("GPU"):
-        raise ValueError(
-            f"`cpu_replicas={cpu_replicas}` splits the CPU for machines without "
-            "GPUs, but GPUs are visible and MirroredStrategy trains on them. "
-            "Leave cpu_replicas at 1 (or hide the GPUs with "
-            "CUDA_VISIBLE_DEVICES=)."
-        )
+        raise ValueError(f"`cpu_replicas={cpu_replicas}` splits the CPU for machines without "
+                         "GPUs, but GPUs are visible and MirroredStrategy trains on them. "
+                         "Leave cpu_replicas at 1 (or hide the GPUs with "
+                         "CUDA_VISIBLE_DEVICES=).")
     cpu = tf.config.list_physical_devices("CPU")[0]
     try:
         tf.config.set_logical_device_configuration(
@@ -52,20 +44,16 @@ def configure_cpu_replicas(cpu_replicas):
     except RuntimeError as error:
         if len(tf.config.list_logical_devices("CPU")) == cpu_replicas:
             return  # Already split this way (e.g. a second call).
-        raise RuntimeError(
-            f"Cannot split the CPU into {cpu_replicas} logical devices: "
-            "TensorFlow has already initialised its devices. Call "
-            "configure_cpu_replicas before any TensorFlow op runs."
-        ) from error
+        raise RuntimeError(f"Cannot split the CPU into {cpu_replicas} logical devices: "
+                           "TensorFlow has already initialised its devices. Call "
+                           "configure_cpu_replicas before any TensorFlow op runs.") from error
 
 
 def make_strategy():
     """Returns the strategy for the visible devices.
 
-    `tf.distribute.MirroredStrategy` over every visible GPU; without GPUs, over the
-    logical CPU devices if `configure_cpu_replicas` made more than one; otherwise
-    TensorFlow's default (single-device) strategy, so that the same code
-    (`strategy.scope()`, `strategy.distribute_datasets_from_function`) runs in every case.
+    `tf.distribute.MirroredStrategy` over every visible GPU, else over several logical CPU
+    devices (`configure_cpu_replicas`), else TensorFlow's default strategy.
     """
     gpus = tf.config.list_logical_devices("GPU")
     if gpus:
@@ -77,50 +65,35 @@ def make_strategy():
 
 
 def check_jit_compile(strategy, jit_compile):
-    """Raises ValueError for XLA with several replicas on logical CPU devices.
-
-    In TensorFlow 2.21, `jit_compile=True` under MirroredStrategy over
-    logical CPU devices fails at the first step ("resource ... located in
-    device CPU:1 from device CPU:0"). XLA on one device (CPU or GPU) works.
-    """
+    """Raises ValueError for XLA with several replicas on logical CPU devices, where it fails
+    in TensorFlow 2.21."""
     if not jit_compile or strategy.num_replicas_in_sync == 1:
         return
     devices = strategy.extended.worker_devices
     if all("GPU" not in device.upper() for device in devices):
-        raise ValueError(
-            f"jit_compile=True does not work with MirroredStrategy over "
-            f"{len(devices)} logical CPU devices in TensorFlow 2.21 (XLA "
-            "cannot read a variable held by CPU:1 from CPU:0). Use "
-            "jit_compile with a single CPU replica (--cpu-replicas 1), or "
-            "train the replicas without jit_compile."
-        )
+        raise ValueError(f"jit_compile=True does not work with MirroredStrategy over "
+                         f"{len(devices)} logical CPU devices in TensorFlow 2.21 (XLA "
+                         "cannot read a variable held by CPU:1 from CPU:0). Use "
+                         "jit_compile with a single CPU replica (--cpu-replicas 1), or "
+                         "train the replicas without jit_compile.")
 
 
 def resolve_jit_compile(strategy, jit_compile=None):
     """Whether a run under `strategy` compiles its training step with XLA.
 
-    `None` decides much as Keras's own `jit_compile="auto"` does on
-    TensorFlow: XLA for one replica in one process when the machine has an
-    accelerator (a GPU), not on a CPU-only machine. There a same-run A/B of
-    the train step (`python -m benchmarks.train_step --compare
-    jit_compile=false`) found XLA no faster at the main job's shape, and the
-    Transformer's step with XLA 1.8x and 2.9x slower at n = 2048 and 4096
-    (benchmarks/RESULTS.md). `True` asks for XLA anyway and is
-    checked with `check_jit_compile`; `False` turns it off.
+    `None` chooses XLA for one replica in one process on a GPU only (on CPU it measured no
+    faster: benchmarks/RESULTS.md). `True` is checked with `check_jit_compile`.
 
     >>> resolve_jit_compile(tf.distribute.get_strategy(), False)
     False
 
     Raises:
-        ValueError: `jit_compile=True` where XLA cannot work (see
-            `check_jit_compile`).
+        ValueError: `jit_compile=True` where XLA cannot work.
     """
     if jit_compile is None:
-        return (
-            strategy.num_replicas_in_sync == 1
-            and not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-            and bool(tf.config.list_physical_devices("GPU"))
-        )
+        return (strategy.num_replicas_in_sync == 1
+                and not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+                and bool(tf.config.list_physical_devices("GPU")))
     check_jit_compile(strategy, jit_compile)
     return bool(jit_compile)
 
@@ -128,12 +101,8 @@ def resolve_jit_compile(strategy, jit_compile=None):
 def set_mixed_precision(enabled):
     """Sets Keras's global dtype policy and returns its name.
 
-    `"mixed_float16"` when GPUs are visible (`Model.compile` then wraps the
-    optimizer in a `LossScaleOptimizer`, so small float16 gradients do not
-    underflow), `"mixed_bfloat16"` on CPU (bfloat16 has float32's exponent
-    range and needs no loss scaling), `"float32"` when not `enabled`.
-    Variables stay float32 under every policy. Call it before building
-    models.
+    `"mixed_float16"` (with loss scaling by `Model.compile`) when GPUs are visible,
+    `"mixed_bfloat16"` on CPU, `"float32"` when not `enabled`. Call it before building models.
     """
     if not enabled:
         name = "float32"
@@ -149,22 +118,15 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
                    connect_timeout=300.0, log=print):
     """Configures TensorFlow's devices for a training run and returns its strategy.
 
-    With `TF_CONFIG` in the environment, this process is one worker of a
-    `MultiWorkerMirroredStrategy` (`make_multi_worker_strategy`); without it, the CPU is
-    split into `cpu_replicas` logical devices (`configure_cpu_replicas`) and the strategy
-    mirrors over what is visible (`make_strategy`). Then XLA is checked against the
-    strategy (`check_jit_compile`) and the dtype policy set (`set_mixed_precision`). Call
-    it before any TensorFlow op runs, and before building models.
+    With `TF_CONFIG`, this process is a worker of a `MultiWorkerMirroredStrategy`; without
+    it, the CPU is split (`configure_cpu_replicas`) and `make_strategy` mirrors over what is
+    visible. Then XLA is checked and the dtype policy set. Call it before any TensorFlow op.
 
     Args:
-        cpu_replicas: int, logical CPU devices without GPUs; must be `1` with `TF_CONFIG`
-            (one worker per host or device).
+        cpu_replicas: int, logical CPU devices without GPUs; `1` with `TF_CONFIG`.
         mixed_precision: bool, see `set_mixed_precision`.
-        jit_compile: bool or `None`, whether the run will compile its step with XLA;
-            `True` is refused where XLA cannot work (`None` chooses: `resolve_jit_compile`).
-        deterministic: bool, makes every TensorFlow op deterministic
-            (`tf.config.experimental.enable_op_determinism`): slower, but a run gives the
-            same weights bit for bit.
+        jit_compile: bool or `None`, see `resolve_jit_compile`.
+        deterministic: bool, enables `tf.config.experimental.enable_op_determinism`.
         connect_timeout: float, with `TF_CONFIG`: seconds to wait for the other workers.
         log: callable for progress messages.
 
@@ -172,8 +134,8 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
         The `tf.distribute.Strategy` to train under.
 
     Raises:
-        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` other than 1 with
-            it, or XLA where it cannot work.
+        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` other than 1 with it, or XLA
+            where it cannot work.
     """
     check_positive_int("cpu_replicas", cpu_replicas)
     if deterministic:
@@ -194,17 +156,8 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
 
 
 def read_tf_config(environ=None):
-    """Parses and checks `TF_CONFIG`; returns it as a dict, or `None` when unset.
-
-    Checked: valid JSON; a `cluster` of `worker` (and optionally one
-    `chief`) lists of `host:port` addresses, each with a port in 1-65535
-    and no address twice; a `task` whose `type` is in the cluster and whose
-    `index` is in range. TensorFlow itself fails on most of these much
-    later, or hangs waiting for a worker that cannot exist.
-
-    Raises:
-        ValueError: naming `TF_CONFIG`, the offending field and its value.
-    """
+    """Parses and checks `TF_CONFIG` (TensorFlow would fail much later, or hang); returns it
+    as a dict, or `None` when unset. Raises ValueError naming the wrong field and value."""
     environ = os.environ if environ is None else environ
     text = environ.get("TF_CONFIG", "").strip()
     if not text:
@@ -214,11 +167,9 @@ def read_tf_config(environ=None):
     except json.JSONDecodeError as error:
         raise ValueError(f"TF_CONFIG is not valid JSON ({error}): {text[:200]!r}") from None
     if not isinstance(config, dict) or not isinstance(config.get("cluster"), dict):
-        raise ValueError(
-            'TF_CONFIG must be a JSON object with "cluster" (e.g. {"worker": '
-            '["host1:port", "host2:port"]}) and "task" (e.g. {"type": "worker", '
-            f'"index": 0}}). Received: {text[:200]!r}'
-        )
+        raise ValueError('TF_CONFIG must be a JSON object with "cluster" (e.g. {"worker": '
+                         '["host1:port", "host2:port"]}) and "task" (e.g. {"type": "worker", '
+                         f'"index": 0}}). Received: {text[:200]!r}')
     cluster, task = config["cluster"], config.get("task")
     unknown = sorted(set(cluster) - {"chief", "worker"})
     if unknown or not cluster.get("worker") and not cluster.get("chief"):
@@ -236,23 +187,19 @@ def read_tf_config(environ=None):
         for address in jobs_addresses:
             host, _, port = str(address).rpartition(":")
             if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-                raise ValueError(
-                    f'TF_CONFIG["cluster"]["{job}"] has the address {address!r}; '
-                    'each must be "host:port" with a port in 1-65535.'
-                )
+                raise ValueError(f'TF_CONFIG["cluster"]["{job}"] has the address {address!r}; '
+                                 'each must be "host:port" with a port in 1-65535.')
             addresses.append(address)
     repeated = sorted({a for a in addresses if addresses.count(a) > 1})
     if repeated:
         raise ValueError(f"TF_CONFIG lists the same address twice: {repeated}.")
     if len(cluster.get("chief", [])) > 1:
         raise ValueError(f'TF_CONFIG may have one "chief". Received: {cluster["chief"]!r}')
-    if (
-        not isinstance(task, dict)
+    if (not isinstance(task, dict)
         or task.get("type") not in cluster
         or isinstance(task.get("index"), bool)
         or not isinstance(task.get("index"), int)
-        or not 0 <= task["index"] < len(cluster[task["type"]])
-    ):
+        or not 0 <= task["index"] < len(cluster[task["type"]])):
         raise ValueError(
             f'TF_CONFIG["task"] must name this process\'s job and index in the cluster '
             f"({ {job: len(a) for job, a in cluster.items()} }). Received: {task!r}"
@@ -261,12 +208,8 @@ def read_tf_config(environ=None):
 
 
 def is_chief(strategy=None, environ=None):
-    """Whether this process is the chief, the one that writes a run's files.
-
-    The chief is the `chief` task, or worker 0 of a cluster without one; a process outside
-    a cluster is its own chief. The cluster is `strategy`'s when it has one, else
-    `TF_CONFIG`'s (`read_tf_config`) when no `strategy` is given.
-    """
+    """Whether this process is the chief (the `chief` task, or worker 0 without one) of
+    `strategy`'s cluster, or of `TF_CONFIG`'s without a `strategy`."""
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is not None and resolver.cluster_spec().as_dict():
         cluster = resolver.cluster_spec().as_dict()
@@ -283,34 +226,20 @@ def is_chief(strategy=None, environ=None):
 
 
 def make_multi_worker_strategy(connect_timeout=300.0, log=print):
-    """`MultiWorkerMirroredStrategy` from a checked `TF_CONFIG` (see `read_tf_config`).
+    """`MultiWorkerMirroredStrategy` from a checked `TF_CONFIG`, once every task answers.
 
-    Every worker must run the same program with the same arguments;
-    `output_dir` must be on storage every worker reaches.
-
-    TensorFlow's start-up waits for every worker without a time limit, in
-    C++ code that holds Python's interpreter lock, so that neither a
-    Python timer nor a signal handler can end it. So this task first
-    listens on its own port and waits, in Python, until every other task's
-    address accepts a connection (theirs do the same, or TensorFlow's server
-    already answers there); only then does TensorFlow start. Meanwhile and
-    during TensorFlow's start-up, SIGTERM and SIGINT end the process.
-
-    Args:
-        connect_timeout: float, seconds to wait for the other tasks.
-        log: callable for progress messages.
+    TensorFlow's start-up waits for every worker without a time limit, in C++ code no
+    Python timer can end; so this task first listens on its own port and waits until every
+    other task's address accepts a connection, within `connect_timeout` seconds.
 
     Raises:
-        ValueError: `TF_CONFIG` is unset or wrong, this task's port is
-            taken, or a task did not answer within `connect_timeout`
-            (naming its address).
+        ValueError: `TF_CONFIG` is unset or wrong, this task's port is taken, or a task
+            did not answer in time (naming its address).
     """
     config = read_tf_config()
     if config is None:
-        raise ValueError(
-            "TF_CONFIG is not set: a multi-worker run needs it in every worker's "
-            "environment (see `keras-linformer-launch --help`)."
-        )
+        raise ValueError("TF_CONFIG is not set: a multi-worker run needs it in every worker's "
+                         "environment (see `keras-linformer-launch --help`).")
     check_number("connect_timeout", connect_timeout, 0, include_low=False)
     task = config["task"]
     address = config["cluster"][task["type"]][task["index"]]
@@ -318,8 +247,6 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
     deadline = time.monotonic() + connect_timeout
     # SIGTERM and SIGINT end the process at once (the default action), also inside C++ code.
     with signal_handlers(signal.SIG_DFL, signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
-        # TensorFlow's gRPC server listens on all interfaces at this task's
-        # port; when that is taken it fails with "Could not start gRPC server".
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
             try:
                 listener.bind(("", port))
@@ -335,8 +262,7 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
                      if peer != address]
             log(f"Waiting up to {connect_timeout:g} s for the other tasks ({', '.join(peers)}).")
             wait_for_addresses(peers, deadline, connect_timeout)
-        # Should a task vanish between answering and joining, TensorFlow would
-        # wait forever: an alarm (SIGALRM ends the process) bounds it.
+        # A task vanishing between answering and joining: SIGALRM ends the wait.
         signal.alarm(math.ceil(max(deadline - time.monotonic(), 0)) + 60)
         try:
             # Collectives over gRPC on CPU; NCCL is picked automatically on GPUs.
@@ -344,10 +270,8 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
         except tf.errors.UnknownError as error:
             if "gRPC server" not in str(error):
                 raise
-            raise ValueError(
-                f"TF_CONFIG: this task ({address}) could not start its gRPC server "
-                f"({error.message}); the port was probably taken meanwhile."
-            ) from None
+            raise ValueError(f"TF_CONFIG: this task ({address}) could not start its gRPC server "
+                             f"({error.message}); the port was probably taken meanwhile.") from None
         finally:
             signal.alarm(0)
     return strategy
@@ -379,8 +303,7 @@ def wait_for_addresses(addresses, deadline, connect_timeout):
 
 @contextlib.contextmanager
 def signal_handlers(handler, *numbers):
-    """Sets `handler` for the signals `numbers` inside the block, and the previous ones after
-    it; outside the main thread, which cannot set them, leaves them as they are."""
+    """Sets `handler` for the signals `numbers` inside the block (in the main thread only)."""
     try:
         previous = {number: signal.signal(number, handler) for number in numbers}
     except ValueError:  # Not the main thread.

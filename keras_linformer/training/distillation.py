@@ -1,18 +1,9 @@
 """Distillation of a converted BERT: the Linformer learns to reproduce the BERT's outputs.
 
-`LinformerBackbone.from_bert` copies every weight of a BERT, but the
-projection of keys and values to k slots changes what each attention layer
-computes, so a conversion starts away from the BERT
-(`python -m benchmarks.conversion` measures how far). Fine-tuning, or a
-masked-LM adaptation with a new head (`pretraining`), then has to re-learn
-it from a task's labels or from masked tokens. Distillation uses the BERT
-itself as the target instead: on unlabelled text, the converted model (the
-student) is trained to give the sequence output that the BERT (the teacher,
-frozen) gives, over the real tokens of each text. The loss is the squared
-relative error of those outputs; the metrics are the relative error and the
-cosine of the sentence embeddings (the masked mean of the sequence output,
-as sentence-transformer BERTs such as all-MiniLM-L6-v2 define them), the
-measures of `benchmarks.conversion`.
+A conversion's projections change what each attention layer computes. Here the converted
+model (the student) learns, on unlabelled text, the sequence output of the frozen BERT
+(the teacher) over the real tokens: loss the squared relative error, metrics the relative
+error and the sentence-embedding cosine (the measures of `benchmarks.conversion`).
 
 ```python
 from keras_linformer import data, training
@@ -56,13 +47,9 @@ class SquaredRelativeError(keras.losses.Loss):
 class Distiller(keras.Model):
     """A student backbone trained to reproduce a frozen teacher backbone's sequence output.
 
-    Called on a backbone's inputs (`token_ids`, `segment_ids`,
-    `padding_mask`), it returns both sequence outputs stacked, `(B, S, 2,
-    H)`: the student's at `[:, :, 0]`, the teacher's at `[:, :, 1]`, for the
-    loss and metrics of this module (`build_distiller` compiles them). Only
-    the student trains: the teacher is frozen and runs in inference mode
-    (no dropout). The two must take the same inputs and have the same hidden
-    size: a BERT and its conversion (`LinformerBackbone.from_bert`).
+    Called on a backbone's inputs, it returns both sequence outputs stacked, `(B, S, 2, H)`:
+    the student's at `[:, :, 0]`, the teacher's (frozen, in inference mode) at `[:, :, 1]`.
+    The two must have the same hidden size: a BERT and its conversion.
 
     Args:
         student: the backbone to train, e.g. a `LinformerBackbone`.
@@ -91,10 +78,7 @@ class Distiller(keras.Model):
 
 def build_distiller(student, teacher, optimizer, jit_compile=False):
     """A compiled `Distiller` (loss `SquaredRelativeError`; metrics `token_error`,
-    `embedding_cosine`). Call it inside the strategy's scope.
-
-    The student's pooler (`pooled_dense`) is frozen: no distillation loss
-    reaches it, and it keeps the BERT's weights.
+    `embedding_cosine`), the student's pooler frozen. Call it inside the strategy's scope.
 
     Args:
         student: the backbone to train (a `LinformerBackbone`).
@@ -118,19 +102,17 @@ def build_distiller(student, teacher, optimizer, jit_compile=False):
 def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Distils a BERT into its Linformer conversion on the texts of `corpus`.
 
-    Converts `from_bert` (with the conversion options in `architecture`) and trains the
-    conversion to reproduce the BERT's sequence output on `corpus`'s training documents,
-    cut into sequences as masked-LM pretraining cuts them (nothing masked), in the flow
-    every run shares (`runs.run`). Writes what `finetune(pretrained=output_dir)` needs:
-    `vocab.txt` (the BERT's), `config.json`, `model.weights.h5`; and `summary.json` with
-    the test split's `test_token_error` and `test_embedding_cosine`.
-
-    `strategy`, `log` and `callbacks` are `runs.run`'s (a strategy, default
-    `devices.make_strategy()`; a callable for progress messages; Keras callbacks).
+    Converts `from_bert` (with the options in `architecture`) and trains the conversion to
+    reproduce the BERT on the training documents, cut as for pretraining (`runs.run`).
+    Writes what `finetune(pretrained=output_dir)` needs, and `summary.json` with
+    `test_token_error` and `test_embedding_cosine`.
 
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
         config: a `config.DistillationConfig`, or the output directory.
+        strategy: a `tf.distribute.Strategy`; default `devices.make_strategy()`.
+        log: callable for progress messages.
+        callbacks: list of `keras.callbacks.Callback`, or `None`.
         **options: `DistillationConfig` fields, replacing `config`'s.
 
     Returns:
@@ -141,12 +123,8 @@ def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **
 
 
 class DistillationTask(pretraining.MaskedLMTask):
-    """Distillation of a BERT into its conversion, as `runs.run` drives it (see `distill`).
-
-    It starts like a masked-LM adaptation (`MaskedLMTask.prepare` converts
-    the BERT and plans the steps on the same sequences) and differs in the
-    model, the targets and what it saves.
-    """
+    """Distillation, as `runs.run` drives it (see `distill`): a masked-LM adaptation with
+    another model, targets and saved files."""
 
     name = "distillation"
 
@@ -157,10 +135,8 @@ class DistillationTask(pretraining.MaskedLMTask):
                 "a Hugging Face BERT directory). Received: from_bert=None"
             )
         if self.architecture.get("attention") == "transformer":
-            raise ValueError(
-                "attention: a Transformer conversion is the BERT itself; distillation "
-                "trains a Linformer conversion. Received: attention='transformer'"
-            )
+            raise ValueError("attention: a Transformer conversion is the BERT itself; distillation "
+                             "trains a Linformer conversion. Received: attention='transformer'")
         self.check_sequences()
 
     def build_model(self, optimizer, jit_compile):
@@ -178,12 +154,10 @@ class DistillationTask(pretraining.MaskedLMTask):
         return sequences.map(inputs_and_mask)
 
     def describe(self, model, plan, strategy, jit_compile, start):
-        return (
-            f"Distilling BERT {self.config.from_bert} into its "
-            f"{self.architecture['attention']} conversion: "
-            f"{model.student.count_params():,} student parameters; dtype policy "
-            f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}."
-        )
+        return (f"Distilling BERT {self.config.from_bert} into its "
+                f"{self.architecture['attention']} conversion: "
+                f"{model.student.count_params():,} student parameters; dtype policy "
+                f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}.")
 
     def check_results(self, results):
         for name in ("loss", "token_error", "embedding_cosine"):
@@ -198,18 +172,14 @@ class DistillationTask(pretraining.MaskedLMTask):
         starting_points.save_pretrained(model.student, self.vocabulary, output_dir)
 
     def summary(self, results):
-        return {
-            "test_squared_relative_error": float(results["loss"]),
-            "test_token_error": float(results["token_error"]),
-            "test_embedding_cosine": float(results["embedding_cosine"]),
-            "test_documents": len(self.corpus.test),
-        }
+        return {"test_squared_relative_error": float(results["loss"]),
+                "test_token_error": float(results["token_error"]),
+                "test_embedding_cosine": float(results["embedding_cosine"]),
+                "test_documents": len(self.corpus.test)}
 
     def report(self, summary):
-        return (
-            f"Distillation done: on {summary['test_documents']} held-out documents the "
-            f"conversion's outputs are {summary['test_token_error']:.3f} of the BERT's away "
-            f"(relative error), sentence-embedding cosine "
-            f"{summary['test_embedding_cosine']:.4f} | {runs.speed_words(summary)} | saved "
-            f"to {self.config.output_dir}"
-        )
+        return (f"Distillation done: on {summary['test_documents']} held-out documents the "
+                f"conversion's outputs are {summary['test_token_error']:.3f} of the BERT's away "
+                f"(relative error), sentence-embedding cosine "
+                f"{summary['test_embedding_cosine']:.4f} | {runs.speed_words(summary)} | saved "
+                f"to {self.config.output_dir}")

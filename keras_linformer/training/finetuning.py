@@ -32,52 +32,39 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
         jit_compile: bool, whether to compile the train step with XLA.
     """
     model = LinformerTextClassifier(backbone, num_classes=num_classes, dropout=dropout)
-    model.compile(
-        optimizer=optimizer,
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        jit_compile=jit_compile,
-    )
+    model.compile(optimizer=optimizer,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                  jit_compile=jit_compile)
     return model
 
 
 def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
-    With `pretrained` (a pretraining output directory), the classifier starts from that
-    backbone and reads texts with its vocabulary; a checkpoint whose configuration differs
-    from `architecture` is refused (`starting_points.load_pretrained`). With `from_bert` (a
-    BERT preset or Hugging Face BERT directory keras-hub loads), it starts from that BERT
-    converted by `LinformerBackbone.from_bert` with the `starting_points.CONVERSION_KEYS`
-    of `architecture` (`attention="transformer"` keeps full attention), and reads texts
-    with the BERT's own vocabulary. Without either, a WordPiece vocabulary is trained on
-    the training texts and the backbone starts from random weights. Texts become `[CLS]
-    tokens [SEP]` of `sequence_length` tokens (longer ones keep their head). Training,
-    checkpoints and logs work as in `pretraining.pretrain` (`runs.run`), validating on the
-    whole validation split every epoch; the test split is evaluated at the end, with the
-    last epoch's weights or, with `restore_best`, the best epoch's (`selected_round` and
-    `selected_val_accuracy` in the summary). Writes `vocab.txt`, `classifier.keras`,
-    `labels.txt` (the class names, one per line in class-index order) and `summary.json`.
+    The backbone starts from `pretrained` (a pretraining output directory, whose
+    configuration must match `architecture`), from `from_bert` (a BERT converted by
+    `LinformerBackbone.from_bert`), or from scratch with a new vocabulary. Training works as
+    in `pretraining.pretrain`, validating on the whole validation split every epoch; the
+    test split is evaluated with the last epoch's weights or, with `restore_best`, the best
+    epoch's. Writes `vocab.txt`, `classifier.keras`, `labels.txt` and `summary.json`.
 
     ```python
     finetune(corpus, "runs/finetune", pretrained="runs/pretrain")
     finetune(corpus, FinetuningConfig(output_dir="runs/finetune", pretrained="runs/pretrain"))
     ```
 
-    `strategy`, `log` and `callbacks` are `runs.run`'s (a strategy, default
-    `devices.make_strategy()`; a callable for progress messages; Keras callbacks).
-
     Args:
         corpus: `data.Corpus` with labels.
         config: a `config.FinetuningConfig`, or the output directory (str).
-        **options: `FinetuningConfig` fields (`pretrained`, `from_bert`,
-            `architecture`, `sequence_length`, `batch_size`, `epochs`,
-            `dropout`, `jit_compile`, `seed`, ...), replacing `config`'s.
+        strategy: a `tf.distribute.Strategy`; default `devices.make_strategy()`.
+        log: callable for progress messages.
+        callbacks: list of `keras.callbacks.Callback`, or `None`.
+        **options: `FinetuningConfig` fields, replacing `config`'s.
 
     Returns:
-        The summary dict (also in `summary.json`): `test_accuracy`,
-        `test_loss`, `majority_accuracy`, `steps`, `tokens_per_second`,
-        `seconds`, ...
+        The summary dict (also in `summary.json`): `test_accuracy`, `test_loss`,
+        `majority_accuracy`, `steps`, ...
     """
     config = FinetuningConfig.of(config, **options)
     return runs.run(ClassificationTask(corpus, config), strategy, log, callbacks)
@@ -92,10 +79,8 @@ class ClassificationTask(runs.Task):
     def check(self):
         config = self.config
         if self.corpus.label_names is None:
-            raise ValueError(
-                f"corpus: {self.corpus.name!r} has no labels; fine-tuning needs a "
-                "labelled corpus (e.g. a table with a label column)."
-            )
+            raise ValueError(f"corpus: {self.corpus.name!r} has no labels; fine-tuning needs a "
+                             "labelled corpus (e.g. a table with a label column).")
         if config.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("sequence_length", config.sequence_length, minimum=3)
         check_number("epochs", config.epochs, 0, include_low=False)
@@ -127,27 +112,20 @@ class ClassificationTask(runs.Task):
                     f"pretrained backbone's max_sequence_length "
                     f"{backbone_config['max_sequence_length']} (in {config.pretrained!r})."
                 )
-            # Loaded (and checked) by build_model, inside the strategy's scope.
         else:
             sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
             self.vocabulary = runs.vocabulary_for(
                 config.output_dir, corpus.train.texts, config.vocabulary_size,
                 config.vocabulary_characters, config.seed,
             )
-            backbone_config = {
-                **DEFAULT_ARCHITECTURE,
-                **(config.architecture or {}),
-                "max_sequence_length": sequence_length,
-                "vocabulary_size": len(self.vocabulary),
-                "dropout": config.dropout,
-            }
+            backbone_config = {**DEFAULT_ARCHITECTURE, **(config.architecture or {}),
+                               "max_sequence_length": sequence_length,
+                               "vocabulary_size": len(self.vocabulary), "dropout": config.dropout}
         self.sequence_length = sequence_length
         self.backbone_config = backbone_config
         steps_per_pass = math.ceil(len(corpus.train) / config.batch_size)
-        plan = runs.plan_run(
-            steps_per_pass, config.epochs, config.max_steps,
-            config.checkpoint_every or steps_per_pass,
-        )
+        plan = runs.plan_run(steps_per_pass, config.epochs, config.max_steps,
+                             config.checkpoint_every or steps_per_pass)
         record = {
             "pretrained": (
                 None if config.pretrained is None else os.path.abspath(config.pretrained)
@@ -172,28 +150,16 @@ class ClassificationTask(runs.Task):
         else:
             backbone = LinformerBackbone(**self.backbone_config)
         self.attention = backbone.attention
-        return build_classifier(
-            backbone,
-            len(self.corpus.label_names),
-            optimizer,
-            dropout=config.dropout,
-            jit_compile=jit_compile,
-        )
+        return build_classifier(backbone, len(self.corpus.label_names), optimizer,
+                                dropout=config.dropout, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
-        return data.classification_dataset(
-            split.texts,
-            split.labels,
-            self.tokenizer(),
-            sequence_length=self.sequence_length,
-            batch_size=self.config.batch_size,
-            shuffle=shuffle,
-            seed=self.config.seed,
-            input_context=input_context,
-        )
+        return data.classification_dataset(split.texts, split.labels, self.tokenizer(),
+                                           sequence_length=self.sequence_length,
+                                           batch_size=self.config.batch_size, shuffle=shuffle,
+                                           seed=self.config.seed, input_context=input_context)
 
     def source(self):
-        """How the backbone started, in words."""
         config = self.config
         if config.pretrained is not None:
             return f"pretrained {config.pretrained}"
@@ -203,16 +169,14 @@ class ClassificationTask(runs.Task):
 
     def describe(self, model, plan, strategy, jit_compile, start):
         corpus, config = self.corpus, self.config
-        return (
-            f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
-            f" / {len(corpus.test)} test texts, labels {shorten(corpus.label_names)}. "
-            f"{self.attention} classifier {self.source()}: "
-            f"{model.backbone.count_params():,} backbone parameters, "
-            f"n={self.sequence_length}; {plan.total_steps} steps of {config.batch_size} on "
-            f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
-            f"{plan.steps_per_epoch}; dtype policy {keras.config.dtype_policy().name}"
-            f"{', XLA' if jit_compile else ''} ({time.perf_counter() - start:.0f} s)."
-        )
+        return (f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
+                f" / {len(corpus.test)} test texts, labels {shorten(corpus.label_names)}. "
+                f"{self.attention} classifier {self.source()}: "
+                f"{model.backbone.count_params():,} backbone parameters, "
+                f"n={self.sequence_length}; {plan.total_steps} steps of {config.batch_size} on "
+                f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
+                f"{plan.steps_per_epoch}; dtype policy {keras.config.dtype_policy().name}"
+                f"{', XLA' if jit_compile else ''} ({time.perf_counter() - start:.0f} s).")
 
     def save(self, model, output_dir):
         run_directory.save_model(model, output_dir, run_directory.CLASSIFIER_FILE)
@@ -220,15 +184,11 @@ class ClassificationTask(runs.Task):
 
     def summary(self, results):
         test = self.corpus.test
-        return {
-            "test_accuracy": float(results["accuracy"]),
-            "test_loss": float(results["loss"]),
-            "test_examples": len(test),
-            "majority_accuracy": max(collections.Counter(test.labels).values()) / len(test),
-            "pretrained": self.config.pretrained,
-            "from_bert": self.config.from_bert,
-            "attention": self.attention,
-        }
+        return {"test_accuracy": float(results["accuracy"]), "test_loss": float(results["loss"]),
+                "test_examples": len(test),
+                "majority_accuracy": max(collections.Counter(test.labels).values()) / len(test),
+                "pretrained": self.config.pretrained, "from_bert": self.config.from_bert,
+                "attention": self.attention}
 
     def report(self, summary):
         return (

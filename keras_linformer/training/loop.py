@@ -2,37 +2,15 @@
 
 Keras 3's `Model.fit` cannot run under `tf.distribute.MultiWorkerMirroredStrategy`
 (keras-team/keras#20585). `Trainer` drives the compiled model's own `train_step` and
-`test_step` (its loss, metrics, optimizer and learning-rate schedule) through
-`strategy.run` over a distributed dataset, under the default strategy, `MirroredStrategy`
-and `MultiWorkerMirroredStrategy` alike, and calls Keras callbacks where `fit` calls them
-(TensorBoard and the profiler through `keras.callbacks.TensorBoard`).
+`test_step` through `strategy.run`, and calls Keras callbacks where `fit` calls them.
 
-Fault tolerance:
-
-- **Checkpoints** (`tf.train.CheckpointManager`, every epoch and on preemption) hold the
-  model's variables (dropout seed states included), the optimizer's (its step count,
-  hence the schedule's position, and moments) and the global step. TensorFlow writes a
-  checkpoint under a temporary name, renames it when complete, then replaces the
-  `checkpoint` index atomically, so a kill during a write leaves the previous checkpoint
-  in force; one that does not restore (truncated, corrupted) is reported and the one
-  before it is used.
-- **Data position**: the input pipelines are deterministic for a seed, so a resumed run
-  skips the global batches the restored step consumed and sees the data it would have.
-- **Preemption**: SIGTERM makes every worker save a checkpoint at the same step (the
-  workers agree through an all-reduce) and stop. SIGKILL costs at most the steps since
-  the last checkpoint.
-- **NaN loss**: the run stops with `FloatingPointError` before saving anything
-  non-finite; the last good checkpoint stays.
-- **Best epoch** (with `monitor`): an epoch that improves the monitored validation metric
-  also saves the model's variables to `checkpoints/best/`, before the epoch's own
-  checkpoint, which records the best step and value; `restore_best` loads them at the
-  end. A resumed run keeps the best epoch of the epochs it resumes after.
-- **Agreement**: under several workers, before each checkpoint the workers all-gather a
-  fingerprint of their variables and stop with an error if any differs.
-
-Only the chief (worker 0) writes TensorBoard events, logs and the real checkpoints;
-other workers take part in every save (a multi-worker save is collective) but write to
-a scratch directory of their own.
+Fault tolerance: checkpoints (every epoch, and on SIGTERM, at the same step on every
+worker) hold the model's and optimizer's variables and the global step; TensorFlow writes
+them atomically, and one that does not restore is skipped for the one before. The input
+pipelines are deterministic, so a resumed run skips the batches already consumed. A NaN
+loss stops the run before saving. With `monitor`, the best epoch's variables also go to
+`checkpoints/best/`. Under several workers, the workers check before each checkpoint that
+their variables agree. Only the chief writes events, logs and the real checkpoints.
 """
 
 import math
@@ -66,18 +44,12 @@ def has_checkpoint(output_dir):
 
 
 def _reduce(strategy, logs):
-    # Per step, for progress and the NaN check: the mean of the replicas'
-    # values. Results over many steps come from `_metric_results`.
+    # Per step, for progress and the NaN check; results come from `_metric_results`.
     return {name: strategy.reduce("MEAN", value, axis=None) for name, value in logs.items()}
 
 
 def _metric_results(model):
-    """The compiled metrics' results over every replica and step since their reset.
-
-    Read outside `strategy.run`, the metrics' variables sum over replicas,
-    so a replica that saw fewer (or no) examples in a last, partial batch
-    counts in proportion; averaging each replica's result would not.
-    """
+    """The compiled metrics' results over every replica (in proportion to its examples)."""
     return {name: float(value) for name, value in model.get_metrics_result().items()}
 
 
@@ -92,10 +64,8 @@ def _test_function(model, strategy):
 def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
     """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
 
-    Works under every strategy, `MultiWorkerMirroredStrategy` included.
-    `test_function`: one made earlier by `_test_function`, to trace it once.
-    `callbacks`: a `keras.callbacks.CallbackList` whose `on_test_*` hooks are called as
-    `Model.evaluate` calls them, or `None`.
+    `test_function` is one made earlier by `_test_function`; `callbacks` a
+    `keras.callbacks.CallbackList` whose `on_test_*` hooks are called as `Model.evaluate` does.
     """
     test_function = test_function or _test_function(model, strategy)
     if callbacks is None:
@@ -130,24 +100,19 @@ class CheckpointWriteError(OSError):
 class Trainer:
     """Trains a compiled Keras model with `strategy.run`, checkpointing every epoch.
 
-    Build and compile the model inside `strategy.scope()` first. A `Trainer` over an
-    `output_dir` that holds checkpoints of an earlier, interrupted run restores the latest
-    usable one and continues from its step.
+    Build and compile the model inside `strategy.scope()` first. Over an `output_dir` with
+    checkpoints of an interrupted run, it continues from the latest usable one.
 
     Args:
         model: a compiled `keras.Model` built under `strategy`.
         strategy: the `tf.distribute.Strategy` the model was built under.
-        output_dir: str, where checkpoints (`checkpoints/`) and TensorBoard events
-            (`logs/train`, `logs/validation`) go.
-        max_to_keep: int, checkpoints kept (at least 2, so that a corrupted latest one has
-            a predecessor).
+        output_dir: str, where `checkpoints/` and TensorBoard events (`logs/`) go.
+        max_to_keep: int, checkpoints kept (at least 2).
         log: callable for progress messages (called on the chief only).
-        monitor: str or `None`, a validation metric of the epochs (e.g. `"val_accuracy"`)
-            whose best epoch `restore_best` loads: the lowest for a name with "loss" in it,
-            else the highest (Keras's `mode="auto"`); `None`: no best epoch is kept.
-        progress_every: float, seconds between the progress lines logged inside an epoch
-            when there is no progress bar (output to a file or a pipe), so that long epochs
-            show they are moving; `None`: one line per epoch only.
+        monitor: str or `None`, a validation metric (e.g. `"val_accuracy"`) whose best
+            epoch `restore_best` loads: the lowest for a "loss", else the highest.
+        progress_every: float or `None`, seconds between progress lines inside an epoch
+            when there is no progress bar.
     """
 
     def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
@@ -176,7 +141,6 @@ class Trainer:
             if not model.optimizer.built:
                 model.optimizer.build(model.trainable_variables)
             self.step = tf.Variable(0, dtype="int64", trainable=False, name="global_step")
-            # The monitored metric's best value so far and the step it was reached at.
             self.best_value = tf.Variable(math.nan, dtype="float64", trainable=False,
                                           name="best_value")
             self.best_step = tf.Variable(-1, dtype="int64", trainable=False, name="best_step")
@@ -188,8 +152,7 @@ class Trainer:
         self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, max_to_keep)
         self.best_manager = None
         if monitor is not None:
-            # Two: a run killed between an epoch's best and its own checkpoint leaves
-            # one best newer than the best its last checkpoint names.
+            # Two: a kill between a best and the epoch's checkpoint leaves a newer best.
             self.best_manager = self._manager(
                 tf.train.Checkpoint(model_variables=list(model.variables)), BEST_DIR, 2
             )
@@ -206,48 +169,32 @@ class Trainer:
         return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=max_to_keep)
 
     def restore(self):
-        """Restores the latest checkpoint that loads; returns its step (0 when none).
-
-        A checkpoint that fails to load is reported and skipped in favour of
-        the one before it. Under several workers, each restores from the
-        chief's directory.
-        """
+        """Restores the latest checkpoint that loads (reporting those that do not); returns its
+        step (0 when none)."""
         directory = os.path.join(self.output_dir, CHECKPOINT_DIR)
         state = tf.train.get_checkpoint_state(directory)
         if state is None:
             return 0
-        # get_checkpoint_state has already joined relative entries to
-        # `directory` (itself relative when `output_dir` is).
         candidates = list(reversed(state.all_model_checkpoint_paths))
         for path in candidates:
             try:
                 self.checkpoint.read(path).assert_existing_objects_matched()
             except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as error:
-                # A truncated file raises IndexError ("Read less bytes than
-                # requested"), a corrupted one DataLossError (an OpError).
+                # A truncated file raises IndexError, a corrupted one DataLossError.
                 first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                self.log(
-                    f"Checkpoint {path} does not load ({type(error).__name__}: "
-                    f"{first_line[:200]}); trying the one before it."
-                )
+                self.log(f"Checkpoint {path} does not load ({type(error).__name__}: "
+                         f"{first_line[:200]}); trying the one before it.")
                 continue
             step = int(self.step.numpy())
             self.log(f"Resuming from checkpoint {path} at step {step}.")
             return step
-        raise ValueError(
-            f"output_dir: none of the checkpoints in {directory!r} loads "
-            f"({', '.join(os.path.basename(p) for p in candidates)}). Remove the "
-            "directory to start over."
-        )
+        raise ValueError(f"output_dir: none of the checkpoints in {directory!r} loads "
+                         f"({', '.join(os.path.basename(p) for p in candidates)}). Remove the "
+                         "directory to start over.")
 
     def save(self, manager=None):
-        """Writes a checkpoint at the current step with `manager` (default: the run's own
-        checkpoints); collective: every worker calls it.
-
-        Raises:
-            CheckpointWriteError: the write failed (disk full, file too large, no
-                permission); the checkpoint index still names the previous checkpoints.
-        """
+        """Writes a checkpoint at the current step with `manager` (default: the run's own);
+        every worker calls it. Raises `CheckpointWriteError` when the write fails."""
         manager = manager or self.manager
         step = int(self.step.numpy())
         previous = manager.latest_checkpoint
@@ -266,16 +213,13 @@ class Trainer:
             raise CheckpointWriteError(
                 f"Could not write the checkpoint of step {step} to "
                 f"{manager.directory!r}: {message.strip().splitlines()[0][:300]}. "
-                + (
-                    f"The last complete checkpoint, {os.path.basename(previous)}, is "
-                    "intact: free space (or fix the directory) and run the same "
-                    "command again to resume from it."
-                    if previous
-                    else "No earlier checkpoint exists; a restart begins at step 0."
-                )
+                + (f"The last complete checkpoint, {os.path.basename(previous)}, is "
+                   "intact: free space (or fix the directory) and run the same "
+                   "command again to resume from it."
+                   if previous
+                   else "No earlier checkpoint exists; a restart begins at step 0.")
             ) from None
         if not self.chief:
-            # The non-chief copy only existed so that the save could run.
             shutil.rmtree(manager.directory, ignore_errors=True)
         return path
 
@@ -299,11 +243,8 @@ class Trainer:
     def restore_best(self):
         """After `fit`, loads the model variables of the best epoch; returns `(step, value)`.
 
-        The optimizer's state and the step stay those of the last epoch.
-
         Raises:
-            ValueError: the trainer has no `monitor`, no epoch was validated, or the best
-                epoch's checkpoint is missing.
+            ValueError: no `monitor`, no epoch validated, or the best checkpoint missing.
         """
         if self.monitor is None:
             raise ValueError("restore_best: this Trainer was made without a monitor.")
@@ -343,12 +284,8 @@ class Trainer:
         return tuple(bool(value > 0) for value in summed.numpy())
 
     def check_workers_agree(self):
-        """Raises RuntimeError unless every worker holds the same variables (multi-worker only).
-
-        Each replica's fingerprint is a position-weighted float64 sum of every value of the
-        model's and optimizer's variables, so replicas that differ in any variable differ in
-        it (except by a negligible coincidence); the replicas all-gather them.
-        """
+        """Raises RuntimeError unless every worker holds the same variables (multi-worker only),
+        comparing all-gathered position-weighted sums of every variable."""
         if not self.multi_worker:
             return
         if self._fingerprints_function is None:
@@ -367,49 +304,33 @@ class Trainer:
         gathered = self.strategy.experimental_local_results(self._fingerprints_function())
         fingerprints = [float(value) for value in gathered[0].numpy()]
         if len(set(fingerprints)) != 1:
-            raise RuntimeError(
-                f"The workers' variables diverged at step {int(self.step.numpy())} "
-                f"(fingerprints {fingerprints}); their checkpoints would not agree. "
-                "Check that every worker runs the same command and version."
-            )
-        self.log(
-            f"Variables identical on all {len(fingerprints)} replicas "
-            f"(fingerprint {fingerprints[0]:.17g})."
-        )
+            raise RuntimeError(f"The workers' variables diverged at step {int(self.step.numpy())} "
+                               f"(fingerprints {fingerprints}); their checkpoints would not agree. "
+                               "Check that every worker runs the same command and version.")
+        self.log(f"Variables identical on all {len(fingerprints)} replicas "
+                 f"(fingerprint {fingerprints[0]:.17g}).")
 
     def fit(self, make_train_dataset, plan, validation=None, callbacks=None, update_freq="epoch",
             profile_batches=None):
-        """Trains for `plan` (a `StepPlan`); returns `(history, steps run, seconds)`.
+        """Trains for `plan`; returns `(History.history, steps this call ran, seconds)`.
 
-        `callbacks` are called as `Model.fit` calls them, with the step's loss and metrics
-        after each batch and the epoch's (and the `val_` ones) after each epoch. Epochs are
-        the plan's, numbered from 0 over the whole run (a resumed run starts at its
-        checkpoint's epoch); batches count within the epoch. A callback that sets
-        `model.stop_training` ends the epoch after that batch (the epoch is then validated
-        and checkpointed) or ends training after that epoch; under several workers, any
-        worker's request stops them all. Callback state is not checkpointed.
+        `callbacks` are called as `Model.fit` calls them; epochs are numbered over the whole
+        run, batches within the epoch. A callback that sets `model.stop_training` (on any
+        worker) ends the epoch after that batch, validated and checkpointed, and training.
 
         Args:
             make_train_dataset: callable `skip_steps -> DistributedDataset` yielding global
-                batches forever from the given step on
-                (e.g. `inputs.distribute(..., repeat=True, skip_steps=...)`).
+                batches forever from that step on.
             plan: `inputs.StepPlan`, the epochs and steps per epoch.
             validation: a finite `DistributedDataset` evaluated after every epoch, or `None`.
             callbacks: list of `keras.callbacks.Callback`, or `None`.
-            update_freq: `"epoch"`, or int: the chief also writes each `update_freq`-th
-                step's loss and metrics to TensorBoard (`logs/train`, tags `batch_*`,
-                numbered by optimizer step), as `keras.callbacks.TensorBoard` does.
-            profile_batches: `(first, last)` or `None`: steps of this call (counted from 1)
-                to trace with the TensorFlow profiler into `logs/train/plugins/profile/`.
-
-        Returns:
-            `(history, steps, seconds)`: `history` is `History.history` (each metric's
-            per-epoch values); `steps` are the steps this call ran.
+            update_freq: `"epoch"`, `"batch"` or int, steps between TensorBoard points
+                (numbered by optimizer step), as `keras.callbacks.TensorBoard`'s.
+            profile_batches: `(first, last)` or `None`, steps of this call to profile.
 
         Raises:
             Preempted: SIGTERM arrived; a checkpoint was saved first.
-            FloatingPointError: the loss became NaN or infinite; nothing was
-                saved after the last good checkpoint.
+            FloatingPointError: the loss became NaN or infinite; nothing was saved.
         """
         if not (update_freq in ("epoch", "batch") or (
                 isinstance(update_freq, int) and not isinstance(update_freq, bool)
@@ -430,8 +351,7 @@ class Trainer:
         )
         start_step = self.restore()
         strategy, model = self.strategy, self.model
-        # As in Keras's own fit, XLA (`model.jit_compile`) compiles the per-replica step;
-        # the loop around it stays a plain graph.
+        # As in Keras's fit, XLA compiles the per-replica step, not the loop around it.
         train_step = model.train_step
         if model.jit_compile:
             train_step = tf.function(train_step, jit_compile=True, reduce_retracing=True)
@@ -468,11 +388,9 @@ class Trainer:
                 for metric in self.model.metrics:
                     metric.reset_state()
                 first = step  # Of this call: a resumed epoch starts inside.
-                progress = keras.utils.Progbar(
-                    epoch_end - step,
-                    verbose=progress_verbosity() if self.chief else 0,
-                    unit_name="step",
-                )
+                progress = keras.utils.Progbar(epoch_end - step,
+                                               verbose=progress_verbosity() if self.chief else 0,
+                                               unit_name="step")
                 self.log(f"Epoch {epoch + 1}/{plan.epochs} (steps {step + 1}-{epoch_end})")
                 callbacks.on_epoch_begin(epoch)
                 epoch_start = last_line = time.perf_counter()
@@ -484,11 +402,9 @@ class Trainer:
                         raise FloatingPointError(
                             f"The training loss became {logs['loss']} at step {step + 1}; "
                             "stopped without saving. "
-                            + (
-                                f"The last good checkpoint is {latest!r}. "
-                                if latest
-                                else "No checkpoint was written before it. "
-                            )
+                            + (f"The last good checkpoint is {latest!r}. "
+                               if latest
+                               else "No checkpoint was written before it. ")
                             + "The optimizer diverged: check the optimizer's settings "
                             "(learning rate, warmup, weight decay) and the data."
                         )
@@ -499,11 +415,9 @@ class Trainer:
                     if (self.progress_every is not None and progress_verbosity() == 2
                             and step < epoch_end and now - last_line >= self.progress_every):
                         done = step - first
-                        self.log(
-                            f"  step {step} ({done}/{epoch_end - first} of epoch "
-                            f"{epoch + 1}; {(now - epoch_start) / done:.2f} s/step; "
-                            f"loss {logs.get('loss', math.nan):.4g})"
-                        )
+                        self.log(f"  step {step} ({done}/{epoch_end - first} of epoch "
+                                 f"{epoch + 1}; {(now - epoch_start) / done:.2f} s/step; "
+                                 f"loss {logs.get('loss', math.nan):.4g})")
                         last_line = now
                     terminate, stop = self._agreed(
                         self._terminate_requested, self.model.stop_training
@@ -523,11 +437,9 @@ class Trainer:
                 # Before the epoch's own checkpoint, which names the best step.
                 self._keep_if_best(epoch_logs)
                 path = self.save()
-                self.log(
-                    f"Epoch {epoch + 1}/{plan.epochs}: "
-                    + " - ".join(f"{k}: {v:.4g}" for k, v in epoch_logs.items())
-                    + f" ({time.perf_counter() - epoch_start:.0f} s; saved {path})"
-                )
+                self.log(f"Epoch {epoch + 1}/{plan.epochs}: "
+                         + " - ".join(f"{k}: {v:.4g}" for k, v in epoch_logs.items())
+                         + f" ({time.perf_counter() - epoch_start:.0f} s; saved {path})")
         if self.model.stop_training and step < plan.total_steps:
             self.log(f"A callback stopped training at step {step} of {plan.total_steps}.")
         callbacks.on_train_end(epoch_logs)
@@ -535,19 +447,11 @@ class Trainer:
 
 
 class TensorBoard(keras.callbacks.TensorBoard):
-    """`keras.callbacks.TensorBoard` whose batch scalars are numbered by the optimizer step.
-
-    Keras numbers them by the batches of the `fit` call, which restart at 1
-    when a run resumes; the optimizer's step continues where the checkpoint
-    left it. `profile_batch` still counts the batches of this call. Epoch
-    scalars are numbered by the epochs completed (1 for the first), as in
-    the event files of earlier versions, which readers of a run's curves
-    (`benchmarks.studies.quality_report`) expect.
-    """
+    """`keras.callbacks.TensorBoard` numbering batch scalars by the optimizer step (which a
+    resumed run continues) and epoch scalars by the epochs completed."""
 
     def on_epoch_end(self, epoch, logs=None):
-        # Keras's record_if for the last batch would also drop the epoch's points whenever that
-        # batch is not one to log.
+        # Keras's record_if for the last batch could drop the epoch's points.
         with self.summary.record_if(True):
             super().on_epoch_end(epoch + 1, logs)
 

@@ -12,13 +12,9 @@ def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay
                    end_fraction=0.0):
     """Returns `keras.optimizers.AdamW` on a warmup-then-cosine schedule.
 
-    The learning rate rises linearly from 0 to `learning_rate` over the first
-    `warmup_fraction` of `total_steps`, then follows a cosine down to
-    `end_fraction * learning_rate` at `total_steps` (BERT's recipe with a
-    cosine instead of a linear decay), all from
-    `keras.optimizers.schedules.CosineDecay`. With warmup the first step
-    has a learning rate of 0. As in BERT, weight decay spares biases and
-    LayerNorm scales and offsets.
+    The learning rate rises linearly from 0 over the first `warmup_fraction` of
+    `total_steps`, then follows a cosine down to `end_fraction * learning_rate`
+    (`keras.optimizers.schedules.CosineDecay`). Weight decay spares biases and LayerNorm.
 
     Args:
         learning_rate: float, the peak learning rate.
@@ -33,11 +29,8 @@ def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay
     warmup_steps = math.ceil(warmup_fraction * total_steps)
     if warmup_steps:
         schedule = keras.optimizers.schedules.CosineDecay(
-            initial_learning_rate=0.0,
-            decay_steps=max(1, total_steps - warmup_steps),
-            alpha=end_fraction,
-            warmup_target=learning_rate,
-            warmup_steps=warmup_steps,
+            initial_learning_rate=0.0, decay_steps=max(1, total_steps - warmup_steps),
+            alpha=end_fraction, warmup_target=learning_rate, warmup_steps=warmup_steps
         )
     else:
         schedule = keras.optimizers.schedules.CosineDecay(

@@ -24,13 +24,10 @@ def build_masked_lm(backbone_config, optimizer, jit_compile=False):
     """A compiled `LinformerMaskedLM`. Call it inside the strategy's scope.
 
     The pooler (`pooled_dense`) is frozen. The loss is the mean cross-entropy over the
-    selected (masked) tokens only (`reduction="mean_with_sample_weight"`: the padding of
-    `mask_positions` has weight 0), so `exp(loss)` is the perplexity, which is also tracked
-    as a metric (`keras_hub.metrics.Perplexity`), with the masked-token accuracy.
+    masked tokens only, so `exp(loss)` is the perplexity; metrics: perplexity and accuracy.
 
     Args:
-        backbone_config: dict of `LinformerBackbone` arguments for a new
-            backbone, or a `LinformerBackbone` (e.g. a converted BERT).
+        backbone_config: dict of `LinformerBackbone` arguments, or a `LinformerBackbone`.
         optimizer: a `keras.optimizers.Optimizer`.
         jit_compile: bool, whether to compile the train step with XLA.
     """
@@ -38,29 +35,22 @@ def build_masked_lm(backbone_config, optimizer, jit_compile=False):
     if not isinstance(backbone, LinformerBackbone):
         backbone = LinformerBackbone(**backbone_config)
     model = LinformerMaskedLM(backbone)
-    # The tanh-pooled [CLS] output serves classification; no masked-LM loss
-    # reaches it (BERT trained it with next-sentence prediction).
+    # No masked-LM loss reaches the pooled [CLS] output.
     model.backbone.pooled_dense.trainable = False
     model.compile(
         optimizer=optimizer,
         loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight"
         ),
-        weighted_metrics=[
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-            keras_hub.metrics.Perplexity(from_logits=True, name="perplexity"),
-        ],
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+                          keras_hub.metrics.Perplexity(from_logits=True, name="perplexity")],
         jit_compile=jit_compile,
     )
     return model
 
 
 def check_results(results, mask_selection_rate):
-    """Raises ValueError for test metrics no trained masked LM can have.
-
-    Perplexity is at least 1; a lower (or missing) one means that no token
-    of the test split was masked, so nothing was measured.
-    """
+    """Raises ValueError for a test perplexity under 1 or missing: no token was masked."""
     perplexity = results.get("perplexity")
     if perplexity is None or not perplexity >= 1 or not math.isfinite(results["loss"]):
         raise ValueError(
@@ -74,36 +64,28 @@ def check_results(results, mask_selection_rate):
 def pretrain(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Pretrains a LinformerBackbone as a masked language model on `corpus`.
 
-    Trains a WordPiece vocabulary on (a sample of) the training documents (with
-    `from_bert`: converts that BERT with `LinformerBackbone.from_bert` and keeps its
-    vocabulary, adding a new masked-LM head), cuts them into `[CLS] ... [SEP]` sequences of
-    `max_sequence_length` tokens with dynamic masking (`data.pretraining_dataset`), and
-    trains in the flow every run shares (`runs.run`: `loop.Trainer` under `strategy`; every
-    `checkpoint_every` steps at most a validation pass on the first `validation_batches`
-    batches, a checkpoint that a killed run resumes from, TensorBoard scalars and a log
-    line). At the end it reports the perplexity on the whole test split and writes what
-    fine-tuning needs (`starting_points.save_pretrained`): `vocab.txt`, `config.json`,
-    `model.weights.h5`; the whole masked LM as `masked_lm.keras`; and `summary.json`.
+    Trains a WordPiece vocabulary on the training documents (with `from_bert`: converts
+    that BERT and keeps its vocabulary, with a new masked-LM head), cuts them into sequences
+    with dynamic masking (`data.pretraining_dataset`) and trains (`runs.run`: a validation
+    pass, a checkpoint and a log line every epoch). Reports the test perplexity and writes
+    `vocab.txt`, `config.json`, `model.weights.h5`, `masked_lm.keras` and `summary.json`.
 
     ```python
     pretrain(corpus, "runs/pretrain", max_steps=100)
     pretrain(corpus, PretrainingConfig(output_dir="runs/pretrain", max_steps=100))
     ```
 
-    `strategy`, `log` and `callbacks` are `runs.run`'s (a strategy, default
-    `devices.make_strategy()`; a callable for progress messages; Keras callbacks).
-
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
         config: a `config.PretrainingConfig`, or the output directory (str).
-        **options: `PretrainingConfig` fields (`architecture`, `batch_size`,
-            `epochs`, `max_steps`, `learning_rate`, `mask_selection_rate`,
-            `short_sequence_rate`, `jit_compile`, `seed`, ...), replacing `config`'s.
+        strategy: a `tf.distribute.Strategy`; default `devices.make_strategy()`.
+        log: callable for progress messages.
+        callbacks: list of `keras.callbacks.Callback`, or `None`.
+        **options: `PretrainingConfig` fields, replacing `config`'s.
 
     Returns:
         The summary dict (also in `summary.json`): `test_perplexity`,
-        `unigram_test_perplexity`, `test_loss`, `test_accuracy`, `steps`,
-        `tokens_per_second`, `seconds`, ...
+        `unigram_test_perplexity`, `test_loss`, `test_accuracy`, `steps`, ...
     """
     config = PretrainingConfig.of(config, **options)
     return runs.run(MaskedLMTask(corpus, config), strategy, log, callbacks)
@@ -128,7 +110,7 @@ class MaskedLMTask(runs.Task):
         check_number("mask_selection_rate", self.config.mask_selection_rate, 0, 1, False, False)
 
     def check_sequences(self):
-        """Checks the options of `sequences`, which every task on it shares."""
+        """Checks the options of `sequences`."""
         attention_transfer.check_run_option(self.config.attention_transfer_epochs,
                                             self.config.from_bert)
         if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
@@ -152,31 +134,26 @@ class MaskedLMTask(runs.Task):
                 config.output_dir, corpus.train.texts, config.vocabulary_size,
                 config.vocabulary_characters, config.seed,
             )
-        if config.short_sequence_rate:  # Recorded only when used: older runs resume.
+        if config.short_sequence_rate:  # Only when used: older runs resume.
             record["short_sequence_rate"] = config.short_sequence_rate
         sequences = inputs.count_sequences(
             corpus.train.texts, self.tokenizer(), self.sequence_length
         )
-        plan = runs.plan_run(
-            sequences / config.batch_size, config.epochs, config.max_steps,
-            config.checkpoint_every,
-        )
+        plan = runs.plan_run(sequences / config.batch_size, config.epochs, config.max_steps,
+                             config.checkpoint_every)
         self.backbone_config = {**self.architecture, "vocabulary_size": len(self.vocabulary)}
-        log(
-            f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
+        log(f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
             f"sequences of {self.sequence_length} tokens; vocabulary of "
             f"{len(self.vocabulary)} ({time.perf_counter() - start:.0f} s). "
             f"{plan.total_steps} steps of {config.batch_size} on "
             f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
-            f"{plan.steps_per_epoch}."
-        )
+            f"{plan.steps_per_epoch}.")
         return plan, {"backbone": self.backbone_config, **record}
 
     def build_model(self, optimizer, jit_compile):
         return build_masked_lm(self.new_backbone(), optimizer, jit_compile=jit_compile)
 
     def new_backbone(self):
-        """The backbone training starts from: the converted BERT, or a new one."""
         if self.bert is not None:
             return self.converted_backbone(self.architecture["dropout"])
         return LinformerBackbone(**self.backbone_config)
@@ -185,8 +162,7 @@ class MaskedLMTask(runs.Task):
         return self.sequences(split, shuffle, input_context, self.config.mask_selection_rate)
 
     def sequences(self, split, shuffle, input_context, mask_selection_rate):
-        """`split`'s documents cut into sequences of n tokens (`data.pretraining_dataset`),
-        `mask_selection_rate` of their tokens masked; short ones mixed into training only."""
+        """`split`'s documents as masked sequences of n tokens."""
         return data.pretraining_dataset(
             split.texts,
             self.tokenizer(),
@@ -203,27 +179,23 @@ class MaskedLMTask(runs.Task):
         )
 
     def describe(self, model, plan, strategy, jit_compile, start):
-        return (
-            f"{self.architecture['attention']} masked LM"
-            + (f" converted from BERT {self.config.from_bert}" if self.bert is not None else "")
-            + ": "
-            f"{model.backbone.count_params():,} backbone parameters; dtype policy "
-            f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}."
-        )
+        return (f"{self.architecture['attention']} masked LM"
+                + (f" converted from BERT {self.config.from_bert}" if self.bert is not None else "")
+                + ": "
+                f"{model.backbone.count_params():,} backbone parameters; dtype policy "
+                f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}.")
 
     def check_results(self, results):
         check_results(results, self.config.mask_selection_rate)
 
     def save(self, model, output_dir):
         starting_points.save_pretrained(model.backbone, self.vocabulary, output_dir)
-        # The whole masked LM (backbone and tied head), for fill-mask use and export.
         run_directory.save_model(model, output_dir, run_directory.MASKED_LM_FILE)
 
     def summary(self, results):
         corpus = self.corpus
         return {
             "test_perplexity": float(results["perplexity"]),
-            # What word frequencies alone reach on the same texts: the bar to clear.
             "unigram_test_perplexity": data.unigram_perplexity(
                 self.tokenizer(), corpus.train.texts, corpus.test.texts
             ),
@@ -233,10 +205,8 @@ class MaskedLMTask(runs.Task):
         }
 
     def report(self, summary):
-        return (
-            f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "
-            f"(unigram baseline {summary['unigram_test_perplexity']:.2f}; "
-            f"loss {summary['test_loss']:.4f}, masked-token accuracy "
-            f"{summary['test_accuracy']:.4f}) on {len(self.corpus.test)} held-out documents | "
-            f"{runs.speed_words(summary)} | saved to {self.config.output_dir}"
-        )
+        return (f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "
+                f"(unigram baseline {summary['unigram_test_perplexity']:.2f}; "
+                f"loss {summary['test_loss']:.4f}, masked-token accuracy "
+                f"{summary['test_accuracy']:.4f}) on {len(self.corpus.test)} held-out documents | "
+                f"{runs.speed_words(summary)} | saved to {self.config.output_dir}")

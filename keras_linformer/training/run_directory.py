@@ -1,33 +1,15 @@
 """What a run's output directory holds, and which directories a run may write into.
 
-This module names every file that a pretraining (`pretraining.pretrain`,
-task `"masked_lm"`) or fine-tuning (`finetuning.finetune`, task
-`"classification"`) run writes, and reads them back:
-
     run.json             the run's options, written first (`read_run`)
-    checkpoints/         the trainer's checkpoints (`loop.Trainer`); with a
-                         monitored metric, checkpoints/best/ holds the best
-                         epoch's model variables
+    checkpoints/         the trainer's checkpoints; checkpoints/best/ the best epoch's
     logs/                TensorBoard events: logs/train, logs/validation
     vocab.txt            the WordPiece vocabulary, one token per line
-    summary.json         the run's results, written last (`read_summary`)
+    summary.json         the run's results, written last: the run is finished
+    config.json, model.weights.h5, metadata.json, masked_lm.keras   pretraining only
+    classifier.keras, labels.txt (class names in index order)       fine-tuning only
 
-    pretraining only (keras-hub's preset files, then the whole model):
-    config.json          the LinformerBackbone config
-    model.weights.h5     the backbone weights
-    metadata.json        keras / keras-hub versions
-    masked_lm.keras      the whole masked LM (backbone and tied head)
-
-    fine-tuning only:
-    classifier.keras     the whole LinformerTextClassifier
-    labels.txt           the class names, one per line, in class-index order
-                         (`read_labels`)
-
-A run records its options in `run.json` when it starts; its `task` names
-the program that wrote it, so that `run.json` marks a directory as that
-program's run. `summary.json` is written last: a directory with it holds a
-finished run. An output directory must be new, empty, or a run of the same
-program: anything else would have files replaced or mixed with the run's.
+`run.json`'s `task` marks a directory as that program's run. An output directory must be
+new, empty, or a run of the same program.
 """
 
 import contextlib
@@ -52,36 +34,26 @@ WEIGHTS_FILE = "model.weights.h5"
 MASKED_LM_FILE = "masked_lm.keras"
 CLASSIFIER_FILE = "classifier.keras"
 LABELS_FILE = "labels.txt"
-# Written by the studies (`python -m benchmarks.quality`, ...) beside a run before starting
-# it: its command, the commit of the code that runs it, the machine it runs on, its output.
+# Written by the studies (`benchmarks.quality`, ...) beside a run before starting it.
 COMMAND_FILE = "command.txt"
 COMMIT_FILE = "commit.txt"
 MACHINE_FILE = "machine.json"
 LOG_FILE = "output.log"
 
-# The `task` in run.json, and the program (of keras_linformer.programs) that writes such
-# runs, with the flags that choose the task.
-PROGRAMS = {
-    "masked_lm": ("pretrain", ""),
-    "distillation": ("pretrain", " --objective distillation"),
-    "classification": ("finetune", ""),
-}
+# The `task` in run.json: the program that writes such runs, and its flags.
+PROGRAMS = {"masked_lm": ("pretrain", ""),
+            "distillation": ("pretrain", " --objective distillation"),
+            "classification": ("finetune", "")}
 
 
 def program_of(task):
-    """The command that writes runs of `task` (a key of `PROGRAMS`): its console script (the
-    programs name it as they were run, `keras_linformer.programs.cli.name_commands`)."""
+    """The console script that writes runs of `task` (a key of `PROGRAMS`)."""
     program, flags = PROGRAMS[task]
     return f"keras-linformer-{program}{flags}"
 
 
 def read_json(path, argument="output_dir"):
-    """The JSON value in `path`, or `None` when there is no such file.
-
-    Raises:
-        ValueError: the file exists but cannot be read or parsed (e.g. a write cut short),
-            naming `argument` and the file.
-    """
+    """The JSON value in `path`, or `None` without the file; ValueError if unreadable."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         return None
@@ -89,20 +61,16 @@ def read_json(path, argument="output_dir"):
         with open(path, encoding="utf-8") as file:
             return json.load(file)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(
-            f"{argument}: {path!r} is unreadable or truncated ({error}). Restore it, "
-            "or use another output directory."
-        ) from None
+        raise ValueError(f"{argument}: {path!r} is unreadable or truncated ({error}). Restore it, "
+                         "or use another output directory.") from None
 
 
 def read_run(directory, argument="output_dir"):
     """The options recorded in `directory`'s `run.json` (a dict), or `None` without one."""
     run = read_json(os.path.join(directory, RUN_FILE), argument)
     if run is not None and not isinstance(run, dict):
-        raise ValueError(
-            f"{argument}: {os.path.join(directory, RUN_FILE)!r} holds "
-            f"{type(run).__name__}, not the JSON object a run records."
-        )
+        raise ValueError(f"{argument}: {os.path.join(directory, RUN_FILE)!r} holds "
+                         f"{type(run).__name__}, not the JSON object a run records.")
     return run
 
 
@@ -117,24 +85,21 @@ def is_finished(directory):
 
 
 def write_json(path, value):
-    """Writes `value` to `path` as indented JSON, whole: a temporary file replaces `path` once
-    written, so that a kill never leaves a cut-off `summary.json` marking a run finished."""
+    """Writes `value` to `path` as indented JSON, whole (never cut off by a kill)."""
     with files.replaced_whole(path) as temporary, open(temporary, "w", encoding="utf-8") as file:
         json.dump(value, file, indent=2)
 
 
 def write_run(directory, run_config):
-    """Writes the run's options to `run.json`."""
     write_json(os.path.join(directory, RUN_FILE), run_config)
 
 
 def write_summary(directory, summary):
-    """Writes the run's final numbers to `summary.json`."""
     write_json(os.path.join(directory, SUMMARY_FILE), summary)
 
 
 def write_labels(directory, label_names):
-    """Writes the class names to `labels.txt`, one per line in class-index order."""
+    """Writes the class names to `labels.txt`, in class-index order."""
     path = os.path.join(directory, LABELS_FILE)
     with files.replaced_whole(path) as temporary, open(temporary, "w", encoding="utf-8") as file:
         file.writelines(f"{name}\n" for name in label_names)
@@ -154,14 +119,8 @@ def read_labels(path):
 
 
 def logged_scalars(log_dir):
-    """The scalars a run logged for TensorBoard: `{tag: [(step, value), ...]}`, in step order.
-
-    Reads the event files in `log_dir` (`OUTPUT_DIR/logs/train` or
-    `OUTPUT_DIR/logs/validation`, under `LOG_DIR`)
-    with TensorFlow's own record reader and `Event` protos. A resumed run
-    appends to new event files; an epoch logged twice (a kill after the
-    point was written, before its checkpoint) keeps its last value.
-    """
+    """The scalars logged in `log_dir` (e.g. OUTPUT_DIR/logs/train): `{tag: [(step, value),
+    ...]}` in step order; a step logged twice (by a resumed run) keeps its last value."""
     import tensorflow as tf
 
     points = {}
@@ -180,16 +139,9 @@ def logged_scalars(log_dir):
 
 @contextlib.contextmanager
 def claimed(directory, writer=True):
-    """Holds `directory` for the run of this process (its `writer`; others do nothing):
-    another run into it is refused while this one lasts.
-
-    The claim is an exclusive `flock` on `LOCK_FILE`, which names this process; the
-    operating system releases it when the process ends, however it ends, so a killed run
-    leaves no claim behind and its rerun resumes.
-
-    Raises:
-        ValueError: another process holds `directory`, naming it.
-    """
+    """Holds `directory` for this process's run (if `writer`) with an exclusive `flock` on
+    `LOCK_FILE`, released however the process ends. Raises ValueError naming another
+    holder."""
     if not writer:
         yield
         return
@@ -224,8 +176,7 @@ def _in_use(directory, descriptor, argument="output_dir"):
 
 
 def check_not_claimed(directory, argument="output_dir"):
-    """Raises `claimed`'s error if another process holds `directory` now (a check before
-    a program starts its work; `claimed` is what holds it)."""
+    """Raises `claimed`'s error if another process holds `directory` now."""
     path = os.path.join(directory, LOCK_FILE)
     if not os.path.isfile(path):
         return
@@ -237,29 +188,15 @@ def check_not_claimed(directory, argument="output_dir"):
 
 
 def check_output_dir(path, task, argument="output_dir"):
-    """Raises unless `path` may receive a run of `task` (a key of `PROGRAMS`).
-
-    It may: not exist yet, be empty (but for its command and logs), or hold a run
-    of the same task (its `run.json`), which the run then resumes, or
-    reports as finished.
-
-    Raises:
-        ValueError: `path` is a file, holds a run of another task, or holds
-            files but no `run.json`; the message names the files that would
-            be lost.
-    """
+    """Raises ValueError unless `path` is new, empty (but for a driver's files and logs), or
+    a run of `task`; the message names the files that would be lost."""
     path = os.fspath(path)
     if not os.path.exists(path):
         return
     if not os.path.isdir(path):
-        raise ValueError(
-            f"{argument}: {path!r} is a file, not a directory. Give a new directory "
-            "(or the directory of an earlier run to resume it)."
-        )
+        raise ValueError(f"{argument}: {path!r} is a file, not a directory. Give a new directory "
+                         "(or the directory of an earlier run to resume it).")
     check_not_claimed(path, argument)
-    # A driver, or a shell redirection, may write the run's command, its commit, its machine
-    # or a log of its output (`*.log`) before the program starts; a run never writes such
-    # names, so none is lost.
     present = sorted(name for name in os.listdir(path)
                      if name not in (COMMAND_FILE, COMMIT_FILE, MACHINE_FILE, LOCK_FILE)
                      and not name.endswith(".log"))
@@ -268,23 +205,17 @@ def check_output_dir(path, task, argument="output_dir"):
     run = read_run(path, argument)
     listed = ", ".join(present[:8]) + (f" and {len(present) - 8} more" if len(present) > 8 else "")
     if run is None:
-        reason = (
-            f"holds {CHECKPOINT_DIR}/ but no {RUN_FILE} recording the options that produced "
-            "them, so they cannot be resumed safely"
-            if CHECKPOINT_DIR in present
-            else f"is not empty and is not a run (it has no {RUN_FILE})"
-        )
+        reason = (f"holds {CHECKPOINT_DIR}/ but no {RUN_FILE} recording the options that produced "
+                  "them, so they cannot be resumed safely"
+                  if CHECKPOINT_DIR in present
+                  else f"is not empty and is not a run (it has no {RUN_FILE})")
         raise ValueError(
             f"{argument}: {path!r} {reason}; a run there would replace or mix with its "
             f"files ({listed}). Give a new or empty directory."
         )
     if run.get("task") != task:
-        found = (
-            program_of(run.get("task")) if run.get("task") in PROGRAMS
-            else f"task {run.get('task')!r}"
-        )
-        raise ValueError(
-            f"{argument}: {path!r} holds a run of `{found}` ({RUN_FILE}); "
-            f"`{program_of(task)}` would replace its files ({listed}). Give a new or "
-            "empty directory."
-        )
+        found = (program_of(run.get("task")) if run.get("task") in PROGRAMS
+                 else f"task {run.get('task')!r}")
+        raise ValueError(f"{argument}: {path!r} holds a run of `{found}` ({RUN_FILE}); "
+                         f"`{program_of(task)}` would replace its files ({listed}). Give a new or "
+                         "empty directory.")

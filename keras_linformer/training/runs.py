@@ -1,17 +1,9 @@
-"""What the pretraining and fine-tuning runs share: their flow (`run`), the run record, the summary.
+"""The flow every training run shares (`run`), its run record and its summary.
 
-`run` drives a `Task` (`pretraining.MaskedLMTask`, `distillation.DistillationTask`,
-`finetuning.ClassificationTask`) through the same steps: checks, devices and XLA,
-output directory, seed, data and step plan, run record, model, vocabulary, training
-(`loop.Trainer`, validating every epoch), with a `monitor` the best epoch's variables,
-evaluation of the test split, saved files and summary.
-
-A run writes `run.json` (its configuration, and a digest of its training
-data) when it starts, before any other file. A restart in a directory
-whose `run.json` records another configuration, or other data, stops with
-an error instead of loading that state into a different model, schedule or
-data stream; checkpoints without a `run.json` are refused too. A finished
-run is reported and never written again: running its command again changes nothing.
+`run` drives a `Task` (masked LM, distillation, classification). A run writes `run.json`
+(its configuration and a digest of its training data) before any other file; a restart
+whose `run.json` differs is refused instead of loading that state into another model or
+data stream. A finished run is reported and never written again.
 """
 
 import hashlib
@@ -47,69 +39,50 @@ def texts_digest(texts, labels=None):
     return digest.hexdigest()
 
 
-# Keys that the run records of earlier versions lack. Such a record says nothing
-# about them, so they are compared only where it has them (and it still resumes).
+# Keys that older run records lack: compared only where a record has them.
 RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision", "dropout",
                             "evaluation_texts", "attention_transfer_epochs"})
 
 
 def start_run(output_dir, run_config, chief=True):
-    """Records the run's configuration (only the `chief` writes); returns whether it resumes.
-
-    `run_config` holds the JSON values that a resumed run must share with the
-    run it resumes (model config, step plan, batch size, data digest, ...);
-    its `task` names the program.
-
-    Raises:
-        ValueError: `output_dir` holds a `run.json` that differs from
-            `run_config`, or checkpoints without a `run.json`.
-    """
+    """Records `run_config`, what a resumed run must share (the `chief` writes); returns
+    whether the run resumes. Raises ValueError for a differing `run.json`, or checkpoints
+    without one."""
     os.makedirs(output_dir, exist_ok=True)
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
     resuming = loop_lib.has_checkpoint(output_dir)
     previous = run_directory.read_run(output_dir)
     if previous is None and resuming:
-        raise ValueError(
-            f"output_dir: {output_dir!r} holds {CHECKPOINT_DIR}/ but no "
-            f"{RUN_FILE}: the options that produced those checkpoints are unknown, so "
-            "they are not resumed. Use another output directory, or remove this one "
-            "to start over."
-        )
+        raise ValueError(f"output_dir: {output_dir!r} holds {CHECKPOINT_DIR}/ but no "
+                         f"{RUN_FILE}: the options that produced those checkpoints are unknown, so "
+                         "they are not resumed. Use another output directory, or remove this one "
+                         "to start over.")
     if previous is not None:
-        differences = [
-            f"{key}: {previous.get(key)!r} then, {run_config.get(key)!r} now"
-            for key in sorted(set(previous) | set(run_config))
-            if previous.get(key) != run_config.get(key)
-            and (key in previous or key not in RECORDED_LATER)
-        ]
+        differences = [f"{key}: {previous.get(key)!r} then, {run_config.get(key)!r} now"
+                       for key in sorted(set(previous) | set(run_config))
+                       if previous.get(key) != run_config.get(key)
+                       and (key in previous or key not in RECORDED_LATER)]
         if differences:
             state = ("the checkpoints of " if resuming else "the record of ") + (
                 "a finished run" if run_directory.is_finished(output_dir) else "an unfinished run"
             )
-            raise ValueError(
-                f"output_dir: {output_dir!r} holds {state} "
-                "with another configuration or data ("
-                + "; ".join(differences)
-                + "). Resume it with the same options and data, or use another "
-                "output directory (or remove this one) to start over."
-            )
+            raise ValueError(f"output_dir: {output_dir!r} holds {state} "
+                             "with another configuration or data ("
+                             + "; ".join(differences)
+                             + "). Resume it with the same options and data, or use another "
+                             "output directory (or remove this one) to start over.")
     if chief and previous is None:
         run_directory.write_run(output_dir, run_config)
     return resuming
 
 
 def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed):
-    """The run's vocabulary: the saved one when resuming (the checkpoint's embeddings index
-    it), else one trained on `texts`."""
+    """The saved vocabulary when resuming, else one trained on `texts`."""
     vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
     if loop_lib.has_checkpoint(output_dir) and os.path.isfile(vocabulary_path):
         return data.load_vocabulary(vocabulary_path)
-    return data.train_vocabulary(
-        texts,
-        vocabulary_size=vocabulary_size,
-        max_characters=vocabulary_characters,
-        seed=seed,
-    )
+    return data.train_vocabulary(texts, vocabulary_size=vocabulary_size,
+                                 max_characters=vocabulary_characters, seed=seed)
 
 
 def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
@@ -121,33 +94,14 @@ def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
 
 
 class Task:
-    """One kind of training run: what differs between pretraining, distillation and
-    fine-tuning. `run` calls its methods in this order:
+    """One kind of training run. `run` calls, in order: `check()` (raises for bad options),
+    `prepare(strategy, log, start)` (sets `vocabulary` and `sequence_length`; returns the
+    `inputs.StepPlan` and the task's fields of `run.json`), `transfer_attention(log)`,
+    `build_model(optimizer, jit_compile)`, `dataset(split, shuffle, input_context)`,
+    `describe(...)` (the log line before training), `check_results(results)`,
+    `save(model, output_dir)` (chief only), `summary(results)` and `report(summary)`.
 
-    - `check()`: raises ValueError for options no run can take, before anything starts.
-    - `prepare(strategy, log, start)`: reads what the run starts from; sets `vocabulary`
-      (or `build_model` does) and `sequence_length`; returns `(plan, record)`, the
-      `inputs.StepPlan` and the task's own fields of `run.json` (e.g. the backbone config).
-    - `transfer_attention(log)`: with a BERT to convert (`convert_bert`, in `prepare`) and
-      `attention_transfer_epochs`, trains its projections.
-    - `build_model(optimizer, jit_compile)`: the compiled model (in the strategy's scope).
-    - `dataset(split, shuffle, input_context)`: the batched `tf.data.Dataset` of `split`
-      for one input pipeline.
-    - `describe(model, plan, strategy, jit_compile, start)`: the log line before training.
-    - `check_results(results)`: raises ValueError for test metrics that measured nothing,
-      before anything is saved.
-    - `save(model, output_dir)`: writes the trained model's files (on the chief only).
-    - `summary(results)`: the task's own fields of `summary.json`, from the test metrics.
-    - `report(summary)`: the log line that ends the run.
-
-    A subclass sets `name` (the `task` of `run.json`, a key of `run_directory.PROGRAMS`).
-    The validation batches per epoch are the config's `validation_batches` (default: the
-    whole split); with a `restore_best` config, the model ends with the variables of the
-    epoch of best `val_accuracy` (`monitor`).
-
-    Args:
-        corpus: `data.Corpus`, the run's data.
-        config: a `config.RunConfig` subclass, the run's options.
+    A subclass sets `name`, the `task` of `run.json` (a key of `run_directory.PROGRAMS`).
     """
 
     name = None
@@ -173,8 +127,7 @@ class Task:
         pass
 
     def convert_bert(self, architecture, sequence_length, dropout):
-        """Loads the config's `from_bert` to convert (`starting_points.bert_start`); returns
-        the backbone config."""
+        """Loads the config's `from_bert` to convert; returns the backbone config."""
         self.bert, self.vocabulary, self.conversion, backbone_config = (
             starting_points.bert_start(self.config.from_bert, architecture, sequence_length,
                                        dropout)
@@ -184,8 +137,7 @@ class Task:
 
     def transfer_attention(self, log):
         """With a BERT to convert and `attention_transfer_epochs`, transfers its attention
-        (`attention_transfer.transfer_for_run`). `run` calls it once `run.json` claims the
-        directory, so that a transfer cut short resumes with the run."""
+        (once `run.json` claims the directory, so that a cut transfer resumes)."""
         epochs = self.config.attention_transfer_epochs
         if self.bert is not None and epochs:
             self.transferred = attention_transfer.transfer_for_run(
@@ -195,8 +147,7 @@ class Task:
     def converted_backbone(self, dropout):
         """The backbone converted from `convert_bert`'s BERT, with the transferred projections."""
         backbone = LinformerBackbone.from_bert(
-            self.bert, max_sequence_length=self.sequence_length, dropout=dropout,
-            **self.conversion,
+            self.bert, max_sequence_length=self.sequence_length, dropout=dropout, **self.conversion
         )
         if self.config.attention_transfer_epochs:
             attention_transfer.assign_transferred(backbone, self.transferred)
@@ -205,24 +156,13 @@ class Task:
 
 def speed_words(summary):
     """`N steps, T tokens/s | wall time S s`, the end of a run's report line."""
-    trained = (
-        f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s"
-        if summary["steps"] else "no step left to train (the checkpoints held them all)"
-    )
+    trained = (f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s"
+               if summary["steps"] else "no step left to train (the checkpoints held them all)")
     return f"{trained} | wall time {summary['seconds']:.0f} s"
 
 
 def run(task, strategy=None, log=print, callbacks=None):
-    """Runs `task` the way every training run goes (see the module's docstring); returns the
-    summary dict.
-
-    Args:
-        task: a `Task`.
-        strategy: a `tf.distribute.Strategy`, or `None` for `devices.make_strategy()`.
-        log: callable for progress messages.
-        callbacks: list of `keras.callbacks.Callback` for the training
-            (see `loop.Trainer.fit`), or `None`.
-    """
+    """Runs `task` (strategy default: `devices.make_strategy()`); returns the summary dict."""
     start = time.perf_counter()
     config, corpus = task.config, task.corpus
     task.check()
@@ -243,7 +183,7 @@ def run(task, strategy=None, log=print, callbacks=None):
                 "task": task.name,
                 "corpus": corpus.name,
                 **record,
-                # Named as in the run records of earlier versions, which then still resume.
+                # Named as in older run records, which then still resume.
                 "rounds": plan.epochs,
                 "steps_per_round": plan.steps_per_epoch,
                 "batch_size": config.batch_size,
@@ -252,22 +192,17 @@ def run(task, strategy=None, log=print, callbacks=None):
                 "weight_decay": config.weight_decay,
                 "mixed_precision": keras.config.dtype_policy().name != "float32",
                 "seed": config.seed,
-                # A run resumes its transfer: a rerun with other epochs would mix two.
                 "attention_transfer_epochs": config.attention_transfer_epochs,
                 "data_sha256": texts_digest(corpus.train.texts, labels),
-                # The validation and test texts (fewer with --max-eval-examples): a finished
-                # run's summary holds the test metrics of these.
                 "evaluation_texts": [len(corpus.validation), len(corpus.test)],
             },
             chief=chief,
         )
         finished = run_directory.read_summary(output_dir)
         if finished is not None:
-            log(
-                f"{output_dir} holds a finished run of these options and data "
+            log(f"{output_dir} holds a finished run of these options and data "
                 f"({SUMMARY_FILE}); nothing to do, nothing changed. Use another output "
-                "directory to train again."
-            )
+                "directory to train again.")
             return finished
 
         task.transfer_attention(log)
@@ -304,8 +239,7 @@ def run(task, strategy=None, log=print, callbacks=None):
         history, steps, _ = trainer.fit(
             make_train, plan, validation, callbacks, config.update_freq, config.profile_batches
         )
-        # CPU time of all this process's threads: on a shared or paused machine it counts only
-        # this run's own work.
+        # CPU time counts only this run's work on a shared machine.
         fit_seconds = time.perf_counter() - fit_start
         fit_cpu_seconds = time.process_time() - fit_cpu_start
         selected = trainer.restore_best() if task.monitor else None
@@ -317,7 +251,6 @@ def run(task, strategy=None, log=print, callbacks=None):
             **task.summary(results),
             "steps": steps,
             "total_steps": plan.total_steps,
-            # None when the checkpoints held every step (a run stopped before its summary).
             "tokens_per_second": (
                 steps * config.batch_size * task.sequence_length / fit_seconds if steps else None
             ),
@@ -328,11 +261,8 @@ def run(task, strategy=None, log=print, callbacks=None):
         }
         if selected is not None:
             step, value = selected
-            summary.update(
-                selected_step=step,
-                selected_round=step // plan.steps_per_epoch,
-                **{f"selected_{task.monitor}": value},
-            )
+            summary.update(selected_step=step, selected_round=step // plan.steps_per_epoch,
+                           **{f"selected_{task.monitor}": value})
         if chief:
             run_directory.write_summary(output_dir, summary)
         log(task.report(summary))

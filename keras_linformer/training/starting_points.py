@@ -1,11 +1,5 @@
-"""Where a run starts from: a pretrained model on disk, or a BERT to convert; checked on load.
-
-A pretraining output directory holds keras-hub's preset files (the
-backbone's `config.json`, `model.weights.h5`, `metadata.json`) and the
-vocabulary (`vocab.txt`, one token per line; a token's id is its line
-number); `run_directory` names them. A BERT start (`bert_start`) is any
-BERT keras-hub loads, converted by `LinformerBackbone.from_bert`.
-"""
+"""Where a run starts from: a pretrained model on disk (keras-hub's preset files and
+`vocab.txt`), or a BERT to convert; checked on load."""
 
 import inspect
 import json
@@ -24,8 +18,6 @@ from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.training.run_directory import WEIGHTS_FILE
 
 # The backbone arguments that decide which weights exist and what they mean.
-# Dropout and the dtype policy can change between pretraining and
-# fine-tuning; these cannot.
 ARCHITECTURE_KEYS = (
     "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
     "projected_dim", "max_sequence_length", "projection", "sharing", "attention",
@@ -35,33 +27,25 @@ ARCHITECTURE_KEYS = (
 
 def architecture_of(config):
     """The `ARCHITECTURE_KEYS` of a backbone config, with lists for tuples (JSON's view)."""
-    return {
-        key: list(config[key]) if isinstance(config[key], tuple) else config[key]
-        for key in ARCHITECTURE_KEYS
-        if key in config
-    }
+    return {key: list(config[key]) if isinstance(config[key], tuple) else config[key]
+            for key in ARCHITECTURE_KEYS
+            if key in config}
 
 
 def architecture_differences(expected, found):
-    """Lists `key: expected vs found` for every architecture key on which they differ.
-
-    Keys absent from `expected` are not compared, nor the Linformer's
-    arguments when `found` is a full-attention baseline, which has none.
-    """
+    """`key: expected vs found` for each architecture key of `expected` that differs (but
+    the Linformer's when `found` has full attention)."""
     expected, found = architecture_of(expected), architecture_of(found)
     if found.get("attention") == "transformer":
         expected = {k: v for k, v in expected.items() if k not in LINFORMER_ARGUMENTS}
-    return [
-        f"{key}: {expected[key]!r} requested, {found.get(key)!r} in the checkpoint"
-        for key in expected
-        if expected[key] != found.get(key)
-    ]
+    return [f"{key}: {expected[key]!r} requested, {found.get(key)!r} in the checkpoint"
+            for key in expected
+            if expected[key] != found.get(key)]
 
 
 def save_pretrained(backbone, vocabulary, directory):
-    """Writes the backbone (keras-hub preset files) and `vocab.txt` to `directory`, each file
-    whole: all are written to `directory/.preset.tmp` first, then moved in, the weights
-    last. A failed write (a full disk) leaves the previous files as they were."""
+    """Writes the backbone (keras-hub preset files) and `vocab.txt` to `directory`, staged
+    and moved in, the weights last: a failed write leaves the previous files as they were."""
     directory = os.fspath(directory)
     staging = os.path.join(directory, ".preset.tmp")
     try:
@@ -80,37 +64,25 @@ def save_pretrained(backbone, vocabulary, directory):
 
 
 def read_pretrained_config(directory, architecture=None):
-    """Returns the LinformerBackbone config saved in `directory`, after checking it.
-
-    The config must agree with the vocabulary file and with `architecture` (the
-    `ARCHITECTURE_KEYS` the caller asked for), so that a checkpoint of another
-    configuration fails with a message naming every difference before any weight is read.
+    """The LinformerBackbone config saved in `directory`, checked against its vocabulary and
+    `architecture` before any weight is read.
 
     Raises:
-        FileNotFoundError: `directory` lacks `config.json`, `vocab.txt` or
-            `model.weights.h5` (e.g. a pretraining run that has not
-            finished).
-        ValueError: `config.json` does not describe a LinformerBackbone, its
-            vocabulary size differs from `vocab.txt`'s, or it differs from
-            `architecture`.
+        FileNotFoundError: `directory` lacks `config.json`, `vocab.txt` or `model.weights.h5`.
+        ValueError: `config.json` is not a LinformerBackbone's, or differs from `vocab.txt`
+            or `architecture`.
     """
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
-        raise FileNotFoundError(
-            f"pretrained: {directory!r} is not a directory. Pass the "
-            "--output-dir of a finished pretraining run."
-        )
-    missing = [
-        name
-        for name in (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE)
-        if not os.path.isfile(os.path.join(directory, name))
-    ]
+        raise FileNotFoundError(f"pretrained: {directory!r} is not a directory. Pass the "
+                                "--output-dir of a finished pretraining run.")
+    missing = [name
+               for name in (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE)
+               if not os.path.isfile(os.path.join(directory, name))]
     if missing:
-        raise FileNotFoundError(
-            f"pretrained: {directory!r} lacks {', '.join(missing)}. Pass the "
-            "--output-dir of a finished pretraining run (the files are "
-            "written when it ends)."
-        )
+        raise FileNotFoundError(f"pretrained: {directory!r} lacks {', '.join(missing)}. Pass the "
+                                "--output-dir of a finished pretraining run (the files are "
+                                "written when it ends).")
     path = os.path.join(directory, CONFIG_FILE)
     try:
         with open(path, encoding="utf-8") as file:
@@ -119,43 +91,38 @@ def read_pretrained_config(directory, architecture=None):
         raise ValueError(f"pretrained: {path!r} is not valid JSON ({error}).") from None
     if not isinstance(saved, dict) or saved.get("class_name") != LinformerBackbone.__name__:
         found = saved.get("class_name") if isinstance(saved, dict) else type(saved).__name__
-        raise ValueError(
-            f"pretrained: {path!r} describes {found!r}, not a "
-            f"{LinformerBackbone.__name__}."
-        )
+        raise ValueError(f"pretrained: {path!r} describes {found!r}, not a "
+                         f"{LinformerBackbone.__name__}.")
     config = saved["config"]
     vocabulary = data.load_vocabulary(os.path.join(directory, VOCABULARY_FILE))
     if len(vocabulary) != config["vocabulary_size"]:
-        raise ValueError(
-            f"pretrained: {directory!r} holds a vocabulary of {len(vocabulary)} "
-            f"tokens but a backbone for {config['vocabulary_size']}; the "
-            "files come from different runs."
-        )
+        raise ValueError(f"pretrained: {directory!r} holds a vocabulary of {len(vocabulary)} "
+                         f"tokens but a backbone for {config['vocabulary_size']}; the "
+                         "files come from different runs.")
     differences = architecture_differences(architecture or {}, config)
     if differences:
-        raise ValueError(
-            f"pretrained: the checkpoint in {directory!r} has a different "
-            "configuration than requested ("
-            + "; ".join(differences)
-            + "). Drop those options to use the checkpoint's values, or "
-            "pretrain a model with them."
-        )
+        raise ValueError(f"pretrained: the checkpoint in {directory!r} has a different "
+                         "configuration than requested ("
+                         + "; ".join(differences)
+                         + "). Drop those options to use the checkpoint's values, or "
+                         "pretrain a model with them.")
     return config
 
 
 def load_pretrained(directory, architecture=None, dropout=None):
     """Loads a pretrained backbone and its vocabulary; returns `(backbone, vocabulary)`.
 
-    The config is checked first (`read_pretrained_config`, which raises for missing files
-    and mismatches), then the weights must fit it (ValueError otherwise), instead of
-    loading weights into the wrong places. Call it inside the strategy's scope; the
-    backbone takes the current global dtype policy.
+    The config is checked first (`read_pretrained_config`), then the weights must fit it.
+    Call it inside the strategy's scope; the backbone takes the global dtype policy.
 
     Args:
-        directory: str, a pretraining output directory (see module doc).
-        architecture: dict or `None`, LinformerBackbone arguments that the checkpoint must
-            have (keys from `ARCHITECTURE_KEYS`).
+        directory: str, a pretraining output directory.
+        architecture: dict or `None`, `ARCHITECTURE_KEYS` the checkpoint must have.
         dropout: float or `None`, a new dropout rate; `None` keeps the pretraining one.
+
+    Raises:
+        FileNotFoundError: a file is missing.
+        ValueError: the config differs from `architecture`, or the weights do not fit it.
     """
     directory = os.fspath(directory)
     config = read_pretrained_config(directory, architecture)
@@ -172,10 +139,8 @@ def load_pretrained(directory, architecture=None, dropout=None):
             f"pretrained: {path!r} is unreadable or truncated ({str(error).splitlines()[0]})."
         ) from None
     except ValueError as error:
-        raise ValueError(
-            f"pretrained: the weights in {directory!r} do not fit its "
-            f"config.json ({str(error).splitlines()[0]})."
-        ) from None
+        raise ValueError(f"pretrained: the weights in {directory!r} do not fit its "
+                         f"config.json ({str(error).splitlines()[0]}).") from None
     return backbone, vocabulary
 
 
@@ -194,22 +159,12 @@ def preset_record(preset):
 
 
 def bert_start(preset, architecture, sequence_length, dropout):
-    """Loads a BERT to convert, checking the preset, its vocabulary, the conversion options
-    and k against n before training starts.
+    """Loads a BERT to convert, checking the conversion options and k against n first.
 
-    Args:
-        preset: a keras-hub BERT preset or Hugging Face BERT directory
-            (`pretrained_bert.load_bert`).
-        architecture: dict or `None`, the conversion's options (only `CONVERSION_KEYS`;
-            the rest is the BERT's). Default: `from_bert`'s (a Linformer with mean pooling,
-            layerwise sharing).
-        sequence_length: int or `None` (the BERT's positions), n.
-        dropout: float, the converted backbone's dropout.
-
-    Returns:
-        `(bert, vocabulary, conversion, config)`: the keras-hub backbone, its tokens, the
-        keyword arguments of `LinformerBackbone.from_bert` and the converted backbone's
-        arguments (for the run record).
+    `architecture` holds only `CONVERSION_KEYS` (default: `from_bert`'s); `sequence_length`
+    defaults to the BERT's positions. Returns `(bert, vocabulary, conversion, config)`: the
+    keras-hub backbone, its tokens, `from_bert`'s keyword arguments and the converted
+    backbone's arguments.
     """
     architecture = dict(architecture or {})
     fixed = sorted(set(architecture) - set(CONVERSION_KEYS))
@@ -226,12 +181,9 @@ def bert_start(preset, architecture, sequence_length, dropout):
     if conversion["attention"] == "transformer":
         conversion = {"attention": "transformer"}
     elif conversion.get("projected_dim") is None:
-        raise ValueError(
-            "projected_dim: a Linformer converted from a BERT needs k (e.g. 128). "
-            "Received: projected_dim=None"
-        )
+        raise ValueError("projected_dim: a Linformer converted from a BERT needs k (e.g. 128). "
+                         "Received: projected_dim=None")
     bert, vocabulary = pretrained_bert.load_bert(preset, argument="from_bert")
-    # Longer than the BERT's positions: `from_bert` repeats them in blocks.
     sequence_length = sequence_length or bert.max_sequence_length
     dims = conversion.get("projected_dim")
     for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
