@@ -1,25 +1,9 @@
-"""The command-line programs: the main job, training, export and its verification, a launcher.
+"""The command-line programs (`main`, `pretrain`, `finetune`, `export`, `verify`, `query`,
+`launch`), one module each with a `main(argv=None)`; `cli` holds what they share.
 
-One module per program, each with a `main(argv=None)`:
-
-- `main`: the main job (pretrain on news, fine-tune on movie reviews, export, verify);
-- `pretrain`: masked-LM pretraining (or distillation of a converted BERT);
-- `finetune`: text classification, from scratch, a pretraining run or a BERT;
-- `export`: a SavedModel for TF Serving, raw text in;
-- `verify`: checks an export the way TF Serving loads it;
-- `query`: answers texts with an export, loaded the way TF Serving loads it;
-- `launch`: local workers under MultiWorkerMirroredStrategy.
-
-`cli` holds what they share: flags, argparse types, exit statuses.
-
-Each program runs three ways, all the same:
-
-    keras-linformer-pretrain --help                       # the console script
-    python -m keras_linformer.programs.pretrain --help    # wherever the package is installed
-    python -m training.pretrain --help                    # from the root of a checkout
-
-Nothing here imports TensorFlow: a program parses its flags and refuses bad values
-before TensorFlow starts.
+Each runs as its console script (`keras-linformer-pretrain`), as
+`python -m keras_linformer.programs.pretrain`, or from a checkout as
+`python -m training.pretrain`. Nothing here imports TensorFlow.
 """
 
 import sys
@@ -28,18 +12,14 @@ import sys
 PROGRAMS = ("main", "pretrain", "finetune", "export", "verify", "query", "launch")
 # A program's console script is this prefix and its module name (setup.cfg).
 SCRIPT_PREFIX = "keras-linformer-"
-# The packages whose modules run the programs with `python -m`: this one, and the
-# `training` package at the root of a checkout.
+# The packages whose modules run the programs with `python -m`.
 MODULE_PACKAGES = ("keras_linformer.programs", "training")
 
 
 def command(program):
-    """The command that runs `program` (a name of `PROGRAMS`), as this process names it.
-
-    A process started as `python -m PACKAGE.NAME` (PACKAGE one of `MODULE_PACKAGES`,
-    NAME a program) names every program the same way, `python -m PACKAGE.PROGRAM`, so
-    that the commands it prints work where it was started; any other process (a console
-    script, a test, a library call) names the console script, `keras-linformer-PROGRAM`.
+    """The command that runs `program` (a name of `PROGRAMS`), as this process names it:
+    `python -m PACKAGE.PROGRAM` in a process run as `python -m PACKAGE.NAME` (PACKAGE of
+    `MODULE_PACKAGES`), else the console script.
 
     >>> command("finetune")
     'keras-linformer-finetune'
@@ -52,8 +32,7 @@ def command(program):
 
 
 def module_package():
-    """The package of `MODULE_PACKAGES` whose program this process runs as `python -m`, or
-    None (a console script, or not a program at all)."""
+    """The package of `MODULE_PACKAGES` whose program this process runs, or None."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     package, _, name = (getattr(spec, "name", None) or "").rpartition(".")
     return package if package in MODULE_PACKAGES and name in PROGRAMS else None

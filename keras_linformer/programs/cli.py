@@ -1,8 +1,6 @@
-"""Flags and error handling shared by the programs (this package's, and a checkout's
-benchmarks/).
+"""Flags and error handling shared by the programs and a checkout's benchmarks/.
 
-Nothing here imports TensorFlow: flags are parsed, and bad values refused,
-before TensorFlow starts (and before `--cpu-replicas` must take effect).
+Nothing here imports TensorFlow: bad flags are refused before it starts.
 """
 
 import argparse
@@ -24,14 +22,12 @@ from keras_linformer.utils.names import PROJECTION_INITIALIZERS
 from keras_linformer.utils.names import SHARINGS
 from keras_linformer.utils.validation import Bounds
 
-# TensorFlow's C++ log lines, errors included, only when asked for: with the user's own
-# TF_CPP_MIN_LOG_LEVEL, or with --debug (`run`). A failure is reported by its exception.
+# TensorFlow's C++ log lines only with the user's own TF_CPP_MIN_LOG_LEVEL, or --debug.
 USER_LOG_LEVEL = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# The projections' names, as the flags offer them. Importing the layers starts TensorFlow,
-# so they are spelled here; tests/training/test_cli.py keeps them equal to
-# keras_linformer.layers.projections.names(), the registry.
+# The registry's names (layers.projections.names(), which imports TensorFlow); test_cli.py
+# keeps them equal.
 PROJECTIONS = ("linear", "mean", "max", "conv", "random")
 
 COMBINATIONS = """\
@@ -61,8 +57,7 @@ Watch with `tensorboard --logdir OUTPUT_DIR/logs`; the --profile-batches trace n
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows defaults, except the unhelpful `None` and `False`, and names the programs as
-    this process runs them (`name_commands`)."""
+    """Shows defaults other than `None` and `False`; names programs as run (`name_commands`)."""
 
     def _get_help_string(self, action):
         text = name_commands(action.help or "")
@@ -72,20 +67,16 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def program_parser(program, doc, epilog=None):
-    """The argument parser of a program: a name of `programs.PROGRAMS` (`"pretrain"`),
-    named as this process runs it, or a module run with `python -m` (`"benchmarks.quality"`).
+    """The parser of `program` (a name of `programs.PROGRAMS`, or a `python -m` module).
 
-    The description is the module docstring `doc` up to its first example command
-    (`EXAMPLE_COMMAND`). Every program of this package starts here, so a training or
-    export program refuses a Keras backend other than TensorFlow before it parses a flag,
-    imports TensorFlow or writes a file.
+    Its description is `doc` up to its first example command. A program of
+    `programs.PROGRAMS` refuses a Keras backend other than TensorFlow here, before anything.
     """
     is_program = program in programs.PROGRAMS
     parser = argparse.ArgumentParser(
         prog=programs.command(program) if is_program else f"python -m {program}",
         description=name_commands(EXAMPLE_COMMAND.split(doc)[0]),
-        epilog=None if epilog is None else name_commands(epilog),
-        formatter_class=HelpFormatter,
+        epilog=None if epilog is None else name_commands(epilog), formatter_class=HelpFormatter
     )
     if is_program:
         problem = check_tensorflow_backend()
@@ -94,8 +85,7 @@ def program_parser(program, doc, epilog=None):
     return parser
 
 
-# Where a program's docstring stops being its description: its first example command
-# (after any environment variables it sets, `KERAS_BACKEND=jax python ...`).
+# A docstring's first example command, after any environment variables it sets.
 EXAMPLE_COMMAND = re.compile(
     r"\n    (?:[A-Z_]+=\S+ )*(?:python |" + re.escape(programs.SCRIPT_PREFIX) + ")"
 )
@@ -106,19 +96,12 @@ SCRIPT_NAME = re.compile(
 
 
 def name_commands(text):
-    """`text` with every program's console script named as this process runs programs
-    (`programs.command`): `python -m training.pretrain` in a process started as
-    `python -m training.main`, for instance."""
+    """`text` with every console script named as this process runs programs (`command`)."""
     return SCRIPT_NAME.sub(lambda match: programs.command(match[1]), text)
 
 
 def keras_backend(environ=None):
-    """`(backend, where it was set)`: the Keras backend a program gets, read without Keras.
-
-    As Keras decides it on import (or did, once imported): a non-empty KERAS_BACKEND, else
-    the "backend" of keras.json in KERAS_HOME (default ~/.keras, or /tmp/.keras where the
-    home directory is not writable), else "tensorflow".
-    """
+    """`(backend, where it was set)`, decided as Keras decides it, without importing Keras."""
     keras = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "backend") and hasattr(keras.backend, "backend"):
         return keras.backend.backend(), "Keras, already imported,"
@@ -153,28 +136,22 @@ def check_tensorflow_backend(environ=None):
     else:
         where = f"Keras reads the backend {backend} from {source}"
         fix = 'set KERAS_BACKEND=tensorflow, or "backend": "tensorflow" in that file'
-    return (
-        f"the training and export programs need the TensorFlow backend (tf.distribute, "
-        f"tf.data, TensorFlow checkpoints, SavedModel), but {where}: {fix}. "
-        "Nothing was run or written. (The layers and models themselves run on every "
-        "Keras backend.)"
-    )
+    return (f"the training and export programs need the TensorFlow backend (tf.distribute, "
+            f"tf.data, TensorFlow checkpoints, SavedModel), but {where}: {fix}. "
+            "Nothing was run or written. (The layers and models themselves run on every "
+            "Keras backend.)")
 
 
 def nonempty(text):
-    """An argparse type: a non-empty path or name (an unset shell variable gives '')."""
+    """An argparse type: a non-empty path or name."""
     if not text:
         raise argparse.ArgumentTypeError("must not be empty (an unset variable?)")
     return text
 
 
 def default_or_refuse(parser, args, flags, refusal=None):
-    """Gives each flag left out its default; refuses one given where `refusal` (why it
-    would do nothing; None: it is used) is set, instead of ignoring it.
-
-    `flags` maps a flag to `(dest, default)`; such a flag is declared with `default=None`,
-    so that a flag given can be told from one left out.
-    """
+    """Gives each flag of `flags` (`{flag: (dest, default)}`, declared with `default=None`)
+    left out its default; refuses one given when `refusal` says why it would do nothing."""
     for flag, (dest, default) in flags.items():
         if getattr(args, dest) is None:
             setattr(args, dest, default)
@@ -183,15 +160,13 @@ def default_or_refuse(parser, args, flags, refusal=None):
 
 
 def check_source_flags(parser, args, flags):
-    """`default_or_refuse` for the flags of data sources: `flags` maps a flag to
-    `(dest, default, sources)`, and a flag given without any of its sources is refused."""
+    """`default_or_refuse` for `{flag: (dest, default, sources)}`: refused without a source."""
     for flag, (dest, default, sources) in flags.items():
         unused = all(getattr(args, source[2:].replace("-", "_")) is None for source in sources)
         default_or_refuse(parser, args, {flag: (dest, default)},
                           f"only used with {' or '.join(sources)}" if unused else None)
 
 
-# The argparse types of numbers (see `validation.Bounds`).
 positive_int = Bounds(int, 1)
 positive_float = Bounds(float, 0, include_low=False)
 non_negative_float = Bounds(float, 0)
@@ -245,8 +220,7 @@ FROM_SCRATCH = {
 
 
 def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
-    """The LinformerBackbone's options. With `from_checkpoint`, they default to None
-    (`fill_from_scratch_defaults` fills them without a checkpoint), and their help names
+    """The LinformerBackbone's flags; with `from_checkpoint`, left None, their help naming
     `checkpoint_flag`."""
     defaults = dict.fromkeys(FROM_SCRATCH) if from_checkpoint else FROM_SCRATCH
 
@@ -313,8 +287,7 @@ def fill_from_scratch_defaults(args):
 
 
 def check_from_bert_flags(parser, args):
-    """With --from-bert: only the conversion's flags, and k unless the BERT stays a
-    Transformer."""
+    """With --from-bert: only the conversion's flags, and k unless the BERT stays a Transformer."""
     fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim",
                                "--intermediate-dim")
              if getattr(args, flag[2:].replace("-", "_")) is not None]
@@ -331,9 +304,8 @@ LINFORMER_ONLY_FLAGS = ("--projection", "--projection-initializer", "--padding-c
 
 
 def check_attention_flags(parser, args):
-    """Refuses the Linformer's own flags with --attention transformer, and
-    --padding-compensation with a projection it does not apply to, instead of
-    ignoring them (a program without one of these flags has it None)."""
+    """Refuses the Linformer's flags with --attention transformer, and --padding-compensation
+    without --projection linear."""
     if args.attention == "transformer":
         given = [flag for flag in LINFORMER_ONLY_FLAGS
                  if getattr(args, flag[2:].replace("-", "_"), None) is not None]
@@ -358,8 +330,7 @@ def check_attention_transfer_flag(parser, args):
 
 
 def check_vocabulary_flags(parser, args, starting_point):
-    """Refuses the vocabulary flags when `starting_point` (a flag) brings its own vocabulary,
-    instead of ignoring them."""
+    """Refuses the vocabulary flags when `starting_point` (a flag) brings a vocabulary."""
     for name in ("vocabulary_size", "vocabulary_characters"):
         if getattr(args, name) is not None and starting_point is not None:
             parser.error(f"argument --{name.replace('_', '-')}: not allowed with "
@@ -391,8 +362,7 @@ def architecture_from(args):
 
 
 def add_xla_flags(group, step):
-    """--jit-compile / --no-jit-compile into `args.jit_compile`: True, False, or None for
-    `devices.resolve_jit_compile`'s default (XLA on one GPU only). `step` names what compiles."""
+    """--jit-compile / --no-jit-compile into `args.jit_compile` (None: the default)."""
     xla = group.add_mutually_exclusive_group()
     xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
                      default=None,
@@ -404,13 +374,12 @@ def add_xla_flags(group, step):
 
 
 def xla_flags(jit_compile):
-    """The flags that pass `args.jit_compile` (see `add_xla_flags`) on to a training program."""
+    """The flags that pass `args.jit_compile` on to a training program."""
     return [] if jit_compile is None else ["--jit-compile" if jit_compile else "--no-jit-compile"]
 
 
 def config_flags(config_class, prefix=""):
-    """`{field name: flag}` for the options of `config_class` that have help (see
-    `training.config.option`); with a `prefix`, `--PREFIXflag`."""
+    """`{field name: flag}` for `config_class`'s options with help; `--PREFIXflag`."""
     return {
         field.name: "--" + prefix + (field.metadata["flag"] or "--" + field.name)[2:].replace(
             "_", "-")
@@ -419,13 +388,8 @@ def config_flags(config_class, prefix=""):
 
 
 def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), group=None):
-    """Adds a flag for each option of `config_class` (`config_flags`) but those in `skip`,
-    into its group (or `group`), with its bounds, help and default (or `defaults[name]`) as
-    the config declares them.
-
-    The flags are left None when not given (the config's default then applies), so that a
-    program can tell a flag given from one left out (`given_options`).
-    """
+    """Adds the flags of `config_class` (but `skip`) as the config declares them, into their
+    group (or `group`), left None when not given; `defaults` overrides the shown defaults."""
     fields = {field.name: field for field in dataclasses.fields(config_class)}
     unprefixed = config_flags(config_class)
     into = group
@@ -450,8 +414,7 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
 
 
 def given_options(args, config_class, prefix="", defaults=None):
-    """`{field name: value}` of the `config_class` options given as flags (see
-    `add_config_flags`), and of those in `defaults` left out."""
+    """`{field name: value}` of the options given as flags, over `defaults`."""
     options = dict(defaults or {})
     for name in config_flags(config_class):
         value = getattr(args, prefix.replace("-", "_") + name, None)
@@ -461,16 +424,14 @@ def given_options(args, config_class, prefix="", defaults=None):
 
 
 def fill_defaults(args, config_class, *names):
-    """Gives the options `names`, when left out, `config_class`'s defaults, for a program
-    that reads them itself (the seed of its data split)."""
+    """Gives the options `names`, when left out, `config_class`'s defaults."""
     for name in names:
         if getattr(args, name) is None:
             setattr(args, name, getattr(config_class, name))
 
 
 def option_arguments(options, config_class):
-    """The command-line arguments that give `options` (`{field name: value}`) to a program
-    with `config_class`'s flags."""
+    """The arguments that give `options` to a program with `config_class`'s flags."""
     flags = config_flags(config_class)
     arguments = []
     for name, value in options.items():
@@ -484,8 +445,7 @@ def option_arguments(options, config_class):
 
 
 def add_training_flags(parser, config_class):
-    """The options of `config_class` (`add_config_flags`), the data limits for trial runs
-    and the hardware flags."""
+    """`config_class`'s flags, the data limits for trial runs and the hardware flags."""
     add_config_flags(parser, config_class)
     group = next(group for group in parser._action_groups if group.title == "training")
     group.add_argument("--max-train-examples", type=positive_int, default=None,
@@ -515,21 +475,15 @@ def add_training_flags(parser, config_class):
 
 
 def set_up_hardware(args):
-    """Configures replicas, strategy, precision from the hardware flags; returns the strategy.
-
-    Imports TensorFlow, so call it after parsing flags.
-    """
+    """Sets up the devices the hardware flags describe; returns the strategy."""
     from keras_linformer.training import devices
 
     with flag_names(cpu_replicas="--cpu-replicas", connect_timeout="--connect-timeout"):
-        return devices.set_up_devices(
-            cpu_replicas=args.cpu_replicas,
-            mixed_precision=args.mixed_precision,
-            jit_compile=args.jit_compile,
-            deterministic=args.deterministic,
-            connect_timeout=args.connect_timeout,
-            log=log,
-        )
+        return devices.set_up_devices(cpu_replicas=args.cpu_replicas,
+                                      mixed_precision=args.mixed_precision,
+                                      jit_compile=args.jit_compile,
+                                      deterministic=args.deterministic,
+                                      connect_timeout=args.connect_timeout, log=log)
 
 
 def add_debug_flag(parser):
@@ -541,17 +495,10 @@ def add_debug_flag(parser):
 def run(parser, function, args):
     """Runs `function(args)`; an error ends the program with one line and a non-zero status.
 
-    Bad input exits with status 2, a diverged run (NaN loss) with 3, a
-    checkpoint or file that could not be written (disk full) with 74 (EX_IOERR), a
-    preempted one (SIGTERM, after saving a checkpoint) with 143, as a
-    process killed by SIGTERM, Ctrl-C with 130, any other failure with 1.
-    With `--debug`, errors are raised with their traceback instead.
-
-    A training run that stops before its first checkpoint leaves nothing behind
-    (`remove_unfinished_starts`): its output directory is as it was before.
-
-    Imports nothing itself: a program that never starts TensorFlow (the
-    launcher, a study's driver) starts in a fraction of a second.
+    Bad input exits with 2, a diverged run (NaN loss) with 3, a failed write (disk full)
+    with 74 (EX_IOERR), a preempted run (SIGTERM, checkpoint saved) with 143, Ctrl-C with
+    130, any other failure with 1; `--debug` raises with the traceback instead. A training
+    run that stops before its first checkpoint leaves its output directory as it was.
     """
     del STARTED_RUNS[:]
     try:
@@ -581,7 +528,6 @@ WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 def failure(error):
     """`(exit status, message)` for an error that ends a program (see `run`)."""
-    # The trainer's own errors can only come from a program that imported it.
     loop = sys.modules.get("keras_linformer.training.loop")
     if (loop is not None and isinstance(error, loop.CheckpointWriteError)) or (
             isinstance(error, OSError) and error.errno in WRITE_ERRORS):
@@ -604,12 +550,7 @@ TRAINING_FLAGS = {"output_dir": "--output-dir", "sequence_length": "--sequence-l
 
 @contextlib.contextmanager
 def flag_names(**flags):
-    """Names flags, not Python parameters, in the library's errors raised inside.
-
-    The library's messages start with the parameter's name (`path: ...`,
-    or "`path` must be ...") and show values as `name=...`; `flags` maps
-    each parameter to the flag that sets it (`path="--table"`), in addition
-    to `TRAINING_FLAGS`.
+    """Names flags (`flags` and `TRAINING_FLAGS`), not parameters, in the errors raised inside.
 
     >>> with flag_names(cpu_replicas="--cpu-replicas"):
     ...     raise ValueError("`cpu_replicas` must be 1 here. Received: cpu_replicas=2")
@@ -637,9 +578,7 @@ def flag_names(**flags):
 
 
 def check_output_dir(path, task):
-    """Refuses an `--output-dir` that is not new, empty or a run of `task` (see run_directory),
-    before the data are read and the devices started; `runs.run` checks it again for the
-    library's users."""
+    """Refuses an `--output-dir` that is not new, empty or a run of `task`, before any work."""
     from keras_linformer.training import devices
     from keras_linformer.training import run_directory
 
@@ -649,14 +588,8 @@ def check_output_dir(path, task):
 
 
 def prepare_run(args, task, load_corpus, strategy=None):
-    """What a training program does before training: `(corpus, strategy)`.
-
-    Checks `--output-dir` (see `check_output_dir`), reads and checks the
-    data, and only then starts TensorFlow's devices (unless `strategy` is
-    given), so that a mistake costs no start-up. Notes what the output
-    directory holds first (`note_start`), so that a run refused later, before
-    its first checkpoint, leaves it as it was.
-    """
+    """Checks TF_CONFIG and `--output-dir`, reads the data, then starts the devices (unless
+    `strategy` is given), so that a mistake costs no start-up; returns `(corpus, strategy)`."""
     from keras_linformer.training import devices
 
     devices.read_tf_config()  # A wrong TF_CONFIG is named before the data are read.
@@ -666,17 +599,12 @@ def prepare_run(args, task, load_corpus, strategy=None):
     return corpus, strategy or set_up_hardware(args)
 
 
-# The output directories of the new runs this process started (`note_start`): for each,
 # (path, the names it held before, the topmost directory the run creates or None).
 STARTED_RUNS = []
 
 
 def note_start(path):
-    """Notes what `path` holds before a new run writes there (see `remove_unfinished_starts`).
-
-    Only a new run's directory is noted (one without run.json: a resumed run's files are
-    the earlier run's), and only by the chief, the process that writes there.
-    """
+    """Notes what `path` holds before a new run (no run.json) writes there, on the chief."""
     from keras_linformer.training import devices
     from keras_linformer.training import run_directory
 
@@ -693,14 +621,10 @@ def note_start(path):
 
 def remove_unfinished_starts():
     """Removes what a run noted by `note_start` wrote if it stopped before its first
-    checkpoint; returns the paths removed.
+    checkpoint (of training or attention transfer); returns the paths removed.
 
-    Such a run (refused options, data that yield no batch, a divergence in the first
-    epoch, ...) has nothing to resume, but its run.json would refuse the corrected command.
-    One stopped during its attention transfer (Ctrl-C) is kept: its rerun resumes the
-    transfer.
-    Files that were there before it (a driver's command.txt, a shell's output.log) stay; a
-    directory the run created goes, parents included, once empty.
+    Its run.json would refuse the corrected command. Files there before it stay; directories
+    it created go once empty.
     """
     if not STARTED_RUNS:
         return []  # Imports nothing: `run` calls it after every failure.
@@ -738,9 +662,7 @@ def remove_unfinished_starts():
 
 
 def _has_checkpoint(path):
-    """Whether the run in `path` saved a checkpoint to resume: of training, or of the
-    attention transfer it stopped in (a run that saved one imported the module that wrote
-    it)."""
+    """Whether the run in `path` saved a checkpoint of training or attention transfer."""
     loop = sys.modules.get("keras_linformer.training.loop")
     transfer = sys.modules.get("keras_linformer.models.attention_transfer")
     return bool(loop is not None and loop.has_checkpoint(path)
@@ -748,13 +670,8 @@ def _has_checkpoint(path):
 
 
 def training_memory_lower_bound(args, sequence_length, batch_size):
-    """Bytes that one training step at `sequence_length` needs at least, in float32.
-
-    Counts only what grows with the sequence length: the position
-    embeddings and learned projections with their gradients and two Adam
-    moments, and one batch's per-layer activations and attention scores
-    (n x n for the Transformer, n x k for the Linformer).
-    """
+    """Bytes (float32) of what grows with n in a training step: position embeddings and
+    projections with gradients and Adam moments, activations and attention scores."""
     value = {name: getattr(args, name, None) for name in FROM_SCRATCH}
     value = {name: FROM_SCRATCH[name] if v is None else v for name, v in value.items()}
     linformer = value["attention"] == "linformer"
@@ -769,8 +686,7 @@ def training_memory_lower_bound(args, sequence_length, batch_size):
 
 
 def check_sequence_length_fits(parser, args, config_class):
-    """Refuses a `--sequence-length` whose training step cannot fit in this machine's memory
-    (at `--batch-size`, or `config_class`'s)."""
+    """Refuses a `--sequence-length` whose training step cannot fit in this machine's memory."""
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -780,15 +696,13 @@ def check_sequence_length_fits(parser, args, config_class):
     batch_size = args.batch_size or config_class.batch_size
     needed = training_memory_lower_bound(args, args.sequence_length, batch_size)
     if needed > memory:
-        parser.error(
-            f"argument --sequence-length: {args.sequence_length} cannot fit in memory: a "
-            f"training step at batch size {batch_size} needs at least "
-            f"{needed / 2**30:,.1f} GiB (position embeddings, activations, attention "
-            f"scores), more than this machine's {memory / 2**30:,.1f} GiB. Use a shorter "
-            "--sequence-length (or a smaller --batch-size)."
-        )
+        parser.error(f"argument --sequence-length: {args.sequence_length} cannot fit in memory: a "
+                     f"training step at batch size {batch_size} needs at least "
+                     f"{needed / 2**30:,.1f} GiB (position embeddings, activations, attention "
+                     f"scores), more than this machine's {memory / 2**30:,.1f} GiB. Use a shorter "
+                     "--sequence-length (or a smaller --batch-size).")
 
 
 def log(message):
-    """Prints a progress line at once, also when stdout is a pipe or a file."""
+    """Prints a progress line at once, also into a pipe."""
     print(message, flush=True)

@@ -21,15 +21,9 @@ from keras_linformer.programs import cli
 
 DEFAULT_MODEL_NAMES = {"classifier": "linformer_classifier", "masked_lm": "linformer_masked_lm"}
 # The library's parameters, named by their flags in its errors.
-FLAGS = {
-    "base_dir": "--base-dir",
-    "model_name": "--model-name",
-    "max_batch_size": "--max-batch-size",
-    "reuse_existing": "--reuse-existing",
-    "version": "--version",
-    "top_k": "--top-k",
-    "max_masks": "--max-masks",
-}
+FLAGS = {"base_dir": "--base-dir", "model_name": "--model-name",
+         "max_batch_size": "--max-batch-size", "reuse_existing": "--reuse-existing",
+         "version": "--version", "top_k": "--top-k", "max_masks": "--max-masks"}
 
 
 def parse_args(argv=None):
@@ -69,7 +63,7 @@ def parse_args(argv=None):
 
 
 def export(args):
-    """Writes the export the flags describe; returns `(path, report or None)`."""
+    """Writes the export; returns `(path, report or None)`."""
     from keras_linformer import export as export_lib
     from keras_linformer.export import layout
     from keras_linformer.export import sources
@@ -77,54 +71,40 @@ def export(args):
     start = time.perf_counter()
     task = sources.task_of_directory(args.source)
     model_name = args.model_name or DEFAULT_MODEL_NAMES[task]
-    options = {
-        "base_dir": args.base_dir,
-        "model_name": model_name,
-        "version": args.version,
-        "sequence_length": args.sequence_length,
-        "reuse_existing": args.reuse_existing,
-    }
+    options = {"base_dir": args.base_dir, "model_name": model_name, "version": args.version,
+               "sequence_length": args.sequence_length, "reuse_existing": args.reuse_existing}
     if args.max_batch_size is not None:
         options["max_batch_size"] = args.max_batch_size
     before = set(export_lib.list_versions(os.path.join(args.base_dir, model_name)))
     if task == "classifier":
         for flag, value in (("--top-k", args.top_k), ("--max-masks", args.max_masks)):
             if value is not None:
-                raise ValueError(
-                    f"{flag}: only for a masked LM, but {args.source!r} is a "
-                    f"fine-tuning output (classifier). Received: {flag} {value}"
-                )
+                raise ValueError(f"{flag}: only for a masked LM, but {args.source!r} is a "
+                                 f"fine-tuning output (classifier). Received: {flag} {value}")
         with cli.flag_names(**FLAGS):
             path = export_lib.export_classifier(args.source, **options)
     else:
         with cli.flag_names(**FLAGS):
             path = export_lib.export_masked_lm(
-                args.source,
-                top_k=5 if args.top_k is None else args.top_k,
-                max_masks=8 if args.max_masks is None else args.max_masks,
-                **options,
+                args.source, top_k=5 if args.top_k is None else args.top_k,
+                max_masks=8 if args.max_masks is None else args.max_masks, **options
             )
     info = export_lib.read_export_info(path)
     reused = int(os.path.basename(path)) in before
-    done = (
-        f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "
-        f"{args.source} (fingerprint {info['fingerprints']['export'][:12]})"
-        if reused
-        else f"Exported the {task.replace('_', ' ')} in {args.source} to {path}"
-    )
-    cli.log(
-        f"{done} "
-        f"(signatures {', '.join(info['signatures'])}; sequence length "
-        f"{info['sequence_length']}; {time.perf_counter() - start:.0f} s). Serve it with:\n"
-        f"  {layout.docker_command(args.base_dir, model_name)}"
-    )
+    done = (f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "
+            f"{args.source} (fingerprint {info['fingerprints']['export'][:12]})"
+            if reused
+            else f"Exported the {task.replace('_', ' ')} in {args.source} to {path}")
+    cli.log(f"{done} "
+            f"(signatures {', '.join(info['signatures'])}; sequence length "
+            f"{info['sequence_length']}; {time.perf_counter() - start:.0f} s). Serve it with:\n"
+            f"  {layout.docker_command(args.base_dir, model_name)}")
     report = export_lib.verify(path, log=cli.log) if args.verify else None
     return path, report
 
 
 def main(argv=None):
-    """The console script: runs the program and returns its exit status (0: done, 1: the
-    export failed verification; refusals and failures exit inside `cli.run`, see there)."""
+    """The console script: returns 0, or 1 when the export failed verification."""
     parser, args = parse_args(argv)
     _, report = cli.run(parser, export, args)
     return 1 if report is not None and not report.passed else 0

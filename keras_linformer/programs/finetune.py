@@ -57,21 +57,18 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     cli.fill_defaults(args, FinetuningConfig, "seed")
     cli.check_attention_flags(parser, args)
-    cli.check_source_flags(parser, args, {
-        "--text-column": ("text_column", "text", ["--table"]),
-        "--label-column": ("label_column", "label", ["--table"]),
-        "--no-label-check": ("label_check", True, ["--table"]),
-        "--encoding": ("encoding", "utf-8", ["--table"]),
-    })
+    cli.check_source_flags(parser, args, {"--text-column": ("text_column", "text", ["--table"]),
+                                          "--label-column": ("label_column", "label", ["--table"]),
+                                          "--no-label-check": ("label_check", True, ["--table"]),
+                                          "--encoding": ("encoding", "utf-8", ["--table"])})
     cli.check_vocabulary_flags(
         parser, args,
         "--pretrained" if args.pretrained else "--from-bert" if args.from_bert else None)
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
     cli.check_attention_transfer_flag(parser, args)
-    # Else the checkpoint's positions, which fitted, cap the length (a BERT's do not:
-    # `from_bert` extends them, and its architecture, larger than the defaults, is not known
-    # yet, so the defaults' need is a lower bound).
+    # Else the checkpoint's positions, which fitted, cap the length (for a BERT, the
+    # defaults' need is a lower bound).
     if args.pretrained is None:
         cli.check_sequence_length_fits(parser, args, FinetuningConfig)
     return parser, args
@@ -116,8 +113,7 @@ def finetune(args, strategy=None):
 
 
 def main(argv=None):
-    """The console script: runs the program and returns its exit status (0: done;
-    refusals and failures exit inside `cli.run`, see there)."""
+    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
     parser, args = parse_args(argv)
     cli.run(parser, finetune, args)
     return 0

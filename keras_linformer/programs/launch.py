@@ -71,10 +71,8 @@ def parse_args(argv=None):
         parser.error(cli.name_commands(
             "give the command to run after `--`, e.g. -- keras-linformer-pretrain"))
     if args.ports is not None and len(args.ports) != args.workers:
-        parser.error(
-            f"--ports: give one port per worker ({args.workers}), got {len(args.ports)}: "
-            f"{args.ports}"
-        )
+        parser.error(f"--ports: give one port per worker ({args.workers}), got {len(args.ports)}: "
+                     f"{args.ports}")
     if args.ports is not None and len(set(args.ports)) != len(args.ports):
         repeated = sorted({port for port in args.ports if args.ports.count(port) > 1})
         parser.error(f"argument --ports: each worker needs its own port; {repeated} given twice")
@@ -106,7 +104,6 @@ def launch(args):
     workers = []
     for index in range(args.workers):
         log_path = os.path.join(args.log_dir, f"worker-{index}.log")
-        # Appended to: a launch that resumes an interrupted one keeps its log.
         log_file = open(log_path, "a", encoding="utf-8")
         log_file.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} worker {index} of "
                        f"{args.workers}: {' '.join(args.command)}\n")
@@ -120,8 +117,7 @@ def launch(args):
     deadline = [None]
 
     def forward(signum, frame):
-        # Workers save and stop at their next step; one stuck waiting for a
-        # dead peer is killed after a grace period.
+        # Workers save and stop; one stuck waiting for a dead peer is killed after a grace.
         deadline[0] = deadline[0] or time.monotonic() + GRACE_SECONDS
         for process, _, _ in workers:
             if process.poll() is None:
@@ -142,16 +138,13 @@ def launch(args):
                 cli.log(f"worker {workers.index(worker)} exited with status {code} ({log_path})")
                 if code and not status:
                     status = code
-                    # The others wait for it in their next collective and
-                    # cannot save without it (a save is collective too).
+                    # The others would wait for it in their next collective.
                     for process, _, _ in remaining:
                         process.kill()
                     if remaining:
-                        cli.log(
-                            f"worker {workers.index(worker)} failed: stopped the others, "
-                            "which cannot go on without it. Run the same command again "
-                            "to resume from the last checkpoint."
-                        )
+                        cli.log(f"worker {workers.index(worker)} failed: stopped the others, "
+                                "which cannot go on without it. Run the same command again "
+                                "to resume from the last checkpoint.")
             if deadline[0] is not None and time.monotonic() > deadline[0]:
                 for process, _, _ in remaining:
                     process.kill()
@@ -163,8 +156,7 @@ def launch(args):
 
 
 def main(argv=None):
-    """The console script: runs the workers and returns the exit status of the first that
-    failed (128 + the signal for one killed by a signal), or 0."""
+    """The console script: returns the first failed worker's status (128 + a signal), or 0."""
     parser, args = parse_args(argv)
     status = cli.run(parser, launch, args)
     return status if status >= 0 else 128 - status

@@ -30,8 +30,8 @@ from keras_linformer.training.config import FinetuningConfig
 from keras_linformer.training.config import PretrainingConfig
 from keras_linformer.training.config import RunConfig
 
-# Options both stages share, set once by the main job's own flags; the stages' other
-# options are offered as --pretrain-OPTION and --finetune-OPTION.
+# Options both stages share, set by the main job's flags; others are --pretrain-OPTION and
+# --finetune-OPTION.
 SHARED = ("seed", "vocabulary_size", "vocabulary_characters", "attention_transfer_epochs")
 # The main job's own defaults for its stages, where they differ from the programs'.
 PRETRAINING_DEFAULTS = {"epochs": 2.0}
@@ -142,12 +142,8 @@ def stage_arguments(args):
 
 
 def export_classifier(finetune_dir, export_dir, model_name):
-    """Exports the fine-tuned classifier, or reuses the latest version if it holds the same.
-
-    A rerun of a finished main job finds its export there (the same
-    fingerprint: model, vocabulary, labels, options) and writes nothing.
-    Returns the version directory.
-    """
+    """Exports the fine-tuned classifier, or reuses the latest version if it holds the same
+    (fingerprint); returns the version directory."""
     from keras_linformer import export
 
     before = set(export.list_versions(os.path.join(export_dir, model_name)))
@@ -156,11 +152,9 @@ def export_classifier(finetune_dir, export_dir, model_name):
     )
     if int(os.path.basename(path)) in before:
         fingerprint = export.read_export_info(path)["fingerprints"]["export"]
-        cli.log(
-            f"[3/3] reusing {path}: it already holds this classifier (export fingerprint "
-            f"{fingerprint[:12]}, the same model, vocabulary and labels), so no new version "
-            "was written; verifying it the way TF Serving loads it:"
-        )
+        cli.log(f"[3/3] reusing {path}: it already holds this classifier (export fingerprint "
+                f"{fingerprint[:12]}, the same model, vocabulary and labels), so no new version "
+                "was written; verifying it the way TF Serving loads it:")
     else:
         cli.log(f"[3/3] exported {path}; verifying it the way TF Serving loads it:")
     return path
@@ -176,7 +170,6 @@ def run(args):
     cli.log(f"[2/2] {finetune_parser.prog} {shlex.join(finetune_argv)}")
     from keras_linformer.export import layout
 
-    # Everything a user can get wrong is checked before the first stage starts.
     if not layout.MODEL_NAME_PATTERN.fullmatch(args.model_name):
         raise ValueError(
             f"--model-name: {args.model_name!r} cannot be a model name: use letters, digits, "
@@ -199,26 +192,20 @@ def run(args):
         raise ValueError(f"the export in {export_path} failed verification (see above).")
     from keras_linformer.training import run_directory
 
-    # Written last: a main job killed before its export passed is rerun (the stages skip
-    # what they finished, the export is reused).
+    # Written last: a main job killed before its export passed is rerun.
     run_directory.write_summary(args.output_dir, dict(summary, export=export_path))
-    pretrained = (
-        "from scratch"
-        if pretraining is None
-        else f"pretrained (test perplexity {pretraining['test_perplexity']:.1f})"
-    )
-    cli.log(
-        f"Main job: test accuracy {summary['test_accuracy']:.4f} on "
-        f"{summary['test_examples']} held-out reviews (majority class "
-        f"{summary['majority_accuracy']:.4f}) | {args.attention}, {pretrained} | "
-        f"export {export_path} | wall time {time.perf_counter() - start:.0f} s"
-    )
+    pretrained = ("from scratch"
+                  if pretraining is None
+                  else f"pretrained (test perplexity {pretraining['test_perplexity']:.1f})")
+    cli.log(f"Main job: test accuracy {summary['test_accuracy']:.4f} on "
+            f"{summary['test_examples']} held-out reviews (majority class "
+            f"{summary['majority_accuracy']:.4f}) | {args.attention}, {pretrained} | "
+            f"export {export_path} | wall time {time.perf_counter() - start:.0f} s")
     return summary
 
 
 def main(argv=None):
-    """The console script: runs the program and returns its exit status (0: done;
-    refusals and failures exit inside `cli.run`, see there)."""
+    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
     parser, args = parse_args(argv)
     cli.run(parser, run, args)
     return 0

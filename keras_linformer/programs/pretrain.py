@@ -27,12 +27,9 @@ from keras_linformer.training.config import PretrainingConfig
 # What the model learns (`--objective`): the `task` of run.json.
 OBJECTIVES = ("masked_lm", "distillation")
 
-# Bundled corpora by name: (module attribute of keras_linformer.data).
-BUNDLED = {
-    "news_articles": "load_news_articles",
-    "rotten_tomatoes": "load_rotten_tomatoes",
-    "bbc_news": "load_bbc_news",
-}
+# Bundled corpora: their loaders in keras_linformer.data.
+BUNDLED = {"news_articles": "load_news_articles", "rotten_tomatoes": "load_rotten_tomatoes",
+           "bbc_news": "load_bbc_news"}
 
 
 def parse_args(argv=None):
@@ -127,8 +124,7 @@ def load_corpus(args):
 
 
 def config_from(args):
-    """The `PretrainingConfig` (or, for distillation, `DistillationConfig`) the flags
-    describe."""
+    """The `PretrainingConfig` (or `DistillationConfig`) the flags describe."""
     architecture = dict(cli.architecture_from(args), dropout=args.dropout)
     if args.sequence_length is not None:
         architecture["max_sequence_length"] = args.sequence_length
@@ -151,8 +147,7 @@ def pretrain(args, strategy=None):
 
 
 def main(argv=None):
-    """The console script: runs the program and returns its exit status (0: done;
-    refusals and failures exit inside `cli.run`, see there)."""
+    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
     parser, args = parse_args(argv)
     cli.run(parser, pretrain, args)
     return 0

@@ -49,8 +49,7 @@ def _decoded(value):
 
 
 def main(argv=None):
-    """The console script: runs the program and returns its exit status (0: answered;
-    refusals and failures exit inside `cli.run`, see there)."""
+    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
     parser, args = parse_args(argv)
     cli.run(parser, query, args)
     return 0

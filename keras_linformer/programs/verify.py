@@ -43,8 +43,7 @@ def verify(args):
 
 
 def main(argv=None):
-    """The console script: runs the program and returns its exit status (0: the export
-    passed, 1: it failed; refusals and failures exit inside `cli.run`, see there)."""
+    """The console script: returns 0 when the export passed, else 1."""
     parser, args = parse_args(argv)
     return 0 if cli.run(parser, verify, args).passed else 1
 
