@@ -149,22 +149,14 @@ def nonempty(text):
     return text
 
 
-def default_or_refuse(parser, args, flags, refusal=None):
-    """Gives each flag of `flags` (`{flag: (dest, default)}`, declared with `default=None`)
-    left out its default; refuses one given when `refusal` says why it would do nothing."""
-    for flag, (dest, default) in flags.items():
+def check_source_flags(parser, args, flags):
+    """Gives each flag of `flags` (`{flag: (dest, default, sources)}`, declared with
+    `default=None`) left out its default; refuses one given without any of its sources."""
+    for flag, (dest, default, sources) in flags.items():
         if getattr(args, dest) is None:
             setattr(args, dest, default)
-        elif refusal:
-            parser.error(f"argument {flag}: {refusal}")
-
-
-def check_source_flags(parser, args, flags):
-    """`default_or_refuse` for `{flag: (dest, default, sources)}`: refused without a source."""
-    for flag, (dest, default, sources) in flags.items():
-        unused = all(getattr(args, source[2:].replace("-", "_")) is None for source in sources)
-        default_or_refuse(parser, args, {flag: (dest, default)},
-                          f"only used with {' or '.join(sources)}" if unused else None)
+        elif all(getattr(args, source[2:].replace("-", "_")) is None for source in sources):
+            parser.error(f"argument {flag}: only used with {' or '.join(sources)}")
 
 
 positive_int = Bounds(int, 1)
@@ -630,9 +622,13 @@ def remove_unfinished_starts():
         return []  # Imports nothing: `run` calls it after every failure.
     from keras_linformer.training import run_directory
 
+    # A run that saved a checkpoint imported the module that wrote it.
+    loop = sys.modules.get("keras_linformer.training.loop")
+    transfer = sys.modules.get("keras_linformer.models.attention_transfer")
     removed = []
     for path, before, created in STARTED_RUNS:
-        if not os.path.isdir(path) or _has_checkpoint(path):
+        if (not os.path.isdir(path) or loop is not None and loop.has_checkpoint(path)
+                or transfer is not None and transfer.stopped_with_checkpoint(path)):
             continue
         if os.path.isfile(os.path.join(path, run_directory.SUMMARY_FILE)):
             continue  # Finished (by another process sharing the directory): its results.
@@ -659,14 +655,6 @@ def remove_unfinished_starts():
                 directory = os.path.dirname(directory)
     del STARTED_RUNS[:]
     return removed
-
-
-def _has_checkpoint(path):
-    """Whether the run in `path` saved a checkpoint of training or attention transfer."""
-    loop = sys.modules.get("keras_linformer.training.loop")
-    transfer = sys.modules.get("keras_linformer.models.attention_transfer")
-    return bool(loop is not None and loop.has_checkpoint(path)
-                or transfer is not None and transfer.stopped_with_checkpoint(path))
 
 
 def training_memory_lower_bound(args, sequence_length, batch_size):

@@ -45,12 +45,6 @@ def free_ports(count):
             sock.close()
 
 
-def tf_config(addresses, index):
-    return json.dumps(
-        {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
-    )
-
-
 def parse_args(argv=None):
     parser = cli.program_parser("launch", __doc__,
                                 epilog=__doc__[__doc__.index("On a real cluster"):])
@@ -90,9 +84,8 @@ def launch(args):
             except OSError:
                 busy.append(port)
     if busy:
-        raise ValueError(
-            f"--ports: {busy} already in use on localhost; pick others or omit --ports."
-        )
+        raise ValueError(f"--ports: {busy} already in use on localhost; pick others or omit "
+                         "--ports.")
     addresses = [f"localhost:{port}" for port in ports]
     # Checked before any worker starts, so none is left running alone.
     if shutil.which(args.command[0]) is None:
@@ -108,7 +101,8 @@ def launch(args):
         log_file.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} worker {index} of "
                        f"{args.workers}: {' '.join(args.command)}\n")
         log_file.flush()
-        environment = {**os.environ, "TF_CONFIG": tf_config(addresses, index)}
+        config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+        environment = {**os.environ, "TF_CONFIG": json.dumps(config)}
         workers.append((subprocess.Popen(
             args.command, stdout=log_file, stderr=subprocess.STDOUT, env=environment
         ), log_file, log_path))

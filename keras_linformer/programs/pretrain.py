@@ -27,16 +27,15 @@ from keras_linformer.training.config import PretrainingConfig
 # What the model learns (`--objective`): the `task` of run.json.
 OBJECTIVES = ("masked_lm", "distillation")
 
-# Bundled corpora: their loaders in keras_linformer.data.
-BUNDLED = {"news_articles": "load_news_articles", "rotten_tomatoes": "load_rotten_tomatoes",
-           "bbc_news": "load_bbc_news"}
+# Bundled corpora, loaded by keras_linformer.data.load_NAME.
+BUNDLED = ("bbc_news", "news_articles", "rotten_tomatoes")
 
 
 def parse_args(argv=None):
     parser = cli.program_parser("pretrain", __doc__, epilog=cli.COMBINATIONS)
     group = parser.add_argument_group("data (default: the bundled news articles)")
     source = group.add_mutually_exclusive_group()
-    source.add_argument("--corpus", nargs="+", choices=sorted(BUNDLED), default=["news_articles"],
+    source.add_argument("--corpus", nargs="+", choices=BUNDLED, default=["news_articles"],
                         help="Bundled corpora to pretrain on, each split 80/10/10 on its own "
                              "(only training splits are trained on; the others are held out).")
     source.add_argument("--text-files", nargs="+", metavar="PATH", type=cli.nonempty,
@@ -118,7 +117,7 @@ def load_corpus(args):
             )
     else:
         corpus = data.concatenate_corpora([
-            getattr(data, BUNDLED[name])(seed=args.seed) for name in dict.fromkeys(args.corpus)
+            getattr(data, f"load_{name}")(seed=args.seed) for name in dict.fromkeys(args.corpus)
         ])
     return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
 

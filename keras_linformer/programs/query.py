@@ -36,16 +36,9 @@ def query(args):
     for row, text in enumerate(args.texts):
         answer = {"text": text}
         for name, values in sorted(outputs.items()):
-            answer[name] = _decoded(np.asarray(values[row]).tolist())
-        print(json.dumps(answer, ensure_ascii=False), flush=True)
-
-
-def _decoded(value):
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, list):
-        return [_decoded(item) for item in value]
-    return value
+            answer[name] = np.asarray(values[row]).tolist()
+        print(json.dumps(answer, ensure_ascii=False,
+                         default=lambda value: value.decode("utf-8", "replace")), flush=True)
 
 
 def main(argv=None):
