@@ -203,12 +203,9 @@ def text_encoding(text):
 
 
 # The model flags' values from scratch.
-FROM_SCRATCH = {
-    name: DEFAULT_ARCHITECTURE[name] for name in (
-        "attention", "projection", "projected_dim", "sharing", "num_layers", "num_heads",
-        "hidden_dim", "intermediate_dim",
-    )
-}
+FROM_SCRATCH = {name: DEFAULT_ARCHITECTURE[name] for name in (
+    "attention", "projection", "projected_dim", "sharing", "num_layers", "num_heads",
+    "hidden_dim", "intermediate_dim")}
 
 
 def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
@@ -223,12 +220,10 @@ def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
                 "the checkpoint's (another value is refused).")
 
     group = parser.add_argument_group("model")
-    group.add_argument("--attention", choices=ATTENTIONS,
-                       default=defaults["attention"],
+    group.add_argument("--attention", choices=ATTENTIONS, default=defaults["attention"],
                        help=described("Linformer attention, or the full-attention Transformer "
                                       "baseline (same model otherwise).", "attention"))
-    group.add_argument("--projection", choices=PROJECTIONS,
-                       default=defaults["projection"],
+    group.add_argument("--projection", choices=PROJECTIONS, default=defaults["projection"],
                        help=described("How keys and values are projected from n to k positions: "
                                       "learned matrices E, F (the paper's), mean or max pooling, "
                                       "a strided convolution, or a fixed Gaussian E (the "
@@ -253,8 +248,7 @@ def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
                        metavar="K", help=described("k, the projected length of keys and values "
                                                   "(mean/max/conv need n %% k == 0).",
                                                   "projected_dim"))
-    group.add_argument("--sharing", choices=SHARINGS,
-                       default=defaults["sharing"],
+    group.add_argument("--sharing", choices=SHARINGS, default=defaults["sharing"],
                        help=described("Which projections share weights: none, across heads, "
                                       "keys with values per layer, or one for all layers.",
                                       "sharing"))
@@ -280,8 +274,7 @@ def fill_from_scratch_defaults(args):
 
 def check_from_bert_flags(parser, args):
     """With --from-bert: only the conversion's flags, and k unless the BERT stays a Transformer."""
-    fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim",
-                               "--intermediate-dim")
+    fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim", "--intermediate-dim")
              if getattr(args, flag[2:].replace("-", "_")) is not None]
     if fixed:
         parser.error(f"argument {fixed[0]}: not allowed with --from-bert, whose "

@@ -75,8 +75,7 @@ def parse_args(argv=None):
         "fine-tuning (Rotten Tomatoes sentiment; `keras-linformer-finetune`'s options)")
     group.add_argument("--max-train-examples", type=cli.positive_int, default=None,
                        help="Fine-tune on the first N training reviews only (for trial runs).")
-    cli.add_config_flags(parser, FinetuningConfig, "finetune-", FINETUNING_DEFAULTS, SHARED,
-                         group)
+    cli.add_config_flags(parser, FinetuningConfig, "finetune-", FINETUNING_DEFAULTS, SHARED, group)
     parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
                         help="Validate and test both stages on the first N held-out documents "
                              "only (for trial runs).")
@@ -171,11 +170,9 @@ def run(args):
     from keras_linformer.export import layout
 
     if not layout.MODEL_NAME_PATTERN.fullmatch(args.model_name):
-        raise ValueError(
-            f"--model-name: {args.model_name!r} cannot be a model name: use letters, digits, "
-            "'_', '.' and '-', starting with a letter or digit (it becomes a directory and "
-            "TF Serving's MODEL_NAME)."
-        )
+        raise ValueError(f"--model-name: {args.model_name!r} cannot be a model name: use letters, "
+                         "digits, '_', '.' and '-', starting with a letter or digit (it becomes a "
+                         "directory and TF Serving's MODEL_NAME).")
     if not args.no_pretraining:
         cli.check_output_dir(pretrain_args.output_dir, "masked_lm")
     cli.check_output_dir(finetune_args.output_dir, "classification")

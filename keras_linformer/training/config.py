@@ -116,8 +116,7 @@ class RunConfig:
     learning_rate: float = option(
         help="Peak AdamW learning rate, reached by linear warmup, then cosine decay to 0 at "
              "the last step.", bounds=POSITIVE_NUMBER)
-    warmup_fraction: float = option(0.1, "Share of the steps spent in linear warmup.",
-                                    FRACTION)
+    warmup_fraction: float = option(0.1, "Share of the steps spent in linear warmup.", FRACTION)
     weight_decay: float = option(0.01, "AdamW weight decay (not on biases and LayerNorm).",
                                  Bounds(float, 0))
     checkpoint_every: int | None = option(
@@ -161,10 +160,9 @@ class RunConfig:
             unknown = (sorted(set(architecture) - ARCHITECTURE_KEYS)
                        if isinstance(architecture, dict) else architecture)
             if unknown:
-                raise ValueError(
-                    "`architecture` must be a dict of LinformerBackbone arguments, "
-                    f"among {sorted(ARCHITECTURE_KEYS)}. Received unknown: {unknown!r}"
-                )
+                raise ValueError("`architecture` must be a dict of LinformerBackbone arguments, "
+                                 f"among {sorted(ARCHITECTURE_KEYS)}. Received unknown: "
+                                 f"{unknown!r}")
 
     @classmethod
     def of(cls, config=None, **options):

@@ -142,10 +142,9 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
         tf.config.experimental.enable_op_determinism()
     if read_tf_config() is not None:
         if cpu_replicas > 1:
-            raise ValueError(
-                "`cpu_replicas` must be 1 with TF_CONFIG (multi-worker training): run "
-                f"one worker per host or device. Received: cpu_replicas={cpu_replicas}"
-            )
+            raise ValueError("`cpu_replicas` must be 1 with TF_CONFIG (multi-worker training): run "
+                             "one worker per host or device. Received: "
+                             f"cpu_replicas={cpu_replicas}")
         strategy = make_multi_worker_strategy(connect_timeout, log=log)
     else:
         configure_cpu_replicas(cpu_replicas)

@@ -60,11 +60,10 @@ class Distiller(keras.Model):
     def __init__(self, student, teacher, **kwargs):
         super().__init__(**kwargs)
         if student.hidden_dim != teacher.hidden_dim:
-            raise ValueError(
-                f"student: its hidden_dim {student.hidden_dim} differs from the teacher's "
-                f"{teacher.hidden_dim}; distillation compares their outputs unit by unit. "
-                "Convert the teacher with `LinformerBackbone.from_bert`."
-            )
+            raise ValueError(f"student: its hidden_dim {student.hidden_dim} differs from the "
+                             f"teacher's {teacher.hidden_dim}; distillation compares their outputs "
+                             "unit by unit. Convert the teacher with "
+                             "`LinformerBackbone.from_bert`.")
         self.student = student
         self.teacher = teacher
         self.teacher.trainable = False
@@ -130,18 +129,15 @@ class DistillationTask(pretraining.MaskedLMTask):
 
     def check(self):
         if self.config.from_bert is None:
-            raise ValueError(
-                "from_bert: distillation needs the BERT to reproduce (a keras-hub preset or "
-                "a Hugging Face BERT directory). Received: from_bert=None"
-            )
+            raise ValueError("from_bert: distillation needs the BERT to reproduce (a keras-hub "
+                             "preset or a Hugging Face BERT directory). Received: from_bert=None")
         if self.architecture.get("attention") == "transformer":
             raise ValueError("attention: a Transformer conversion is the BERT itself; distillation "
                              "trains a Linformer conversion. Received: attention='transformer'")
         self.check_sequences()
 
     def build_model(self, optimizer, jit_compile):
-        return build_distiller(self.new_backbone(), self.bert, optimizer,
-                               jit_compile=jit_compile)
+        return build_distiller(self.new_backbone(), self.bert, optimizer, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
         sequences = self.sequences(split, shuffle, input_context, mask_selection_rate=0.0)
@@ -163,10 +159,8 @@ class DistillationTask(pretraining.MaskedLMTask):
         for name in ("loss", "token_error", "embedding_cosine"):
             value = results.get(name)
             if value is None or not math.isfinite(value):
-                raise ValueError(
-                    f"from_bert: the test {name} came out as {value!r}: the distillation "
-                    "diverged or measured nothing; nothing was saved."
-                )
+                raise ValueError(f"from_bert: the test {name} came out as {value!r}: the "
+                                 "distillation diverged or measured nothing; nothing was saved.")
 
     def save(self, model, output_dir):
         starting_points.save_pretrained(model.student, self.vocabulary, output_dir)

@@ -84,13 +84,11 @@ class ClassificationTask(runs.Task):
         if config.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("sequence_length", config.sequence_length, minimum=3)
         check_number("epochs", config.epochs, 0, include_low=False)
-        attention_transfer.check_run_option(config.attention_transfer_epochs,
-                                            config.from_bert)
+        attention_transfer.check_run_option(config.attention_transfer_epochs, config.from_bert)
         if config.pretrained is not None and config.from_bert is not None:
-            raise ValueError(
-                "pretrained and from_bert are two starting points; give one. Received: "
-                f"pretrained={config.pretrained!r}, from_bert={config.from_bert!r}"
-            )
+            raise ValueError("pretrained and from_bert are two starting points; give one. "
+                             f"Received: pretrained={config.pretrained!r}, "
+                             f"from_bert={config.from_bert!r}")
 
     def prepare(self, strategy, log, start):
         config, corpus = self.config, self.corpus
@@ -107,11 +105,10 @@ class ClassificationTask(runs.Task):
             if sequence_length is None:
                 sequence_length = backbone_config["max_sequence_length"]
             elif sequence_length > backbone_config["max_sequence_length"]:
-                raise ValueError(
-                    f"sequence_length: {sequence_length} is longer than the "
-                    f"pretrained backbone's max_sequence_length "
-                    f"{backbone_config['max_sequence_length']} (in {config.pretrained!r})."
-                )
+                raise ValueError(f"sequence_length: {sequence_length} is longer than the "
+                                 "pretrained backbone's max_sequence_length "
+                                 f"{backbone_config['max_sequence_length']} (in "
+                                 f"{config.pretrained!r}).")
         else:
             sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
             self.vocabulary = runs.vocabulary_for(

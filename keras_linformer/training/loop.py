@@ -121,10 +121,9 @@ class Trainer:
             raise ValueError("`model` must be compiled (with an optimizer) before training.")
         check_positive_int("max_to_keep", max_to_keep, minimum=2)
         if monitor is not None and not (isinstance(monitor, str) and monitor.startswith("val_")):
-            raise ValueError(
-                "monitor: expected the name of a validation metric, starting with 'val_' "
-                f"(e.g. 'val_accuracy' or 'val_loss'). Received: monitor={monitor!r}"
-            )
+            raise ValueError("monitor: expected the name of a validation metric, starting with "
+                             "'val_' (e.g. 'val_accuracy' or 'val_loss'). Received: "
+                             f"monitor={monitor!r}")
         if progress_every is not None:
             check_number("progress_every", progress_every, 0)
         self.progress_every = progress_every
@@ -228,10 +227,9 @@ class Trainer:
         if self.monitor is None:
             return
         if self.monitor not in epoch_logs:
-            raise ValueError(
-                f"monitor: {self.monitor!r} is not a metric of the epochs; they have "
-                f"{sorted(epoch_logs)}. (Validation metrics need a validation dataset.)"
-            )
+            raise ValueError(f"monitor: {self.monitor!r} is not a metric of the epochs; they have "
+                             f"{sorted(epoch_logs)}. (Validation metrics need a validation "
+                             "dataset.)")
         value, best = epoch_logs[self.monitor], float(self.best_value.numpy())
         if math.isfinite(value) and (
             math.isnan(best) or (value < best if "loss" in self.monitor else value > best)
@@ -250,16 +248,12 @@ class Trainer:
             raise ValueError("restore_best: this Trainer was made without a monitor.")
         step = int(self.best_step.numpy())
         if step < 0:
-            raise ValueError(
-                f"restore_best: no epoch has a finite {self.monitor!r} yet, so there is no "
-                "best epoch to restore."
-            )
+            raise ValueError(f"restore_best: no epoch has a finite {self.monitor!r} yet, so there "
+                             "is no best epoch to restore.")
         path = os.path.join(self.output_dir, BEST_DIR, f"ckpt-{step}")
         if not tf.io.gfile.glob(path + ".index"):
-            raise ValueError(
-                f"restore_best: the best epoch's checkpoint {path!r} is missing; the run "
-                "directory was changed after it was written."
-            )
+            raise ValueError(f"restore_best: the best epoch's checkpoint {path!r} is missing; the "
+                             "run directory was changed after it was written.")
         # Every model variable must load; the writer's save counter is not wanted.
         tf.train.Checkpoint(model_variables=list(self.model.variables)).read(
             path
@@ -335,10 +329,8 @@ class Trainer:
         if not (update_freq in ("epoch", "batch") or (
                 isinstance(update_freq, int) and not isinstance(update_freq, bool)
                 and update_freq >= 1)):
-            raise ValueError(
-                "update_freq: expected 'epoch', 'batch' or a positive int (steps between "
-                f"TensorBoard points). Received: update_freq={update_freq!r}"
-            )
+            raise ValueError("update_freq: expected 'epoch', 'batch' or a positive int (steps "
+                             f"between TensorBoard points). Received: update_freq={update_freq!r}")
         callbacks = list(callbacks or [])
         if self.chief:
             callbacks.append(TensorBoard(

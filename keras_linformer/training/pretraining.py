@@ -53,12 +53,10 @@ def check_results(results, mask_selection_rate):
     """Raises ValueError for a test perplexity under 1 or missing: no token was masked."""
     perplexity = results.get("perplexity")
     if perplexity is None or not perplexity >= 1 or not math.isfinite(results["loss"]):
-        raise ValueError(
-            f"mask_selection_rate: the test perplexity came out as {perplexity!r} (a "
-            "masked LM's is at least 1): no test token was masked and predicted, so the "
-            f"run measured nothing. Raise the mask rate ({mask_selection_rate}) or give "
-            "longer held-out documents; nothing was saved."
-        )
+        raise ValueError(f"mask_selection_rate: the test perplexity came out as {perplexity!r} (a "
+                         "masked LM's is at least 1): no test token was masked and predicted, so "
+                         f"the run measured nothing. Raise the mask rate ({mask_selection_rate}) "
+                         "or give longer held-out documents; nothing was saved.")
 
 
 def pretrain(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):

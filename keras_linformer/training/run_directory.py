@@ -168,11 +168,9 @@ def claimed(directory, writer=True):
 
 def _in_use(directory, descriptor, argument="output_dir"):
     holder = os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip()
-    return ValueError(
-        f"{argument}: {directory!r} is in use by {holder or 'another process'}, a run "
-        "writing there now. Wait for it to end (or stop it), or use another output "
-        "directory."
-    )
+    return ValueError(f"{argument}: {directory!r} is in use by {holder or 'another process'}, a "
+                      "run writing there now. Wait for it to end (or stop it), or use another "
+                      "output directory.")
 
 
 def check_not_claimed(directory, argument="output_dir"):
@@ -209,10 +207,8 @@ def check_output_dir(path, task, argument="output_dir"):
                   "them, so they cannot be resumed safely"
                   if CHECKPOINT_DIR in present
                   else f"is not empty and is not a run (it has no {RUN_FILE})")
-        raise ValueError(
-            f"{argument}: {path!r} {reason}; a run there would replace or mix with its "
-            f"files ({listed}). Give a new or empty directory."
-        )
+        raise ValueError(f"{argument}: {path!r} {reason}; a run there would replace or mix with "
+                         f"its files ({listed}). Give a new or empty directory.")
     if run.get("task") != task:
         found = (program_of(run.get("task")) if run.get("task") in PROGRAMS
                  else f"task {run.get('task')!r}")

@@ -169,10 +169,8 @@ def bert_start(preset, architecture, sequence_length, dropout):
     architecture = dict(architecture or {})
     fixed = sorted(set(architecture) - set(CONVERSION_KEYS))
     if fixed:
-        raise ValueError(
-            f"architecture: {fixed} come from the BERT checkpoint with from_bert; only "
-            f"{list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}"
-        )
+        raise ValueError(f"architecture: {fixed} come from the BERT checkpoint with from_bert; "
+                         f"only {list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}")
     # from_bert's defaults, spelled out so that run.json records them.
     defaults = inspect.signature(LinformerBackbone.from_bert).parameters
     conversion = {**{key: defaults[key].default for key in
@@ -187,8 +185,7 @@ def bert_start(preset, architecture, sequence_length, dropout):
     sequence_length = sequence_length or bert.max_sequence_length
     dims = conversion.get("projected_dim")
     for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
-        projections.get_checked(conversion["projection"], conversion["sharing"],
-                                sequence_length, k)
+        projections.get_checked(conversion["projection"], conversion["sharing"], sequence_length, k)
     config = {
         **{key: getattr(bert, key) for key in (
             "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
