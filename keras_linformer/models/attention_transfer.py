@@ -29,9 +29,6 @@ from keras_linformer.utils import validation
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 CHECKPOINT = "attention_transfer.npz"
-RUN_TEXTS = 256  # A run's `--attention-transfer` uses its first training texts.
-RUN_DIRECTORY = "attention_transfer"
-_UNFINISHED = set()  # Output directories of this process's unfinished `transfer_for_run`s.
 
 
 def linformer_only_variables(backbone):
@@ -306,52 +303,6 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
             )
         _save(checkpoint_dir, variables, optimizer, epoch + 1)
     return (epochs - first_epoch) * steps_per_epoch, time.perf_counter() - start
-
-
-def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,
-                     log=print):
-    """Converts `bert` and transfers its attention on a run's first `RUN_TEXTS` texts.
-
-    What `--attention-transfer` does: `bert` converted with the `conversion`
-    options of `LinformerBackbone.from_bert` at n = `sequence_length`, `texts`
-    encoded by `tokenizer` as fine-tuning encodes them, `epochs` of
-    `transfer_attention` checkpointed to `output_dir/attention_transfer`.
-    Returns the values of `linformer_only_variables`, for `assign_transferred`.
-    """
-    from keras_linformer import data
-    from keras_linformer.models.linformer_backbone import LinformerBackbone
-
-    linformer = LinformerBackbone.from_bert(bert, max_sequence_length=sequence_length,
-                                            **conversion)
-    encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:RUN_TEXTS])
-    inputs = {key: np.asarray(value) for key, value in encoded.items()}
-    _UNFINISHED.add(os.path.abspath(output_dir))
-    transfer_attention(linformer, bert, inputs, epochs=epochs, log=log,
-                       checkpoint_dir=os.path.join(output_dir, RUN_DIRECTORY))
-    _UNFINISHED.discard(os.path.abspath(output_dir))
-    return [ops.convert_to_numpy(v) for v in linformer_only_variables(linformer)]
-
-
-def stopped_with_checkpoint(output_dir):
-    """Whether `transfer_for_run` into `output_dir` stopped early, leaving a checkpoint."""
-    return (os.path.abspath(output_dir) in _UNFINISHED
-            and os.path.isfile(os.path.join(output_dir, RUN_DIRECTORY, CHECKPOINT)))
-
-
-def check_run_option(epochs, from_bert):
-    """Raises unless `attention_transfer_epochs` is an int >= 0, and 0 without `from_bert`."""
-    validation.check_positive_int("attention_transfer_epochs", epochs, minimum=0)
-    if epochs and from_bert is None:
-        raise ValueError(
-            "attention_transfer_epochs: attention transfer trains a BERT conversion; it "
-            f"needs from_bert. Received: attention_transfer_epochs={epochs}, from_bert=None"
-        )
-
-
-def assign_transferred(backbone, values):
-    """Gives `backbone`, converted as by `transfer_for_run`, the transferred projections."""
-    for variable, value in zip(linformer_only_variables(backbone), values, strict=True):
-        variable.assign(value)
 
 
 def _train_step(layers, variables, optimizer):

@@ -617,7 +617,7 @@ def remove_unfinished_starts():
 
     # A run that saved a checkpoint imported the module that wrote it.
     loop = sys.modules.get("keras_linformer.training.loop")
-    transfer = sys.modules.get("keras_linformer.models.attention_transfer")
+    transfer = sys.modules.get("keras_linformer.training.starting_points")
     removed = []
     for path, before, created in STARTED_RUNS:
         if (not os.path.isdir(path) or loop is not None and loop.has_checkpoint(path)

@@ -10,7 +10,6 @@ import keras
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
-from keras_linformer.models import attention_transfer
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 from keras_linformer.training import starting_points
@@ -84,7 +83,7 @@ class ClassificationTask(runs.Task):
         if config.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("sequence_length", config.sequence_length, minimum=3)
         check_number("epochs", config.epochs, 0, include_low=False)
-        attention_transfer.check_run_option(config.attention_transfer_epochs, config.from_bert)
+        starting_points.check_attention_transfer(config.attention_transfer_epochs, config.from_bert)
         if config.pretrained is not None and config.from_bert is not None:
             raise ValueError("pretrained and from_bert are two starting points; give one. "
                              f"Received: pretrained={config.pretrained!r}, "

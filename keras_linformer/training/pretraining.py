@@ -9,7 +9,6 @@ import keras_hub
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
-from keras_linformer.models import attention_transfer
 from keras_linformer.training import inputs
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
@@ -109,7 +108,7 @@ class MaskedLMTask(runs.Task):
 
     def check_sequences(self):
         """Checks the options of `sequences`."""
-        attention_transfer.check_run_option(self.config.attention_transfer_epochs,
+        starting_points.check_attention_transfer(self.config.attention_transfer_epochs,
                                             self.config.from_bert)
         if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("max_sequence_length", self.sequence_length, minimum=3)

@@ -16,7 +16,6 @@ import keras
 
 from keras_linformer import data
 from keras_linformer.models import LinformerBackbone
-from keras_linformer.models import attention_transfer
 from keras_linformer.training import devices
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
@@ -140,7 +139,7 @@ class Task:
         (once `run.json` claims the directory, so that a cut transfer resumes)."""
         epochs = self.config.attention_transfer_epochs
         if self.bert is not None and epochs:
-            self.transferred = attention_transfer.transfer_for_run(
+            self.transferred = starting_points.transfer_for_run(
                 self.bert, self.conversion, self.sequence_length, self.corpus.train.texts,
                 self.tokenizer(), epochs, self.config.output_dir, log)
 
@@ -150,7 +149,7 @@ class Task:
             self.bert, max_sequence_length=self.sequence_length, dropout=dropout, **self.conversion
         )
         if self.config.attention_transfer_epochs:
-            attention_transfer.assign_transferred(backbone, self.transferred)
+            starting_points.assign_transferred(backbone, self.transferred)
         return backbone
 
 

@@ -7,15 +7,19 @@ import os
 import shutil
 
 import keras
+import numpy as np
+from keras import ops
 
 from keras_linformer import data
 from keras_linformer.layers import projections
 from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import attention_transfer
 from keras_linformer.models import pretrained_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.training.run_directory import WEIGHTS_FILE
+from keras_linformer.utils import validation
 
 # The backbone arguments that decide which weights exist and what they mean.
 ARCHITECTURE_KEYS = (
@@ -23,6 +27,10 @@ ARCHITECTURE_KEYS = (
     "projected_dim", "max_sequence_length", "projection", "sharing", "attention",
     "num_segments", "projection_initializer", "padding_compensation", "null_slots",
 )
+
+TRANSFER_TEXTS = 256  # `--attention-transfer` uses a run's first training texts.
+TRANSFER_DIRECTORY = "attention_transfer"
+_UNFINISHED = set()  # Output directories of this process's unfinished `transfer_for_run`s.
 
 
 def architecture_of(config):
@@ -196,3 +204,51 @@ def bert_start(preset, architecture, sequence_length, dropout):
         "dropout": dropout,
     }
     return bert, vocabulary, conversion, config
+
+
+def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,
+                     log=print):
+    """Converts `bert` and transfers its attention on a run's first `TRANSFER_TEXTS` texts.
+
+    What `--attention-transfer` does: `bert` converted with the `conversion`
+    options of `LinformerBackbone.from_bert` at n = `sequence_length`, `texts`
+    encoded by `tokenizer` as fine-tuning encodes them, `epochs` of
+    `attention_transfer.transfer_attention` checkpointed to
+    `output_dir/attention_transfer`. Returns the values of its
+    `linformer_only_variables`, for `assign_transferred`.
+    """
+    linformer = LinformerBackbone.from_bert(bert, max_sequence_length=sequence_length,
+                                            **conversion)
+    encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:TRANSFER_TEXTS])
+    inputs = {key: np.asarray(value) for key, value in encoded.items()}
+    _UNFINISHED.add(os.path.abspath(output_dir))
+    checkpoint_dir = os.path.join(output_dir, TRANSFER_DIRECTORY)
+    attention_transfer.transfer_attention(linformer, bert, inputs, epochs=epochs, log=log,
+                                          checkpoint_dir=checkpoint_dir)
+    _UNFINISHED.discard(os.path.abspath(output_dir))
+    variables = attention_transfer.linformer_only_variables(linformer)
+    return [ops.convert_to_numpy(v) for v in variables]
+
+
+def stopped_with_checkpoint(output_dir):
+    """Whether `transfer_for_run` into `output_dir` stopped early, leaving a checkpoint."""
+    return (os.path.abspath(output_dir) in _UNFINISHED
+            and os.path.isfile(os.path.join(output_dir, TRANSFER_DIRECTORY,
+                                           attention_transfer.CHECKPOINT)))
+
+
+def check_attention_transfer(epochs, from_bert):
+    """Raises unless `attention_transfer_epochs` is an int >= 0, and 0 without `from_bert`."""
+    validation.check_positive_int("attention_transfer_epochs", epochs, minimum=0)
+    if epochs and from_bert is None:
+        raise ValueError(
+            "attention_transfer_epochs: attention transfer trains a BERT conversion; it "
+            f"needs from_bert. Received: attention_transfer_epochs={epochs}, from_bert=None"
+        )
+
+
+def assign_transferred(backbone, values):
+    """Gives `backbone`, converted as by `transfer_for_run`, the transferred projections."""
+    variables = attention_transfer.linformer_only_variables(backbone)
+    for variable, value in zip(variables, values, strict=True):
+        variable.assign(value)
