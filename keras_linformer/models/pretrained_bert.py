@@ -47,6 +47,19 @@ def minilm_directory():
     return path
 
 
+def load_bert_backbone(preset, argument="preset"):
+    """`keras_hub.models.BertBackbone.from_preset(preset)`, with errors naming `argument`."""
+    try:
+        return keras_hub.models.BertBackbone.from_preset(preset)
+    except Exception as error:  # keras-hub raises many types, network errors too.
+        raise ValueError(
+            f"{argument}: {preset!r} is not a BERT checkpoint keras-hub can load "
+            f"({type(error).__name__}: {_first_line(error)}). Expected a local directory "
+            "with a BERT config.json, model.safetensors and vocab.txt, or a keras-hub "
+            "BERT preset (downloading one needs network access)."
+        ) from None
+
+
 def load_bert(preset, argument="preset"):
     """Loads a BERT backbone and its vocabulary with keras-hub, for fine-tuning.
 
@@ -69,15 +82,7 @@ def load_bert(preset, argument="preset"):
     """
     if preset == MINILM_PRESET:
         preset = minilm_directory()
-    try:
-        backbone = keras_hub.models.BertBackbone.from_preset(preset)
-    except Exception as error:  # keras-hub raises many types, network errors too.
-        raise ValueError(
-            f"{argument}: {preset!r} is not a BERT checkpoint keras-hub can load "
-            f"({type(error).__name__}: {_first_line(error)}). Expected a local directory "
-            "with a BERT config.json, model.safetensors and vocab.txt, or a keras-hub "
-            "BERT preset (downloading one needs network access)."
-        ) from None
+    backbone = load_bert_backbone(preset, argument)
     try:
         tokenizer = keras_hub.models.BertTokenizer.from_preset(preset)
     except Exception as error:
