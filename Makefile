@@ -52,7 +52,7 @@ $(SERVING_VENV)/.installed:
 	touch $@
 
 check-serving-oldest: install $(SERVING_VENV)/.installed
-	$(PY) -m keras_linformer.export.oldest_tensorflow $(SERVING_VENV)/bin/python
+	$(PY) -m tools.check_serving_oldest $(SERVING_VENV)/bin/python
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info

@@ -222,12 +222,3 @@ def test_export_replaces_a_damaged_export_instead_of_reusing_it(
             "does not match its fingerprint") in result.stdout
     assert f"to {model_dir / '2'}" in result.stdout, result.stdout
     assert layout.list_versions(model_dir) == [1, 2]
-
-
-def test_the_oldest_tensorflow_check_refuses_a_python_without_tensorflow(tmp_path, capsys):
-    from keras_linformer.export import oldest_tensorflow
-
-    missing = str(tmp_path / "no-python")
-    code, output = run_main(oldest_tensorflow.main, [missing], capsys)
-    assert code == 2
-    assert f"error: python: cannot run {missing!r}" in output

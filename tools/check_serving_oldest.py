@@ -5,7 +5,7 @@ small classifier and fill-mask model (random weights), verifies each with the lo
 processes under this Python and under PYTHON (the older TensorFlow), prints both reports,
 the largest difference between their answers, and PASS or FAIL (exit status 1).
 
-    python -m keras_linformer.export.oldest_tensorflow PYTHON
+    python -m tools.check_serving_oldest PYTHON   (or: make check-serving-oldest)
 """
 
 import argparse
@@ -116,7 +116,7 @@ def check(python, base_dir, log=print):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m keras_linformer.export.oldest_tensorflow",
+        prog="python -m tools.check_serving_oldest",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
