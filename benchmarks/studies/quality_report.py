@@ -387,7 +387,7 @@ def markdown(rows, command, machine, images):
     parts += ["", "## Targets", ""] + (target_verdicts(rows) or ["- no finished pair to compare"])
     parts += ["", "## Commands of every run", ""]
     for row in rows:
-        path = os.path.join(row["directory"], "command.txt")
+        path = os.path.join(row["directory"], runner.COMMAND_FILE)
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as file:
                 parts.append(f"- `{file.read().strip()}`")

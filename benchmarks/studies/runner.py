@@ -26,6 +26,12 @@ from keras_linformer.programs import cli
 PRETRAIN = "training.pretrain"
 FINETUNE = "training.finetune"
 MAIN = "training.main"
+# What `execute` writes into a run's directory beside the run's own files (the runs leave
+# hidden names and logs alone).
+COMMAND_FILE = ".command.txt"
+COMMIT_FILE = ".commit.txt"
+MACHINE_FILE = ".machine.json"
+LOG_FILE = "output.log"
 # The fields of a run's machine file (`record_machine`).
 MACHINE, MATMUL = "machine", "matmul_gflops_per_s"
 # A matmul rate is measured again once older than this: before each run of a real study
@@ -102,7 +108,6 @@ def is_finished(run):
     """Whether `run` finished with this very command (wherever its directory was then);
     refuses a finished run of another."""
     from keras_linformer.training import run_directory
-    from keras_linformer.training.run_directory import COMMAND_FILE
 
     if not run_directory.is_finished(run["directory"]):
         return False
@@ -130,19 +135,17 @@ def source_commit():
 
 
 def recorded_commit(run):
-    """The commit `execute` recorded for a run's last process (DIR/commit.txt), or None."""
-    from keras_linformer.training.run_directory import COMMIT_FILE
+    """The commit `execute` recorded for a run's last process (`COMMIT_FILE`), or None."""
 
     path = os.path.join(run["directory"], COMMIT_FILE)
     return open(path, encoding="utf-8").read().strip() if os.path.isfile(path) else None
 
 
 def record_machine(directory):
-    """Writes DIR/machine.json: this machine (`outputs.machine_description`) and its float32
+    """Writes `MACHINE_FILE`: this machine (`outputs.machine_description`) and its float32
     matmul rate (`harness.runner.matmul_rate`) measured at most `MATMUL_RATE_MAX_AGE_S`
     before the run about to start."""
     from benchmarks.harness.runner import matmul_rate
-    from keras_linformer.training.run_directory import MACHINE_FILE
 
     if time.monotonic() - _measured.get("at", -math.inf) > MATMUL_RATE_MAX_AGE_S:
         _measured.update(rate=matmul_rate(), at=time.monotonic())
@@ -155,7 +158,6 @@ def record_machine(directory):
 def recorded_machine(run):
     """`{MACHINE: ..., MATMUL: ...}` that `execute` recorded before a run's last process
     (None values for runs from before it did)."""
-    from keras_linformer.training.run_directory import MACHINE_FILE
 
     path = os.path.join(run["directory"], MACHINE_FILE)
     record = {}
@@ -166,13 +168,10 @@ def recorded_machine(run):
 
 
 def execute(run, position, total):
-    """Runs one stage in a fresh process, its output to DIR/output.log; echoes progress lines.
+    """Runs one stage in a fresh process, its output to `LOG_FILE`; echoes progress lines.
 
-    DIR/commit.txt records the commit of the code it ran, DIR/machine.json the machine and
+    `COMMIT_FILE` records the commit of the code it ran, `MACHINE_FILE` the machine and
     its matmul rate just before (`record_machine`)."""
-    from keras_linformer.training.run_directory import COMMAND_FILE
-    from keras_linformer.training.run_directory import COMMIT_FILE
-    from keras_linformer.training.run_directory import LOG_FILE
 
     os.makedirs(run["directory"], exist_ok=True)
     with open(os.path.join(run["directory"], COMMAND_FILE), "w", encoding="utf-8") as file:

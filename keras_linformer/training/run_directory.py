@@ -34,11 +34,6 @@ WEIGHTS_FILE = "model.weights.h5"
 MASKED_LM_FILE = "masked_lm.keras"
 CLASSIFIER_FILE = "classifier.keras"
 LABELS_FILE = "labels.txt"
-# Written by the studies (`benchmarks.quality`, ...) beside a run before starting it.
-COMMAND_FILE = "command.txt"
-COMMIT_FILE = "commit.txt"
-MACHINE_FILE = "machine.json"
-LOG_FILE = "output.log"
 
 # The `task` in run.json: the program that writes such runs, and its flags.
 PROGRAMS = {"masked_lm": ("pretrain", ""),
@@ -186,8 +181,8 @@ def check_not_claimed(directory, argument="output_dir"):
 
 
 def check_output_dir(path, task, argument="output_dir"):
-    """Raises ValueError unless `path` is new, empty (but for a driver's files and logs), or
-    a run of `task`; the message names the files that would be lost."""
+    """Raises ValueError unless `path` is new, empty (but for logs and hidden names: a
+    launcher's notes), or a run of `task`; the message names the files that would be lost."""
     path = os.fspath(path)
     if not os.path.exists(path):
         return
@@ -196,8 +191,7 @@ def check_output_dir(path, task, argument="output_dir"):
                          "(or the directory of an earlier run to resume it).")
     check_not_claimed(path, argument)
     present = sorted(name for name in os.listdir(path)
-                     if name not in (COMMAND_FILE, COMMIT_FILE, MACHINE_FILE, LOCK_FILE)
-                     and not name.endswith(".log"))
+                     if not name.startswith(".") and not name.endswith(".log"))
     if not present:
         return
     run = read_run(path, argument)

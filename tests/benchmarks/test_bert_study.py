@@ -18,7 +18,6 @@ from benchmarks.studies import runner
 from benchmarks.studies import seeded
 from keras_linformer.programs import finetune
 from keras_linformer.programs import pretrain
-from keras_linformer.training import run_directory
 
 
 def parse(*flags):
@@ -188,7 +187,7 @@ def test_each_run_s_recorded_machine_reaches_the_csv_and_the_report(tmp_path):
     runs = study.plan(args)
     for run, rate in zip(runs, (150.0, 170.0)):
         finish(run, 0.95, seconds=600.0)
-        with open(os.path.join(run["directory"], run_directory.MACHINE_FILE), "w") as file:
+        with open(os.path.join(run["directory"], runner.MACHINE_FILE), "w") as file:
             json.dump({"machine": "2 CPU cores (X)", "matmul_gflops_per_s": rate}, file)
     paths = study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
     rows = read_results(tmp_path)
@@ -214,7 +213,7 @@ def test_a_fresh_clone_goes_on_from_the_runs_its_results_csv_records(tmp_path, c
     runs = study.plan(args)
     for run, accuracy in zip(runs, [0.97, 0.96, 0.98]):  # Seed 1's linear has not run.
         finish(run, accuracy, seconds=600.0)
-    with open(os.path.join(runs[0]["directory"], run_directory.COMMIT_FILE), "w") as file:
+    with open(os.path.join(runs[0]["directory"], runner.COMMIT_FILE), "w") as file:
         file.write("abc1234\n")
     study.STUDY.report(runs, args, "python -m benchmarks.bert_study")
     assert [row["commit"] for row in read_results(tmp_path)] == ["abc1234", None, None, None]

@@ -127,7 +127,7 @@ def test_the_report_reads_both_stages_of_each_run(tmp_path):
     finish(runs[2], 0.72, 420.0)  # mean, seed 1
     finish(runs[3], 0.90, 430.0, exported=False)  # linear, seed 1: killed during its export
     for run in runs:
-        with open(os.path.join(run["directory"], "command.txt"), "w") as file:
+        with open(os.path.join(run["directory"], runner.COMMAND_FILE), "w") as file:
             file.write(runner.command_line(run))
     # Finished: the main job wrote its own summary, after the export passed.
     assert [runner.is_finished(r) for r in runs] == [True, True, True, False]

@@ -71,22 +71,22 @@ def test_every_run_finishes_in_its_own_directory_with_its_command(study):
     for stage, name in RUN_NAMES:
         directory = output_dir / stage / name
         assert os.path.isfile(directory / "summary.json"), directory
-        command = (directory / "command.txt").read_text().strip()
+        command = (directory / runner.COMMAND_FILE).read_text().strip()
         assert command in first  # printed before the run
         assert command.endswith(f"--output-dir {directory}")
         # And the commit of the code it ran: this checkout's.
-        assert (directory / "commit.txt").read_text().strip() == runner.source_commit()
+        assert (directory / runner.COMMIT_FILE).read_text().strip() == runner.source_commit()
         assert runner.source_commit().split("-")[0] in subprocess.run(
             ["git", "log", "--format=%h %H", "-1"], capture_output=True, text=True).stdout
         # And the machine, with its matmul rate measured before the run.
-        machine = json.loads((directory / "machine.json").read_text())
+        machine = json.loads((directory / runner.MACHINE_FILE).read_text())
         assert machine["machine"] == outputs.machine_description()
         assert machine["matmul_gflops_per_s"] > 0
         rates.add(machine["matmul_gflops_per_s"])
     # The runs took less than runner.MATMUL_RATE_MAX_AGE_S: one measurement served them all.
     assert len(rates) == 1
     # Fine-tuning starts from the pretrained model of the same name.
-    command = (output_dir / "rotten_tomatoes" / "linformer-k8-layerwise-seed3" / "command.txt")
+    command = output_dir / "rotten_tomatoes" / "linformer-k8-layerwise-seed3" / runner.COMMAND_FILE
     assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise-seed3'}" in (
         command.read_text())
     assert "--seed 3 " in command.read_text()
@@ -125,7 +125,7 @@ def test_a_run_moved_or_linked_elsewhere_still_counts_as_finished(tmp_path):
     moved = tmp_path / "new" / "run"
     moved.mkdir(parents=True)
     (moved / "summary.json").write_text("{}")
-    (moved / "command.txt").write_text(
+    (moved / runner.COMMAND_FILE).write_text(
         f"python -m training.finetune --seed 1 --output-dir {tmp_path / 'old' / 'run'}\n")
     run = dict(module="training.finetune", directory=str(moved),
                argv=["--seed", "1", "--output-dir", str(moved)])

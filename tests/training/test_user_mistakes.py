@@ -53,7 +53,7 @@ def finetune_from(pretrained_dir, reviews_file, tmp_path, capsys):
 def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_path, capsys):
     from keras_linformer.programs import finetune
 
-    for name in ("labels.txt", "vocab.txt", "summary.json"):
+    for name in ("labels.txt", "vocab.txt", "summary.json", ".command.txt", "run.log"):
         (tmp_path / name).write_text(f"the user's own {name}\n")
     before = contents(tmp_path)
     status, stderr = run_in_process(
@@ -64,7 +64,8 @@ def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_pat
         f"--output-dir: '{tmp_path}' is not empty and is not a run (it has no run.json)"
         in stderr
     )
-    assert "labels.txt, summary.json, vocab.txt" in stderr
+    # Hidden names and logs (a launcher's notes) are left alone and not listed.
+    assert "labels.txt, summary.json, vocab.txt)" in stderr
     assert len(stderr.strip().splitlines()) == 1
     assert contents(tmp_path) == before
 
