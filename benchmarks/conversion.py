@@ -178,6 +178,7 @@ def measure(args):
     from keras_linformer import data
     from keras_linformer.layers import projection_initializers
     from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models import copy_bert
     from keras_linformer.models import pretrained_bert
 
     n = args.sequence_length
@@ -194,7 +195,7 @@ def measure(args):
     real = inputs["padding_mask"].sum(1)
     cli.log(f"{len(texts)} {args.dataset} test texts at n = {n}: {real.mean():.0f} real tokens "
             f"on average ({(real == n).mean():.0%} fill n)")
-    source = LinformerBackbone.from_bert(bert, attention="transformer", max_sequence_length=n)
+    source = copy_bert(bert, max_sequence_length=n)
     reference = embeddings(source, inputs, args.batch_size)
     plan = list(conversions(args))
     rows = []
@@ -229,12 +230,14 @@ def measure(args):
 def load_adapted(directory, vocabulary, sequence_length):
     """The backbone an adaptation of the BERT left in `directory`, checked against the
     BERT's vocabulary and the texts' n."""
+    from keras_linformer.models import attention_of
     from keras_linformer.training import starting_points
 
     with cli.flag_names(pretrained="--adapted"):
         backbone, adapted_vocabulary = starting_points.load_pretrained(directory)
-    if backbone.attention != "linformer" or backbone.max_sequence_length != sequence_length:
-        raise ValueError(f"--adapted: {directory!r} holds a {backbone.attention} at n = "
+    attention = attention_of(backbone)
+    if attention != "linformer" or backbone.max_sequence_length != sequence_length:
+        raise ValueError(f"--adapted: {directory!r} holds a {attention} at n = "
                          f"{backbone.max_sequence_length}; the texts are encoded at n = "
                          f"{sequence_length} (--sequence-length) for Linformer conversions.")
     if adapted_vocabulary != vocabulary:

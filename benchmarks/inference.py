@@ -1,8 +1,9 @@
 """Inference time and memory of Linformer vs the standard Transformer (paper Table 3).
 
-Both encoders are `keras_linformer.models.LinformerBackbone`, the model code
-training uses: `attention="linformer"` (linear E, layerwise sharing) and
-`attention="transformer"` (keras_hub TransformerEncoder blocks). Each
+Both encoders are the model code training uses, built by
+`keras_linformer.models.backbone_for`: `attention="linformer"` (a
+`LinformerBackbone`, linear E, layerwise sharing) and `attention="transformer"`
+(keras-hub's `BertBackbone` of the same shape). Each
 (model, n, k) cell runs XLA-compiled in a fresh process, under a time budget
 and a memory limit; cells that do not finish are recorded as OOM / timeout
 (see `harness/grid.py`). Writes a CSV, a markdown report and two log-log

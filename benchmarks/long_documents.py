@@ -12,7 +12,7 @@ leave-one-out kNN vote, on the same folds for every model), by:
 - `bert-chunks`: the BERT on every m-token chunk of the first n tokens,
   the chunks' embeddings averaged (weighted by their tokens);
 - `bert-n<N>`: the BERT with its positions extended to n
-  (`LinformerBackbone.from_bert(..., max_sequence_length=n)`), full attention;
+  (`copy_bert(..., max_sequence_length=n)`), full attention;
 - `linear-k<K>`: its Linformer conversion (a learned E starting as mean
   pooling), and `linear-k<K>-transfer`: the same after attention transfer
   with `bert-n<N>` as the teacher, on `--transfer-texts` long articles that
@@ -177,10 +177,10 @@ def is_linformer(name):
 
 def build_model(name, bert, n, args, transfer_inputs, log):
     """A BERT reading (truncated and chunks: the BERT as it is) or `probe.build_model`'s."""
-    from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models import copy_bert
 
     if name in (TRUNCATED, CHUNKS):
-        return LinformerBackbone.from_bert(bert, attention="transformer")
+        return copy_bert(bert)
     return probe.build_model(probe.REFERENCE if name.startswith("bert-n") else name, bert, n,
                              args, transfer_inputs, log)
 

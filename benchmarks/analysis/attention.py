@@ -22,8 +22,8 @@ def attention_probabilities(backbone, inputs):
 
     Runs the backbone's own embedding layers (through its functional graph),
     then its encoder blocks one by one with `return_attention_scores=True`,
-    in inference mode. Works for `LinformerBackbone` with either attention
-    and for keras-hub's `BertBackbone` (the same layer names).
+    in inference mode. Works for `LinformerBackbone` and for keras-hub's
+    `BertBackbone`, the baseline (the same layer names).
 
     Args:
         backbone: the model.
@@ -36,7 +36,7 @@ def attention_probabilities(backbone, inputs):
     x = embed(inputs, training=False)
     mask = keras.ops.convert_to_tensor(inputs["padding_mask"])
     encoder = getattr(backbone, "encoder", None)
-    if encoder is not None:  # Either stack (a Linformer stack passes its shared projection).
+    if encoder is not None:  # A Linformer stack passes its shared projection.
         x, scores = encoder(x, padding_mask=mask, training=False, return_attention_scores=True)
     else:
         scores = []

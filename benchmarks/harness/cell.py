@@ -202,10 +202,10 @@ def _backbone_forward(spec):
     import numpy as np
     import tensorflow as tf
 
-    from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models import backbone_for
 
     keras.utils.set_random_seed(0)
-    backbone = LinformerBackbone(**_backbone_config(spec))
+    backbone = backbone_for(**_backbone_config(spec))
     inputs = _random_inputs(spec, np.random.default_rng(0))
     forward = tf.function(
         lambda x: backbone(x, training=False), jit_compile=True, reduce_retracing=True

@@ -82,7 +82,7 @@ def forward_flops(
     batch_size=1,
     sharing="layerwise",
 ):
-    """Matmul FLOPs of a `LinformerBackbone` forward pass (either attention).
+    """Matmul FLOPs of a backbone forward pass (either attention, see `backbone_for`).
 
     The encoder blocks (`encoder_flops`), then once per sequence the tanh
     pooler on the [CLS] token (d -> d).

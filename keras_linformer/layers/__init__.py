@@ -1,6 +1,5 @@
 """Keras layers: Linformer attention, encoder block and encoder stack, the
-full-attention encoder stack of the baseline, the sequence projections, and the
-window-average initializer of a learned projection."""
+sequence projections, and the window-average initializer of a learned projection."""
 
 from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
@@ -12,10 +11,9 @@ from keras_linformer.layers.projections import MaxPooling
 from keras_linformer.layers.projections import MeanPooling
 from keras_linformer.layers.projections import RandomProjection
 from keras_linformer.layers.projections import SequenceProjection
-from keras_linformer.layers.transformer_encoder_stack import TransformerEncoderStack
 
 __all__ = [
     "ConvProjection", "LinearProjection", "LinformerAttention", "LinformerEncoderBlock",
     "LinformerEncoderStack", "MaxPooling", "MeanPooling", "RandomProjection",
-    "SequenceProjection", "TransformerEncoderStack", "WindowAverage",
+    "SequenceProjection", "WindowAverage",
 ]

@@ -1,4 +1,4 @@
-"""What the encoder stacks (Linformer and full attention) and their blocks share."""
+"""What the Linformer encoder stack and its blocks share."""
 
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.utils import validation

@@ -24,6 +24,7 @@ from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_
 
 from keras_linformer.layers import projections
 from keras_linformer.models import agreement
+from keras_linformer.models.linformer_backbone import LinformerBackbone
 from keras_linformer.utils import files
 from keras_linformer.utils import validation
 
@@ -37,21 +38,18 @@ def linformer_only_variables(backbone):
 
 
 def _check(linformer, bert, inputs):
-    if getattr(linformer, "attention", None) != "linformer":
+    if not isinstance(linformer, LinformerBackbone):
         raise TypeError(
-            "linformer: must be a LinformerBackbone with attention='linformer' (from "
-            f"`LinformerBackbone.from_bert`). Received: {type(linformer).__name__}"
-            + (f" with attention={linformer.attention!r}"
-               if hasattr(linformer, "attention") else "")
+            "linformer: must be a LinformerBackbone (from `LinformerBackbone.from_bert`). "
+            f"Received: {type(linformer).__name__}"
         )
     blocks = getattr(bert, "transformer_layers", None)
     if blocks is None or len(blocks) != linformer.num_layers or (
             bert.hidden_dim != linformer.hidden_dim):
         raise ValueError(
             "bert: must be the BERT `linformer` was converted from (a keras_hub "
-            "BertBackbone or LinformerBackbone(attention='transformer') with "
-            f"{linformer.num_layers} layers of {linformer.hidden_dim} units). Received: "
-            f"{type(bert).__name__}"
+            f"BertBackbone with {linformer.num_layers} layers of {linformer.hidden_dim} "
+            f"units). Received: {type(bert).__name__}"
         )
     _check_inputs("inputs", inputs, linformer.max_sequence_length)
     length = np.shape(inputs["token_ids"])[1]
@@ -59,8 +57,7 @@ def _check(linformer, bert, inputs):
         raise ValueError(
             f"bert: reads at most {bert.max_sequence_length} positions, fewer than the "
             f"inputs' {length}. Give the BERT extended to them as the teacher: "
-            "`LinformerBackbone.from_bert(bert, attention='transformer', "
-            f"max_sequence_length={length})`."
+            f"`copy_bert(bert, max_sequence_length={length})`."
         )
 
 
@@ -180,10 +177,8 @@ def transfer_attention(
     Args:
         linformer: a `LinformerBackbone` from `LinformerBackbone.from_bert(bert,
             ...)` with a learned projection (`"linear"` or `"conv"`).
-        bert: the BERT it was converted from (`keras_hub.models.BertBackbone`
-            or `LinformerBackbone(attention="transformer")`), frozen; for
-            longer texts, `LinformerBackbone.from_bert(bert,
-            attention="transformer", max_sequence_length=n)`.
+        bert: the `keras_hub.models.BertBackbone` it was converted from,
+            frozen; for longer texts, `copy_bert(bert, max_sequence_length=n)`.
         inputs: dict of `token_ids`, `segment_ids`, `padding_mask` arrays
             `(texts, S)`: the unlabelled training texts.
         evaluation_inputs: the same for the texts the report measures on.

@@ -1,4 +1,5 @@
-"""The BERT weight mapping behind `LinformerBackbone.from_bert`.
+"""A pretrained BERT's weights in another backbone: the mapping behind
+`LinformerBackbone.from_bert` and `copy_bert`.
 
 A conversion has a BERT's variables under other paths, plus the new projections E/F.
 """
@@ -8,36 +9,68 @@ import keras_hub
 import numpy as np
 
 from keras_linformer.layers import projections
+from keras_linformer.utils import validation
+
+# Where the Linformer keeps its blocks, and where keras-hub's BertBackbone does.
+_LINFORMER_PREFIX, _BERT_PREFIX = "linformer_encoder/linformer_encoder_block_", "transformer_layer_"
 
 
-def bert_architecture(backbone, linformer_class):
-    """The constructor arguments a conversion keeps from a BERT or baseline backbone."""
-    ours = isinstance(backbone, linformer_class)
-    is_baseline = ours and backbone.attention == "transformer"
-    if not (isinstance(backbone, keras_hub.models.BertBackbone) or is_baseline):
+def bert_architecture(backbone):
+    """The constructor arguments a conversion keeps from a keras-hub BERT backbone."""
+    if not isinstance(backbone, keras_hub.models.BertBackbone):
         raise TypeError(
-            "`backbone` must be a keras_hub.models.BertBackbone or a "
-            "LinformerBackbone(attention='transformer'). Received: backbone of type "
+            "`backbone` must be a keras_hub.models.BertBackbone. Received: backbone of type "
             f"{type(backbone).__name__}"
-            + (f" with attention={backbone.attention!r}" if ours else "")
         )
     names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
              "max_sequence_length", "num_segments", "dropout")
     return {name: getattr(backbone, name) for name in names}
 
 
-# Where each encoder keeps its blocks, and where keras-hub's BertBackbone does.
-_BERT_PREFIXES = (
-    ("linformer_encoder/linformer_encoder_block_", "transformer_layer_"),
-    ("transformer_encoder/transformer_layer_", "transformer_layer_"),
-)
+def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None):
+    """`build(**arguments)` with `bert`'s architecture and every one of its weights.
+
+    `max_sequence_length`, `dropout` and `dtype` default to the BERT's.
+    """
+    arguments = bert_architecture(bert)
+    if max_sequence_length is not None:
+        validation.check_positive_int("max_sequence_length", max_sequence_length)
+        arguments["max_sequence_length"] = max_sequence_length
+    if dropout is not None:
+        arguments["dropout"] = dropout
+    target = build(**arguments, dtype=bert.dtype_policy if dtype is None else dtype)
+    copy_bert_weights(bert, target)
+    return target
+
+
+def copy_bert(bert, max_sequence_length=None, dropout=None, dtype=None):
+    """A `keras_hub.models.BertBackbone` with the weights of `bert`, for another n.
+
+    The full-attention counterpart of `LinformerBackbone.from_bert`, with the
+    same position embeddings: the first n are kept, and past the source's m,
+    position p starts as its p mod m.
+
+    Args:
+        bert: a `keras_hub.models.BertBackbone`.
+        max_sequence_length: int or None. n. Defaults to the source's.
+        dropout: float or None. Defaults to the source's.
+        dtype: dtype policy. Defaults to the source's.
+
+    Example:
+
+    >>> bert = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+    ...     intermediate_dim=32, max_sequence_length=16)
+    >>> copy_bert(bert, max_sequence_length=40).max_sequence_length
+    40
+    """
+    return convert_bert(bert, keras_hub.models.BertBackbone, max_sequence_length, dropout, dtype)
 
 
 def _bert_path(path):
     """A variable's path in a keras-hub BERT backbone (its blocks are `transformer_layer_i`)."""
-    for prefix, bert_prefix in _BERT_PREFIXES:
-        if path.startswith(prefix):
-            return bert_prefix + path[len(prefix):]
+    if path.startswith(_LINFORMER_PREFIX):
+        return _BERT_PREFIX + path[len(_LINFORMER_PREFIX):]
     return path
 
 

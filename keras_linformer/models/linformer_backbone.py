@@ -1,4 +1,6 @@
-"""A BERT-style encoder backbone on Linformer blocks, or on full attention."""
+"""A BERT-style encoder backbone on Linformer blocks."""
+
+import functools
 
 import keras
 import keras_hub
@@ -7,16 +9,14 @@ from keras_hub.src.models.bert.bert_backbone import bert_kernel_initializer
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
-from keras_linformer.layers import TransformerEncoderStack
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
 from keras_linformer.models import bert_weights
 from keras_linformer.utils import validation
-from keras_linformer.utils.names import ATTENTIONS
 
 # keras-hub BERT's feedforward activation, under the name its configs give it.
 GELU_APPROXIMATE = keras.saving.get_registered_object("keras_hub>gelu_approximate")
-# The arguments only a Linformer has; a full-attention backbone leaves them out of its config.
+# The arguments only a Linformer has; the full-attention baseline, a BertBackbone, has the rest.
 LINFORMER_ARGUMENTS = (
     "projected_dim",
     "projection",
@@ -29,17 +29,14 @@ LINFORMER_ARGUMENTS = (
 
 @keras_linformer_export("keras_linformer.models.LinformerBackbone")
 class LinformerBackbone(keras_hub.models.Backbone):
-    """BERT-style bidirectional encoder with Linformer or full self-attention.
+    """BERT-style bidirectional encoder with Linformer self-attention.
 
     The layout of `keras_hub.models.BertBackbone` (token, position and segment
     embeddings, encoder blocks, a tanh-pooled `[CLS]` output) with one encoder
-    stack, `self.encoder`: a `LinformerEncoderStack` named `linformer_encoder`
-    (`attention="linformer"`), or for the standard-Transformer baseline a
-    `TransformerEncoderStack` named `transformer_encoder`
-    (`attention="transformer"`). Everything else is the same, so the two
-    differ only in attention. The baseline ignores the Linformer-only
-    arguments: its attributes of those names are None and its config leaves
-    them out.
+    stack, `self.encoder`: a `LinformerEncoderStack` named `linformer_encoder`.
+    The full-attention baseline is keras-hub's `BertBackbone` itself, built
+    from the same arguments by `backbone_for("transformer", ...)`, so the two
+    differ only in attention.
 
     Inputs are `token_ids`, `segment_ids` and `padding_mask` (all int,
     `(B, S)`, S <= `max_sequence_length`); outputs are `sequence_output`
@@ -51,24 +48,19 @@ class LinformerBackbone(keras_hub.models.Backbone):
         num_heads: int. Attention heads per block.
         hidden_dim: int. Size of the hidden states.
         intermediate_dim: int. Hidden size of each feedforward network.
-        projected_dim: int or list of ints. Linformer only, and required
-            there: k, the projected key/value length (one per layer for a
-            nonuniform k). Defaults to None.
+        projected_dim: int or list of ints. k, the projected key/value length
+            (one per layer for a nonuniform k).
         max_sequence_length: int. n, the longest input. Defaults to 512.
-        projection: str or `SequenceProjection`. Linformer only. `"linear"`,
-            `"mean"`, `"max"`, `"conv"`, `"random"` or an object, as in
+        projection: str or `SequenceProjection`. `"linear"`, `"mean"`,
+            `"max"`, `"conv"`, `"random"` or an object, as in
             `LinformerAttention`. Defaults to `"linear"`.
-        projection_initializer: str, Keras initializer or None. Linformer
-            only. How a learned E starts (see `LinformerAttention`). Defaults
-            to None, the layer's default.
-        padding_compensation: bool. Linformer only. See `LinformerAttention`.
-            Defaults to True.
-        null_slots: int. Linformer only. See `LinformerAttention`. Defaults
-            to 0.
-        sharing: str. Linformer only. `"none"`, `"headwise"`, `"key_value"`
-            or `"layerwise"`. Defaults to `"layerwise"`.
-        attention: str. `"linformer"` or `"transformer"` (full attention, the
-            baseline). Defaults to `"linformer"`.
+        projection_initializer: str, Keras initializer or None. How a learned
+            E starts (see `LinformerAttention`). Defaults to None, the
+            layer's default.
+        padding_compensation: bool. See `LinformerAttention`. Defaults to True.
+        null_slots: int. See `LinformerAttention`. Defaults to 0.
+        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
+            Defaults to `"layerwise"`.
         dropout: float. Dropout everywhere. Defaults to 0.1.
         num_segments: int. Number of segment ids. Defaults to 2.
         dtype: dtype policy for the model's computations and weights.
@@ -86,14 +78,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
     ...     "padding_mask": np.ones((2, 32), "int32")})
     >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
     ((2, 32, 16), (2, 16))
-
-    The baseline takes the same arguments, without the Linformer's:
-
-    >>> baseline = LinformerBackbone(
-    ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
-    ...     intermediate_dim=32, max_sequence_length=32, attention="transformer")
-    >>> type(baseline.encoder).__name__, baseline.projected_dim
-    ('TransformerEncoderStack', None)
     """
 
     def __init__(
@@ -103,11 +87,10 @@ class LinformerBackbone(keras_hub.models.Backbone):
         num_heads,
         hidden_dim,
         intermediate_dim,
-        projected_dim=None,
+        projected_dim,
         max_sequence_length=512,
         projection="linear",
         sharing="layerwise",
-        attention="linformer",
         dropout=0.1,
         num_segments=2,
         projection_initializer=None,
@@ -116,21 +99,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
-        validation.check_choice("attention", attention, ATTENTIONS)
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("num_heads", num_heads),
-            ("hidden_dim", hidden_dim),
-            ("max_sequence_length", max_sequence_length),
-            ("num_segments", num_segments),
-        ):
-            validation.check_positive_int(name, value)
-        validation.check_number("dropout", dropout, 0, 1, include_high=False)
-        if hidden_dim % num_heads:
-            raise ValueError(
-                f"`hidden_dim` must be divisible by `num_heads`. Received: "
-                f"hidden_dim={hidden_dim}, num_heads={num_heads}"
-            )
+        check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_length,
+                             num_segments, dropout)
 
         # === Layers ===
         self.token_embedding = ReversibleEmbedding(
@@ -160,7 +130,15 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.embeddings_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="embeddings_dropout"
         )
-        block_arguments = dict(
+        self.encoder = LinformerEncoderStack(
+            num_layers=num_layers,
+            sequence_length=max_sequence_length,
+            projected_dim=projected_dim,
+            projection=projection,
+            sharing=sharing,
+            projection_initializer=projection_initializer,
+            padding_compensation=padding_compensation,
+            null_slots=null_slots,
             num_heads=num_heads,
             intermediate_dim=intermediate_dim,
             activation=GELU_APPROXIMATE,
@@ -168,26 +146,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
             layer_norm_epsilon=1e-12,
             kernel_initializer=bert_kernel_initializer(),
             dtype=dtype,
+            name="linformer_encoder",
         )
-        if attention == "linformer":
-            self.encoder = LinformerEncoderStack(
-                num_layers=num_layers,
-                sequence_length=max_sequence_length,
-                projected_dim=projected_dim,
-                projection=projection,
-                sharing=sharing,
-                projection_initializer=projection_initializer,
-                padding_compensation=padding_compensation,
-                null_slots=null_slots,
-                name="linformer_encoder",
-                **block_arguments,
-            )
-        else:
-            self.encoder = TransformerEncoderStack(
-                num_layers=num_layers, name="transformer_encoder", **block_arguments
-            )
-            projected_dim = projection = sharing = None
-            projection_initializer = padding_compensation = null_slots = None
         self.pooled_dense = keras.layers.Dense(
             hidden_dim,
             kernel_initializer=bert_kernel_initializer(),
@@ -229,7 +189,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.max_sequence_length = max_sequence_length
         self.projection = projection
         self.sharing = sharing
-        self.attention = attention
         self.dropout = dropout
         self.num_segments = num_segments
         self.projection_initializer = projection_initializer
@@ -265,7 +224,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
         split along `model_parallel_dim_name` (as in Megatron-LM), the other
         axis of those kernels and of the token embedding along
         `data_parallel_dim_name`; everything else is replicated. The same map
-        serves both `attention` kinds; docs/training.md shows its use.
+        serves the baseline, keras-hub's `BertBackbone`; docs/training.md
+        shows its use.
 
         Args:
             device_mesh: a `keras.distribution.DeviceMesh`.
@@ -307,13 +267,12 @@ class LinformerBackbone(keras_hub.models.Backbone):
     def from_bert(
         cls,
         backbone,
-        projected_dim=None,
+        projected_dim,
         projection="mean",
         sharing="layerwise",
         projection_initializer=None,
         max_sequence_length=None,
         dropout=None,
-        attention="linformer",
         padding_compensation=False,
         null_slots=0,
         dtype=None,
@@ -323,14 +282,13 @@ class LinformerBackbone(keras_hub.models.Backbone):
         Every weight is copied from `backbone`; only the projections E/F are
         new, initialised by `projection_initializer`. With `projection="mean"`
         and `projected_dim == max_sequence_length` the result computes exactly
-        what `backbone` does, padding included. `attention="transformer"`
-        copies the BERT into the full-attention baseline instead.
+        what `backbone` does, padding included. `copy_bert` copies a BERT to
+        another n with full attention.
 
         Args:
             backbone: a `keras_hub.models.BertBackbone` (any BERT preset
                 keras-hub loads, e.g. `BertBackbone.from_preset(DIR)` on a
-                Hugging Face BERT directory) or a
-                `LinformerBackbone(attention="transformer")`.
+                Hugging Face BERT directory).
             projected_dim: int or list of ints. k.
             projection: str. As in the constructor. Defaults to `"mean"`,
                 the conversion that fine-tuned best (see docs/benchmarks.md).
@@ -345,39 +303,42 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 p mod m, as Longformer extended RoBERTa. Defaults to the
                 source's.
             dropout: float or None. Defaults to the source's.
-            attention: str. `"linformer"` (the default) or `"transformer"`.
             dtype: dtype policy. Defaults to the source's.
 
         Example:
 
-        >>> bert = LinformerBackbone(
+        >>> import keras_hub
+        >>> bert = keras_hub.models.BertBackbone(
         ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
-        ...     intermediate_dim=32, projected_dim=None, max_sequence_length=64,
-        ...     attention="transformer")
+        ...     intermediate_dim=32, max_sequence_length=64)
         >>> linformer = LinformerBackbone.from_bert(
         ...     bert, projected_dim=8, max_sequence_length=32)
         >>> linformer.max_sequence_length, linformer.projected_dim, linformer.projection
         (32, 8, 'mean')
         """
-        source = bert_weights.bert_architecture(backbone, LinformerBackbone)
-        source_dropout = source.pop("dropout")
-        if max_sequence_length is None:
-            max_sequence_length = source["max_sequence_length"]
-        validation.check_positive_int("max_sequence_length", max_sequence_length)
-        linformer = cls(
-            **{**source, "max_sequence_length": max_sequence_length},
+        build = functools.partial(
+            cls,
             projected_dim=projected_dim,
             projection=projection,
             sharing=sharing,
             projection_initializer=projection_initializer,
             padding_compensation=padding_compensation,
             null_slots=null_slots,
-            attention=attention,
-            dropout=source_dropout if dropout is None else dropout,
-            dtype=backbone.dtype_policy if dtype is None else dtype,
         )
-        bert_weights.copy_bert_weights(backbone, linformer)
-        return linformer
+        return bert_weights.convert_bert(backbone, build, max_sequence_length, dropout, dtype)
+
+    @classmethod
+    def from_config(cls, config):
+        # Configs saved before the baseline became keras-hub's BertBackbone name the attention.
+        config = dict(config)
+        if config.pop("attention", "linformer") != "linformer":
+            raise ValueError(
+                "This LinformerBackbone config has attention='transformer', a backbone "
+                "keras_linformer no longer builds: the full-attention baseline is now "
+                "keras_hub.models.BertBackbone. Build it with "
+                "keras_linformer.models.backbone_for('transformer', ...) and train it again."
+            )
+        return super().from_config(config)
 
     def get_config(self):
         config = super().get_config()
@@ -389,25 +350,38 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 "hidden_dim": self.hidden_dim,
                 "intermediate_dim": self.intermediate_dim,
                 "max_sequence_length": self.max_sequence_length,
-                "attention": self.attention,
                 "dropout": self.dropout,
                 "num_segments": self.num_segments,
+                "projected_dim": self.projected_dim,
+                "projection": projections.serialize(projections.get(self.projection)),
+                "sharing": self.sharing,
+                "projection_initializer": projection_initializers.serialize(
+                    self.projection_initializer
+                ),
+                "padding_compensation": self.padding_compensation,
+                "null_slots": self.null_slots,
             }
         )
-        if self.attention == "linformer":
-            config.update(
-                {
-                    "projected_dim": self.projected_dim,
-                    "projection": projections.serialize(projections.get(self.projection)),
-                    "sharing": self.sharing,
-                    "projection_initializer": projection_initializers.serialize(
-                        self.projection_initializer
-                    ),
-                    "padding_compensation": self.padding_compensation,
-                    "null_slots": self.null_slots,
-                }
-            )
         return config
+
+
+def check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_length=512,
+                         num_segments=2, dropout=0.1, **others):
+    """Raises for an argument no BERT-style backbone can take, naming it (`others` pass)."""
+    for name, value in (
+        ("vocabulary_size", vocabulary_size),
+        ("num_heads", num_heads),
+        ("hidden_dim", hidden_dim),
+        ("max_sequence_length", max_sequence_length),
+        ("num_segments", num_segments),
+    ):
+        validation.check_positive_int(name, value)
+    validation.check_number("dropout", dropout, 0, 1, include_high=False)
+    if hidden_dim % num_heads:
+        raise ValueError(
+            f"`hidden_dim` must be divisible by `num_heads`. Received: "
+            f"hidden_dim={hidden_dim}, num_heads={num_heads}"
+        )
 
 
 def _check_input_shapes(inputs):

@@ -119,8 +119,7 @@ def use_exact_gelu(backbone):
     approximation back: this is for analysis and inference.
 
     Args:
-        backbone: a `keras_hub.models.BertBackbone` or a
-            `LinformerBackbone(attention="transformer")`.
+        backbone: a `keras_hub.models.BertBackbone`.
     """
     exact = keras.activations.get("gelu")  # approximate=False
     for block in backbone.transformer_layers:

@@ -1,7 +1,8 @@
-"""Masked-LM and text-classification tasks on `LinformerBackbone`.
+"""Masked-LM and text-classification tasks on `LinformerBackbone` or the baseline.
 
 keras_hub's BERT tasks only need a backbone with BERT's inputs and a
-`token_embedding`, so these subclass them and change only the backbone class;
+`token_embedding`, so these subclass them and change only the backbone class
+(the full-attention baseline, keras-hub's `BertBackbone`, works as well);
 keras_hub's BERT preprocessors work unchanged with our WordPiece vocabularies.
 """
 
@@ -16,13 +17,14 @@ from keras_linformer.utils import validation
 class LinformerMaskedLM(keras_hub.models.BertMaskedLM):
     """Masked-language-model pretraining head on a `LinformerBackbone`.
 
-    `keras_hub.models.BertMaskedLM` with a Linformer (or baseline) backbone:
-    a `MaskedLMHead` whose output projection is tied to the backbone's token
-    embedding. Inputs add `mask_positions` `(B, P)` to the backbone's; the
-    output is `(B, P, vocabulary_size)` logits.
+    `keras_hub.models.BertMaskedLM` with a Linformer backbone (or the
+    baseline, a `keras_hub.models.BertBackbone`): a `MaskedLMHead` whose
+    output projection is tied to the backbone's token embedding. Inputs add
+    `mask_positions` `(B, P)` to the backbone's; the output is
+    `(B, P, vocabulary_size)` logits.
 
     Args:
-        backbone: a `LinformerBackbone`.
+        backbone: a `LinformerBackbone` or `keras_hub.models.BertBackbone`.
         preprocessor: optional `keras_hub.models.BertMaskedLMPreprocessor`, or
             None when the data pipeline already produces masked features.
 
@@ -49,12 +51,12 @@ class LinformerMaskedLM(keras_hub.models.BertMaskedLM):
 class LinformerTextClassifier(keras_hub.models.BertTextClassifier):
     """Text classifier on the pooled `[CLS]` output of a `LinformerBackbone`.
 
-    `keras_hub.models.BertTextClassifier` with a Linformer (or baseline)
-    backbone: dropout and a dense layer of `num_classes` logits (or
-    probabilities with `activation="softmax"`).
+    `keras_hub.models.BertTextClassifier` with a Linformer backbone (or the
+    baseline, a `keras_hub.models.BertBackbone`): dropout and a dense layer
+    of `num_classes` logits (or probabilities with `activation="softmax"`).
 
     Args:
-        backbone: a `LinformerBackbone`.
+        backbone: a `LinformerBackbone` or `keras_hub.models.BertBackbone`.
         num_classes: int. Number of classes.
         preprocessor: optional `keras_hub.models.BertTextClassifierPreprocessor`.
         activation: optional output activation. Defaults to None (logits).

@@ -340,7 +340,7 @@ ARCHITECTURE_FLAGS = (
 
 
 def architecture_from(args):
-    """The LinformerBackbone arguments the user set (all of them when they have defaults)."""
+    """The backbone arguments the user set (all of them when they have defaults)."""
     return {
         name: getattr(args, name) for name in ARCHITECTURE_FLAGS if getattr(args, name) is not None
     }

@@ -26,7 +26,7 @@ DEFAULT_ARCHITECTURE = dict(num_layers=2, num_heads=4, hidden_dim=128, intermedi
                             sharing="layerwise", attention="linformer", dropout=0.1)
 """The backbone a run trains from scratch unless told otherwise."""
 
-# What `architecture` may hold: `LinformerBackbone`'s arguments but the vocabulary size.
+# What `architecture` may hold: `models.backbone_for`'s arguments but the vocabulary size.
 ARCHITECTURE_KEYS = frozenset(DEFAULT_ARCHITECTURE) | {
     "num_segments", "projection_initializer", "padding_compensation", "null_slots"}
 
@@ -160,7 +160,7 @@ class RunConfig:
             unknown = (sorted(set(architecture) - ARCHITECTURE_KEYS)
                        if isinstance(architecture, dict) else architecture)
             if unknown:
-                raise ValueError("`architecture` must be a dict of LinformerBackbone arguments, "
+                raise ValueError("`architecture` must be a dict of backbone_for arguments, "
                                  f"among {sorted(ARCHITECTURE_KEYS)}. Received unknown: "
                                  f"{unknown!r}")
 
@@ -190,7 +190,7 @@ class PretrainingConfig(RunConfig):
     """What a masked-LM pretraining run takes (`pretraining.pretrain`), beyond `RunConfig`.
 
     Args:
-        architecture: dict or `None`, `LinformerBackbone` arguments but `vocabulary_size`;
+        architecture: dict or `None`, `models.backbone_for` arguments but `vocabulary_size`;
             missing ones take `DEFAULT_ARCHITECTURE`'s values.
         mask_selection_rate: float, the share of tokens to predict.
         short_sequence_rate: float in [0, 1], the share of training sequences cut in two.
@@ -247,7 +247,7 @@ class FinetuningConfig(RunConfig):
     Args:
         pretrained: str or `None`, a pretraining output directory to start from.
         from_bert: str or `None`, a BERT preset or directory to convert and start from.
-        architecture: dict or `None`, `LinformerBackbone` arguments: from scratch, missing
+        architecture: dict or `None`, `models.backbone_for` arguments: from scratch, missing
             ones take `DEFAULT_ARCHITECTURE`'s; with `pretrained`, they must equal the
             checkpoint's; with `from_bert`, only the conversion's options.
         sequence_length: int or `None`, tokens per text; default 64 from scratch, the

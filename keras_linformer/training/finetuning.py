@@ -8,8 +8,8 @@ import time
 import keras
 
 from keras_linformer import data
-from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerTextClassifier
+from keras_linformer.models import backbones
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
 from keras_linformer.training import starting_points
@@ -24,7 +24,7 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
     """A compiled `LinformerTextClassifier` on `backbone`. Call it inside the strategy's scope.
 
     Args:
-        backbone: a `LinformerBackbone`, new or pretrained.
+        backbone: a `LinformerBackbone` or the baseline's `BertBackbone`, new or pretrained.
         num_classes: int.
         optimizer: a `keras.optimizers.Optimizer`.
         dropout: float, dropout before the output layer.
@@ -43,7 +43,7 @@ def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, *
 
     The backbone starts from `pretrained` (a pretraining output directory, whose
     configuration must match `architecture`), from `from_bert` (a BERT converted by
-    `LinformerBackbone.from_bert`), or from scratch with a new vocabulary. Training works as
+    `backbones.backbone_from_bert`), or from scratch with a new vocabulary. Training works as
     in `pretraining.pretrain`, validating on the whole validation split every epoch; the
     test split is evaluated with the last epoch's weights or, with `restore_best`, the best
     epoch's. Writes `vocab.txt`, `classifier.keras`, `labels.txt` and `summary.json`.
@@ -144,8 +144,8 @@ class ClassificationTask(runs.Task):
                 config.pretrained, architecture=config.architecture, dropout=config.dropout
             )
         else:
-            backbone = LinformerBackbone(**self.backbone_config)
-        self.attention = backbone.attention
+            backbone = backbones.backbone_for(**self.backbone_config)
+        self.attention = backbones.attention_of(backbone)
         return build_classifier(backbone, len(self.corpus.label_names), optimizer,
                                 dropout=config.dropout, jit_compile=jit_compile)
 

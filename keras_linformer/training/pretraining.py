@@ -1,4 +1,4 @@
-"""Masked-language-model pretraining of a LinformerBackbone on `tf.distribute`."""
+"""Masked-language-model pretraining of a LinformerBackbone or the baseline on `tf.distribute`."""
 
 import math
 import time
@@ -7,8 +7,8 @@ import keras
 import keras_hub
 
 from keras_linformer import data
-from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
+from keras_linformer.models import backbones
 from keras_linformer.training import inputs
 from keras_linformer.training import run_directory
 from keras_linformer.training import runs
@@ -26,13 +26,13 @@ def build_masked_lm(backbone_config, optimizer, jit_compile=False):
     masked tokens only, so `exp(loss)` is the perplexity; metrics: perplexity and accuracy.
 
     Args:
-        backbone_config: dict of `LinformerBackbone` arguments, or a `LinformerBackbone`.
+        backbone_config: dict of `backbones.backbone_for` arguments, or a backbone.
         optimizer: a `keras.optimizers.Optimizer`.
         jit_compile: bool, whether to compile the train step with XLA.
     """
     backbone = backbone_config
-    if not isinstance(backbone, LinformerBackbone):
-        backbone = LinformerBackbone(**backbone_config)
+    if isinstance(backbone, dict):
+        backbone = backbones.backbone_for(**backbone_config)
     model = LinformerMaskedLM(backbone)
     # No masked-LM loss reaches the pooled [CLS] output.
     model.backbone.pooled_dense.trainable = False
@@ -153,7 +153,7 @@ class MaskedLMTask(runs.Task):
     def new_backbone(self):
         if self.bert is not None:
             return self.converted_backbone(self.architecture["dropout"])
-        return LinformerBackbone(**self.backbone_config)
+        return backbones.backbone_for(**self.backbone_config)
 
     def dataset(self, split, shuffle, input_context):
         return self.sequences(split, shuffle, input_context, self.config.mask_selection_rate)

@@ -15,7 +15,7 @@ import time
 import keras
 
 from keras_linformer import data
-from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import backbones
 from keras_linformer.training import devices
 from keras_linformer.training import inputs
 from keras_linformer.training import loop as loop_lib
@@ -145,7 +145,7 @@ class Task:
 
     def converted_backbone(self, dropout):
         """The backbone converted from `convert_bert`'s BERT, with the transferred projections."""
-        backbone = LinformerBackbone.from_bert(
+        backbone = backbones.backbone_from_bert(
             self.bert, max_sequence_length=self.sequence_length, dropout=dropout, **self.conversion
         )
         if self.config.attention_transfer_epochs:

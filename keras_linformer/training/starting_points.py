@@ -14,6 +14,7 @@ from keras_linformer import data
 from keras_linformer.layers import projections
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import attention_transfer
+from keras_linformer.models import backbones
 from keras_linformer.models import pretrained_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 from keras_linformer.training.run_directory import CONFIG_FILE
@@ -27,6 +28,9 @@ ARCHITECTURE_KEYS = (
     "projected_dim", "max_sequence_length", "projection", "sharing", "attention",
     "num_segments", "projection_initializer", "padding_compensation", "null_slots",
 )
+
+# The backbone classes a pretrained directory may hold, and their attention.
+_ATTENTION_OF_CLASS = {"LinformerBackbone": "linformer", "BertBackbone": "transformer"}
 
 TRANSFER_TEXTS = 256  # `--attention-transfer` uses a run's first training texts.
 TRANSFER_DIRECTORY = "attention_transfer"
@@ -72,13 +76,13 @@ def save_pretrained(backbone, vocabulary, directory):
 
 
 def read_pretrained_config(directory, architecture=None):
-    """The LinformerBackbone config saved in `directory`, checked against its vocabulary and
-    `architecture` before any weight is read.
+    """The backbone config saved in `directory`, with its `attention`, checked against its
+    vocabulary and `architecture` before any weight is read.
 
     Raises:
         FileNotFoundError: `directory` lacks `config.json`, `vocab.txt` or `model.weights.h5`.
-        ValueError: `config.json` is not a LinformerBackbone's, or differs from `vocab.txt`
-            or `architecture`.
+        ValueError: `config.json` is not a LinformerBackbone's or BertBackbone's, or differs
+            from `vocab.txt` or `architecture`.
     """
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
@@ -97,11 +101,15 @@ def read_pretrained_config(directory, architecture=None):
             saved = json.load(file)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"pretrained: {path!r} is not valid JSON ({error}).") from None
-    if not isinstance(saved, dict) or saved.get("class_name") != LinformerBackbone.__name__:
-        found = saved.get("class_name") if isinstance(saved, dict) else type(saved).__name__
+    found = saved.get("class_name") if isinstance(saved, dict) else type(saved).__name__
+    if found not in _ATTENTION_OF_CLASS:
         raise ValueError(f"pretrained: {path!r} describes {found!r}, not a "
-                         f"{LinformerBackbone.__name__}.")
-    config = saved["config"]
+                         f"{' or a '.join(_ATTENTION_OF_CLASS)}.")
+    config = {**saved["config"], "attention": _ATTENTION_OF_CLASS[found]}
+    if saved["config"].get("attention", config["attention"]) != config["attention"]:
+        raise ValueError(f"pretrained: {path!r} describes a full-attention LinformerBackbone, "
+                         "which this version no longer builds (the baseline is keras-hub's "
+                         "BertBackbone). Pretrain it again.")
     vocabulary = data.load_vocabulary(os.path.join(directory, VOCABULARY_FILE))
     if len(vocabulary) != config["vocabulary_size"]:
         raise ValueError(f"pretrained: {directory!r} holds a vocabulary of {len(vocabulary)} "
@@ -138,7 +146,7 @@ def load_pretrained(directory, architecture=None, dropout=None):
     config = dict(config, dtype=keras.config.dtype_policy().name)
     if dropout is not None:
         config["dropout"] = dropout
-    backbone = LinformerBackbone.from_config(config)
+    backbone = backbones.backbone_for(**config)
     path = os.path.join(directory, WEIGHTS_FILE)
     try:
         backbone.load_weights(path)
@@ -181,8 +189,9 @@ def bert_start(preset, architecture, sequence_length, dropout):
                          f"only {list(CONVERSION_KEYS)} can be chosen. Received: {architecture!r}")
     # from_bert's defaults, spelled out so that run.json records them.
     defaults = inspect.signature(LinformerBackbone.from_bert).parameters
-    conversion = {**{key: defaults[key].default for key in
-                     ("attention", "projection", "sharing", "padding_compensation")},
+    conversion = {"attention": "linformer",
+                  **{key: defaults[key].default for key in
+                     ("projection", "sharing", "padding_compensation")},
                   **architecture}
     if conversion["attention"] == "transformer":
         conversion = {"attention": "transformer"}
@@ -211,14 +220,14 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
     """Converts `bert` and transfers its attention on a run's first `TRANSFER_TEXTS` texts.
 
     What `--attention-transfer` does: `bert` converted with the `conversion`
-    options of `LinformerBackbone.from_bert` at n = `sequence_length`, `texts`
+    options of `backbones.backbone_from_bert` at n = `sequence_length`, `texts`
     encoded by `tokenizer` as fine-tuning encodes them, `epochs` of
     `attention_transfer.transfer_attention` checkpointed to
     `output_dir/attention_transfer`. Returns the values of its
     `linformer_only_variables`, for `assign_transferred`.
     """
-    linformer = LinformerBackbone.from_bert(bert, max_sequence_length=sequence_length,
-                                            **conversion)
+    linformer = backbones.backbone_from_bert(bert, max_sequence_length=sequence_length,
+                                             **conversion)
     encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:TRANSFER_TEXTS])
     inputs = {key: np.asarray(value) for key, value in encoded.items()}
     _UNFINISHED.add(os.path.abspath(output_dir))

@@ -127,15 +127,14 @@ def test_trimmed_batches_hold_every_text_once_cut_to_a_multiple_of_their_longest
 
 @pytest.mark.parametrize("attention", ["linformer", "transformer"])
 def test_a_trimmed_batch_reads_what_the_padded_one_does(attention, rng):
-    from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models.backbones import backbone_from_bert
     from tests.models.test_bert_conversion import padded_inputs
     from tests.models.test_bert_conversion import random_keras_hub_bert
 
     # Positions past the BERT's (64), as the study reads them.
     bert = random_keras_hub_bert()
-    options = dict(projected_dim=16, projection="linear") if attention == "linformer" else {}
-    model = LinformerBackbone.from_bert(bert, attention=attention, max_sequence_length=128,
-                                        **options)
+    model = backbone_from_bert(bert, attention, max_sequence_length=128, projected_dim=16,
+                               projection="linear")
     inputs = padded_inputs(rng, [90, 40, 70], sequence_length=128)
     (trimmed,) = probe.batches_of(inputs, 3, trim_to=32)
     assert trimmed["token_ids"].shape == (3, 96)

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from benchmarks import spectrum
-from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import backbone_for
 
 TINY = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16, projected_dim=4,
             max_sequence_length=16, attention="transformer", dropout=0.0)
@@ -20,7 +20,7 @@ def test_command_line_on_a_pretrained_checkpoint_writes_every_output(tmp_path, c
         "the", "a", "of", "to", "and", "in", "said", "is", "for", "on", "that", "with",
     ]
     starting_points.save_pretrained(
-        LinformerBackbone(**dict(TINY, vocabulary_size=len(vocabulary))), vocabulary,
+        backbone_for(**dict(TINY, vocabulary_size=len(vocabulary))), vocabulary,
         tmp_path / "model",
     )
     written = spectrum.main([

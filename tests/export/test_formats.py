@@ -7,16 +7,15 @@ import numpy as np
 import pytest
 
 from keras_linformer.layers import LinformerEncoderStack
-from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import backbone_for
 
 N = 32
 
 
 def backbone(attention):
-    options = dict(projected_dim=8, projection="linear") if attention == "linformer" else {}
-    return LinformerBackbone(vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
-                             intermediate_dim=32, max_sequence_length=N, attention=attention,
-                             **options)
+    return backbone_for(attention, vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+                        intermediate_dim=32, max_sequence_length=N, projected_dim=8,
+                        projection="linear")
 
 
 def classifier():

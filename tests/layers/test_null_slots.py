@@ -94,10 +94,6 @@ def test_the_option_round_trips_through_every_config(rng):
                                  intermediate_dim=16, projected_dim=4, max_sequence_length=N,
                                  null_slots=2)
     assert LinformerBackbone.from_config(backbone.get_config()).null_slots == 2
-    baseline = LinformerBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
-                                 intermediate_dim=16, max_sequence_length=N,
-                                 attention="transformer", null_slots=2)
-    assert baseline.null_slots is None and "null_slots" not in baseline.get_config()
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, "2"])

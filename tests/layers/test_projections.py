@@ -2,6 +2,7 @@
 projection of the paper's proofs, and a projection of the user's own that saves with the model."""
 
 import keras
+import keras_hub
 import numpy as np
 import pytest
 from keras import ops
@@ -66,8 +67,8 @@ def test_the_random_projection_has_the_property_of_theorem_1(rng):
 
 
 def test_attention_transfer_leaves_a_fixed_projection_alone():
-    bert = LinformerBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
-                             intermediate_dim=16, max_sequence_length=16, attention="transformer")
+    bert = keras_hub.models.BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2,
+                                         hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
     linformer = LinformerBackbone.from_bert(bert, projected_dim=4, projection="random")
     assert attention_transfer.linformer_only_variables(linformer)  # It has weights...
     inputs = {"token_ids": np.ones((4, 16), "int32"), "segment_ids": np.zeros((4, 16), "int32"),

@@ -6,6 +6,7 @@ import pytest
 
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import attention_transfer
+from keras_linformer.models import copy_bert
 from tests.models.test_bert_conversion import N
 from tests.models.test_bert_conversion import padded_inputs
 from tests.models.test_bert_conversion import random_keras_hub_bert
@@ -170,7 +171,7 @@ def test_past_the_berts_positions_the_extended_bert_is_the_teacher(bert, rng):
     with pytest.raises(ValueError, match=r"bert: reads at most 64 positions, fewer than the "
                                          r"inputs' 128.*max_sequence_length=128"):
         attention_transfer.transfer_attention(linformer, bert, long_texts, log=None)
-    teacher = LinformerBackbone.from_bert(bert, attention="transformer", max_sequence_length=128)
+    teacher = copy_bert(bert, max_sequence_length=128)
     report = attention_transfer.transfer_attention(
         linformer, teacher, long_texts, epochs=10, batch_size=4, learning_rate=1e-2, log=None)
     assert np.mean(report["layer_error_after"]) < np.mean(report["layer_error_before"])

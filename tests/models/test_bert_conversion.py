@@ -1,4 +1,5 @@
-"""Any keras-hub BERT becomes a Linformer: weights copied, exact at windows of one position."""
+"""Any keras-hub BERT becomes a Linformer (weights copied, exact at windows of one position),
+or a BERT of another length (`copy_bert`)."""
 
 import importlib.util
 import json
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import copy_bert
 from keras_linformer.models import pretrained_bert
 
 N = 32
@@ -19,14 +21,6 @@ def padded_inputs(rng, lengths, vocabulary_size=100, sequence_length=N):
     token_ids = rng.integers(1, vocabulary_size, mask.shape).astype("int32") * mask
     segment_ids = (np.arange(sequence_length)[None] >= 3).astype("int32") * mask
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": mask}
-
-
-def random_baseline(**overrides):
-    arguments = dict(vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
-                     intermediate_dim=32, projected_dim=None, max_sequence_length=64,
-                     attention="transformer", dropout=0.0)
-    arguments.update(overrides)
-    return LinformerBackbone(**arguments)
 
 
 def random_keras_hub_bert():
@@ -49,10 +43,8 @@ def assert_same_outputs(expected, found, mask, atol):
     np.testing.assert_allclose(found["pooled_output"], expected["pooled_output"], atol=atol)
 
 
-@pytest.mark.parametrize("make_source", [random_baseline, random_keras_hub_bert],
-                         ids=["baseline", "keras-hub"])
-def test_mean_projection_at_window_one_reproduces_the_source_on_padded_inputs(make_source, rng):
-    source = make_source()
+def test_mean_projection_at_window_one_reproduces_the_source_on_padded_inputs(rng):
+    source = random_keras_hub_bert()
     linformer = LinformerBackbone.from_bert(
         source, projected_dim=N, projection="mean", max_sequence_length=N
     )
@@ -114,35 +106,40 @@ def test_a_conversion_leaves_padding_compensation_off_unless_asked():
     assert asked.get_config()["padding_compensation"] is True
 
 
-def test_the_transformer_target_is_the_same_model(rng):
+def test_a_copy_of_the_bert_is_the_same_model(rng):
     source = random_keras_hub_bert()
-    baseline = LinformerBackbone.from_bert(source, attention="transformer")
+    copy = copy_bert(source, dropout=0.3)
+    assert type(copy) is keras_hub.models.BertBackbone and copy.dropout == 0.3
     inputs = padded_inputs(rng, [N, 5], sequence_length=64)
-    assert_same_outputs(outputs(source, inputs), outputs(baseline, inputs),
+    assert_same_outputs(outputs(source, inputs), outputs(copy, inputs),
                         inputs["padding_mask"], atol=1e-6)
 
 
 @pytest.mark.parametrize(
     "source",
-    [lambda: random_baseline(attention="linformer", projected_dim=8), lambda: keras.Sequential()],
+    [lambda: LinformerBackbone.from_bert(random_keras_hub_bert(), projected_dim=8),
+     lambda: keras.Sequential()],
     ids=["linformer", "not-a-backbone"],
 )
-def test_a_source_that_is_not_a_bert_is_refused_naming_its_type(source):
+@pytest.mark.parametrize("convert", [
+    lambda source: LinformerBackbone.from_bert(source, projected_dim=8), copy_bert,
+], ids=["from_bert", "copy_bert"])
+def test_a_source_that_is_not_a_bert_is_refused_naming_its_type(source, convert):
     with pytest.raises(TypeError, match="must be a keras_hub.models.BertBackbone"):
-        LinformerBackbone.from_bert(source(), projected_dim=8)
+        convert(source())
 
 
 def test_k_larger_than_the_sequence_length_is_refused():
     with pytest.raises(ValueError, match="projected_dim=64, sequence_length=32"):
-        LinformerBackbone.from_bert(random_baseline(), projected_dim=64, max_sequence_length=32)
+        LinformerBackbone.from_bert(random_keras_hub_bert(), projected_dim=64,
+                                    max_sequence_length=32)
 
 
 def test_positions_past_the_sources_repeat_its_embeddings_in_blocks():
-    bert = random_baseline()  # 64 positions.
+    bert = random_keras_hub_bert()  # 64 positions.
     source = keras.ops.convert_to_numpy(bert.position_embedding.weights[0])
-    for attention in ("linformer", "transformer"):
-        extended = LinformerBackbone.from_bert(
-            bert, projected_dim=8, max_sequence_length=160, attention=attention)
+    for extended in (LinformerBackbone.from_bert(bert, projected_dim=8, max_sequence_length=160),
+                     copy_bert(bert, max_sequence_length=160)):
         positions = keras.ops.convert_to_numpy(extended.position_embedding.weights[0])
         assert positions.shape == (160, source.shape[1])
         np.testing.assert_array_equal(positions[:64], source)  # The BERT's, exactly.
@@ -150,10 +147,10 @@ def test_positions_past_the_sources_repeat_its_embeddings_in_blocks():
 
 
 def test_at_k_equal_to_n_the_extended_linformer_is_the_extended_bert(rng):
-    bert = random_baseline()
+    bert = random_keras_hub_bert()
     n = 128  # Past the source's 64 positions.
     linformer = LinformerBackbone.from_bert(bert, projected_dim=n, max_sequence_length=n)
-    baseline = LinformerBackbone.from_bert(bert, max_sequence_length=n, attention="transformer")
+    baseline = copy_bert(bert, max_sequence_length=n)
     ids = rng.integers(1, 100, size=(2, n)).astype("int32")
     mask = np.ones_like(ids)
     mask[1, 90:] = 0

@@ -20,6 +20,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     import keras
     from keras_linformer.models import LinformerBackbone
+    from keras_linformer.models import backbone_for
 
     devices = keras.distribution.list_devices()
     assert len(devices) == 2, devices
@@ -32,11 +33,10 @@ SCRIPT = textwrap.dedent(
     def train(attention, distribution):
         keras.utils.set_random_seed(0)
         with distribution.scope() if distribution else keras.name_scope("single"):
-            backbone = LinformerBackbone(
-                vocabulary_size=64, num_layers=2, num_heads=2, hidden_dim=16,
-                intermediate_dim=32, max_sequence_length=16, dropout=0.0, attention=attention,
-                **(dict(projected_dim=4, projection="linear") if attention == "linformer"
-                   else {}))
+            backbone = backbone_for(
+                attention, vocabulary_size=64, num_layers=2, num_heads=2, hidden_dim=16,
+                intermediate_dim=32, max_sequence_length=16, dropout=0.0, projected_dim=4,
+                projection="linear")
             outputs = keras.layers.Dense(3)(backbone(backbone.input)["pooled_output"])
             model = keras.Model(backbone.input, outputs)
             model.compile(optimizer=keras.optimizers.Adam(1e-2),
@@ -96,7 +96,7 @@ def test_the_layout_map_shards_heads_and_intermediate_units_along_model(results,
     # On a (1, 2) mesh each device holds half of what is split along "model".
     shards = results[attention]["model"]["shards"]
     block = {"linformer": "linformer_encoder/linformer_encoder_block_0",
-             "transformer": "transformer_encoder/transformer_layer_0"}[attention]
+             "transformer": "transformer_layer_0"}[attention]
     expected = {
         "token_embedding/embeddings": [32, 16],  # (64, 16): the vocabulary split.
         "position_embedding/embeddings": [16, 16],

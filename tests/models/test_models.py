@@ -5,11 +5,13 @@ import pytest
 from absl.testing import parameterized
 
 from keras_linformer.layers import LinformerEncoderStack
-from keras_linformer.layers import TransformerEncoderStack
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier
+from keras_linformer.models import attention_of
+from keras_linformer.models import backbone_for
 from tests.layers import TestCase
+from tests.test_package import run_python
 
 CONFIG = dict(
     vocabulary_size=40,
@@ -53,13 +55,12 @@ class KerasHubChecks(TestCase):
     `run_preset_test` does not apply: the package ships no presets (there are no
     pretrained Linformer weights to register)."""
 
-    @parameterized.named_parameters(("linformer", "linformer"), ("transformer", "transformer"))
-    def test_backbone(self, attention):
+    def test_backbone(self):
         """Serialization, eager calls at several lengths, compiled predict, the name,
         float16/bfloat16 and int8/float8 quantization."""
         self.run_backbone_test(
             cls=LinformerBackbone,
-            init_kwargs={**CONFIG, "attention": attention},
+            init_kwargs=CONFIG,
             input_data=features(batch=2),
             expected_output_shape={"sequence_output": (2, 16, 8), "pooled_output": (2, 8)},
         )
@@ -68,7 +69,7 @@ class KerasHubChecks(TestCase):
     def test_masked_lm_saves_and_reloads(self, attention):
         self.run_model_saving_test(
             cls=LinformerMaskedLM,
-            init_kwargs={"backbone": LinformerBackbone(**CONFIG, attention=attention)},
+            init_kwargs={"backbone": backbone_for(attention, **CONFIG)},
             input_data=features(mask_positions=True),
         )
 
@@ -110,18 +111,14 @@ class KerasHubChecks(TestCase):
 
 def test_baseline_differs_only_in_attention():
     """With k = n and E = I, the Linformer backbone computes what the
-    full-attention baseline computes from the same weights."""
+    full-attention baseline, keras-hub's BertBackbone, computes from the same weights."""
     linformer = LinformerBackbone(**{**CONFIG, "projected_dim": 16})
-    baseline = LinformerBackbone(**{**CONFIG, "projected_dim": 16}, attention="transformer")
+    baseline = backbone_for("transformer", **{**CONFIG, "projected_dim": 16})
 
     def by_role(model):
-        """Weights keyed by path, with the two encoders' prefixes unified."""
-        out = {}
-        for v in model.weights:
-            path = v.path.replace("linformer_encoder/linformer_encoder_block_", "layer_")
-            path = path.replace("transformer_encoder/transformer_layer_", "layer_")
-            out[path] = v
-        return out
+        """Weights keyed by path, with the Linformer's blocks named as BERT's."""
+        return {v.path.replace("linformer_encoder/linformer_encoder_block_", "transformer_layer_"):
+                v for v in model.weights}
 
     ours, theirs = by_role(linformer), by_role(baseline)
     assert set(ours) - set(theirs) == {"linformer_encoder/shared_projection"}
@@ -156,24 +153,22 @@ def test_padding_does_not_reach_real_positions():
     np.testing.assert_allclose(a[0, :10], b[0, :10], atol=1e-5)
 
 
-@pytest.mark.parametrize("attention", ["linformer", "transformer"])
-def test_longer_inputs_name_the_limit_called_directly_and_in_predict(attention):
-    backbone = LinformerBackbone(**{**CONFIG, "attention": attention})
+def test_longer_inputs_name_the_limit_called_directly_and_in_predict():
+    backbone = LinformerBackbone(**CONFIG)
     message = "`token_ids` has 20 tokens per sequence, more than max_sequence_length=16"
     for run in (backbone, lambda x: backbone.predict(x, verbose=0)):
         with pytest.raises(ValueError, match=message):
             run(features(length=20))
 
 
-@pytest.mark.parametrize("attention", ["linformer", "transformer"])
 @pytest.mark.parametrize("key, shape, message", [
     # Full attention broadcast a (B, 1) mask over every position.
     ("padding_mask", (3, 1), r"`padding_mask` must have the shape of `token_ids`, \(3, 16\)"),
     ("segment_ids", (3, 8), r"`segment_ids` must have the shape of `token_ids`"),
     ("padding_mask", (3, 16, 1), r"`padding_mask` must be a \(batch, sequence\) array"),
 ])
-def test_inputs_of_another_shape_than_the_token_ids_are_refused(attention, key, shape, message):
-    backbone = LinformerBackbone(**{**CONFIG, "attention": attention})
+def test_inputs_of_another_shape_than_the_token_ids_are_refused(key, shape, message):
+    backbone = LinformerBackbone(**CONFIG)
     x = {**features(), key: np.ones(shape, "int32")}
     for run in (backbone, lambda x: backbone.predict(x, verbose=0)):
         with pytest.raises(ValueError, match=message):
@@ -183,16 +178,28 @@ def test_inputs_of_another_shape_than_the_token_ids_are_refused(attention, key, 
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (dict(attention="sparse"), "attention.*'sparse'"),
         (dict(hidden_dim=9), "hidden_dim.*num_heads"),
         (dict(projected_dim=32), "projected_dim"),
         (dict(vocabulary_size=0), "vocabulary_size"),
-        (dict(attention="transformer", dropout="0.1"), "`dropout` must be a number in"),
+        (dict(dropout="0.1"), "`dropout` must be a number in"),
     ],
 )
 def test_bad_configuration(overrides, message):
     with pytest.raises(ValueError, match=message):
         LinformerBackbone(**{**CONFIG, **overrides})
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(attention="sparse"), "attention.*'sparse'"),
+        (dict(attention="transformer", hidden_dim=9), "hidden_dim.*num_heads"),
+        (dict(attention="transformer", dropout="0.1"), "`dropout` must be a number in"),
+    ],
+)
+def test_backbone_for_refuses_a_bad_configuration_of_either_attention(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        backbone_for(**{**CONFIG, **overrides})
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -211,40 +218,62 @@ LINFORMER_ARGUMENTS = dict(
 )
 
 
-@pytest.mark.parametrize(
-    "attention, stack",
-    [("linformer", LinformerEncoderStack), ("transformer", TransformerEncoderStack)],
-)
-def test_one_encoder_stack_between_embeddings_and_pooler(attention, stack):
-    backbone = LinformerBackbone(**CONFIG, attention=attention)
-    assert isinstance(backbone.encoder, stack)
+def test_one_encoder_stack_between_embeddings_and_pooler():
+    backbone = LinformerBackbone(**CONFIG)
+    assert isinstance(backbone.encoder, LinformerEncoderStack)
     assert backbone.transformer_layers == backbone.encoder.blocks
     assert len(backbone.transformer_layers) == CONFIG["num_layers"]
     names = [layer.name for layer in backbone.layers]
     assert names[names.index("embeddings_dropout") + 2:] == [backbone.encoder.name, "pooled_dense"]
 
 
-def test_the_baseline_has_no_linformer_arguments():
-    backbone = LinformerBackbone(**{**CONFIG, **LINFORMER_ARGUMENTS}, attention="transformer")
-    config = backbone.get_config()
-    assert not set(LINFORMER_ARGUMENTS) & set(config)
-    assert all(getattr(backbone, name) is None for name in LINFORMER_ARGUMENTS)
-    clone = LinformerBackbone.from_config(config)
-    assert clone.get_config() == config
-    # Configs that omit them: from the constructor too.
-    assert LinformerBackbone(**{**CONFIG, "projected_dim": None}, attention="transformer")
+def test_the_baseline_is_keras_hubs_bert_without_the_linformer_arguments():
+    baseline = backbone_for("transformer", **{**CONFIG, **LINFORMER_ARGUMENTS})
+    assert type(baseline) is keras_hub.models.BertBackbone
+    assert attention_of(baseline) == "transformer"
+    config = {key: value for key, value in CONFIG.items() if key != "projected_dim"}
+    expected = keras_hub.models.BertBackbone(**config, name=baseline.name).get_config()
+    assert baseline.get_config() == expected
+    assert attention_of(backbone_for(**CONFIG)) == "linformer"
+
+
+def test_a_linformer_config_that_names_its_attention_still_loads():
+    config = {**LinformerBackbone(**CONFIG).get_config(), "attention": "linformer"}
+    assert LinformerBackbone.from_config(config).projected_dim == CONFIG["projected_dim"]
+    with pytest.raises(ValueError, match="attention='transformer'.*keras_hub.models.BertBackbone"):
+        LinformerBackbone.from_config({**config, "attention": "transformer"})
+
+
+def test_tasks_on_the_baseline_load_in_a_fresh_process(tmp_path):
+    tasks = {"classifier": LinformerTextClassifier(backbone_for("transformer", **CONFIG),
+                                                   num_classes=3),
+             "masked_lm": LinformerMaskedLM(backbone_for("transformer", **CONFIG))}
+    for name, task in tasks.items():
+        x = features(mask_positions=name == "masked_lm")
+        task.save(tmp_path / f"{name}.keras")
+        np.savez(tmp_path / f"{name}.npz", expected=task.predict(x, verbose=0), **x)
+    run_python(
+        "import numpy as np, keras, keras_linformer\n"
+        f"directory = {str(tmp_path)!r}\n"
+        "for name in ('classifier', 'masked_lm'):\n"
+        "    x = dict(np.load(f'{directory}/{name}.npz'))\n"
+        "    expected = x.pop('expected')\n"
+        "    task = keras.saving.load_model(f'{directory}/{name}.keras')\n"
+        "    assert type(task.backbone).__name__ == 'BertBackbone', type(task.backbone)\n"
+        "    np.testing.assert_allclose(task.predict(x, verbose=0), expected, atol=1e-5)\n"
+    )
 
 
 def test_a_baseline_checkpoint_ignores_requested_linformer_arguments(tmp_path):
     from keras_linformer.training import starting_points
 
-    backbone = LinformerBackbone(**{**CONFIG, "vocabulary_size": 6}, attention="transformer")
+    backbone = backbone_for("transformer", **{**CONFIG, "vocabulary_size": 6})
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]
     starting_points.save_pretrained(backbone, vocabulary, tmp_path)
     loaded, _ = starting_points.load_pretrained(
         tmp_path, architecture=dict(attention="transformer", projected_dim=16, sharing="none")
     )
-    assert isinstance(loaded.encoder, TransformerEncoderStack)
+    assert type(loaded) is keras_hub.models.BertBackbone
     for expected, found in zip(backbone.get_weights(), loaded.get_weights()):
         np.testing.assert_array_equal(found, expected)
     with pytest.raises(ValueError, match="attention: 'linformer' requested, 'transformer'"):

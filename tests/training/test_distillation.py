@@ -10,6 +10,7 @@ import pytest
 
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import agreement
+from keras_linformer.models import attention_of
 from keras_linformer.training import distillation
 from keras_linformer.training import starting_points
 from tests.training.harness import run_program
@@ -144,7 +145,7 @@ def test_the_program_distils_and_fine_tuning_starts_from_the_result(
         summary["test_token_error"] ** 2, rel=0.5)  # A mean of squares against a mean.
     assert not (output / "masked_lm.keras").exists()
     backbone, vocabulary = starting_points.load_pretrained(output)
-    assert (backbone.attention, backbone.projected_dim, backbone.max_sequence_length) == (
+    assert (attention_of(backbone), backbone.projected_dim, backbone.max_sequence_length) == (
         "linformer", 4, 16)
     assert vocabulary == keras_hub.models.BertTokenizer.from_preset(
         str(tiny_bert)).get_vocabulary()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import keras_linformer  # noqa: F401  (registers the classes classifier.keras names)
+from keras_linformer.models import attention_of
 from keras_linformer.programs import finetune
 from keras_linformer.programs import pretrain
 from tests.training.harness import run_here
@@ -113,7 +114,7 @@ def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_f
     backbone, vocabulary = starting_points.load_pretrained(output)
     assert vocabulary == keras_hub.models.BertTokenizer.from_preset(
         str(tiny_bert)).get_vocabulary()
-    assert (backbone.attention, backbone.projected_dim, backbone.max_sequence_length) == (
+    assert (attention_of(backbone), backbone.projected_dim, backbone.max_sequence_length) == (
         "linformer", 8, 64)
     # Two steps at a learning rate of 1e-7 leave the BERT's weights as they were.
     bert = keras_hub.models.BertBackbone.from_preset(str(tiny_bert))

@@ -186,7 +186,7 @@ def test_the_main_job_passes_its_short_sequence_rate_to_pretraining_only():
     ("FinetuningConfig", dict(restore_best="no"), "`restore_best` must be True or False"),
     ("FinetuningConfig", dict(dropout=1.0), r"`dropout` must be a number in \[0, 1\)"),
     ("PretrainingConfig", dict(architecture={"num_layer": 1}),
-     r"`architecture` must be a dict of LinformerBackbone arguments.*unknown: \['num_layer'\]"),
+     r"`architecture` must be a dict of backbone_for arguments.*unknown: \['num_layer'\]"),
 ])
 def test_a_config_names_a_bad_option_when_made(config_class, options, message):
     from keras_linformer import training

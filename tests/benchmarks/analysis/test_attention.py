@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from benchmarks.analysis import attention
-from keras_linformer.models import LinformerBackbone
+from keras_linformer.models import backbone_for
 
 
 def tiny_backbone(attention="transformer", **overrides):
@@ -13,7 +13,7 @@ def tiny_backbone(attention="transformer", **overrides):
         projected_dim=4, max_sequence_length=16, attention=attention, dropout=0.0,
     )
     config.update(overrides)
-    return LinformerBackbone(**config)
+    return backbone_for(**config)
 
 
 def test_attention_of_a_transformer_backbone_is_row_stochastic_and_its_blocks_are_the_model(rng):
