@@ -195,13 +195,13 @@ def test_a_config_names_a_bad_option_when_made(config_class, options, message):
         getattr(training, config_class)(output_dir="out", **options)
 
 
-def test_the_architecture_keys_are_the_backbones_arguments():
+def test_the_architecture_keys_are_the_backbones_arguments_and_the_attention():
     import inspect
 
     from keras_linformer.models import LinformerBackbone
     from keras_linformer.training import config
 
-    arguments = set(inspect.signature(LinformerBackbone.__init__).parameters)
+    arguments = set(inspect.signature(LinformerBackbone.__init__).parameters) | {"attention"}
     assert config.ARCHITECTURE_KEYS == arguments - {"self", "kwargs", "dtype", "vocabulary_size"}
 
 

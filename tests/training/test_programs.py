@@ -153,3 +153,32 @@ def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_
     model = keras.saving.load_model(tmp_path / "classifier.keras")
     assert model.backbone.compute_dtype == "bfloat16"
     assert all(v.dtype == "float32" for v in model.trainable_variables)
+
+
+def test_the_transformer_baseline_pretrains_then_finetunes_as_keras_hubs_bert(
+        reviews_file, tmp_path):
+    architecture = ["--attention", "transformer", "--num-layers", "1", "--num-heads", "2",
+                    "--hidden-dim", "16", "--intermediate-dim", "32", "--no-jit-compile"]
+    pretrained = tmp_path / "pretrain"
+    result = run_program(
+        "training.pretrain", "--table", reviews_file, *architecture, "--sequence-length", 16,
+        "--vocabulary-size", 100, "--batch-size", 8, "--max-steps", 2, "--validation-batches",
+        1, "--output-dir", pretrained,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "transformer masked LM" in result.stdout
+    finetuned = tmp_path / "finetune"
+    result = run_program(
+        "training.finetune", "--table", reviews_file, "--pretrained", pretrained,
+        "--attention", "transformer", "--batch-size", 8, "--max-steps", 2, "--no-jit-compile",
+        "--output-dir", finetuned,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_summary(finetuned)["attention"] == "transformer"
+    import keras
+    import keras_hub
+
+    import keras_linformer  # noqa: F401  Registers the classes the file names.
+
+    model = keras.saving.load_model(finetuned / "classifier.keras")
+    assert type(model.backbone) is keras_hub.models.BertBackbone
