@@ -6,6 +6,7 @@ keras_hub's BERT tasks only need a backbone with BERT's inputs and a
 keras_hub's BERT preprocessors work unchanged with our WordPiece vocabularies.
 """
 
+import keras
 import keras_hub
 
 from keras_linformer.api_export import keras_linformer_export
@@ -13,8 +14,24 @@ from keras_linformer.models.linformer_backbone import LinformerBackbone
 from keras_linformer.utils import validation
 
 
+class _OneTrace:
+    """Builds the optimizer before `fit` traces the train step.
+
+    On TensorFlow without a distribution strategy, Keras builds the optimizer
+    inside the first traced step, and a `tf.function` whose first trace
+    creates variables is traced again (tensorflow/tensorflow#48851).
+    """
+
+    def fit(self, *args, **kwargs):
+        optimizer = getattr(self, "optimizer", None)  # None before `compile`.
+        if keras.config.backend() == "tensorflow" and optimizer and not optimizer.built:
+            with self.distribute_strategy.scope():
+                optimizer.build(self.trainable_variables)
+        return super().fit(*args, **kwargs)
+
+
 @keras_linformer_export("keras_linformer.models.LinformerMaskedLM")
-class LinformerMaskedLM(keras_hub.models.BertMaskedLM):
+class LinformerMaskedLM(_OneTrace, keras_hub.models.BertMaskedLM):
     """Masked-language-model pretraining head on a `LinformerBackbone`.
 
     `keras_hub.models.BertMaskedLM` with a Linformer backbone (or the
@@ -48,7 +65,7 @@ class LinformerMaskedLM(keras_hub.models.BertMaskedLM):
 
 
 @keras_linformer_export("keras_linformer.models.LinformerTextClassifier")
-class LinformerTextClassifier(keras_hub.models.BertTextClassifier):
+class LinformerTextClassifier(_OneTrace, keras_hub.models.BertTextClassifier):
     """Text classifier on the pooled `[CLS]` output of a `LinformerBackbone`.
 
     `keras_hub.models.BertTextClassifier` with a Linformer backbone (or the

@@ -134,6 +134,22 @@ def test_baseline_differs_only_in_attention():
     )
 
 
+@pytest.mark.parametrize("task", ["classifier", "masked_lm"])
+def test_the_first_fit_traces_the_train_step_once(task):
+    # Keras on TensorFlow, without a strategy, builds the optimizer in the first trace,
+    # which then runs again; the tasks build it before.
+    backbone = LinformerBackbone(**CONFIG)
+    if task == "classifier":
+        model, x, y = LinformerTextClassifier(backbone, num_classes=2), features(4), np.zeros(4)
+    else:
+        model, x, y = LinformerMaskedLM(backbone), features(4, mask_positions=True), np.ones((4, 2))
+    traces, train_step = [], model.train_step
+    model.train_step = lambda data: traces.append(data) or train_step(data)
+    model.fit(x, y, batch_size=2, epochs=2, verbose=0)
+    assert len(traces) == 1
+    assert model.optimizer.iterations.numpy() == 4
+
+
 def test_masked_lm_output_is_tied_to_the_token_embedding():
     model = LinformerMaskedLM(LinformerBackbone(**CONFIG))
     assert model.masked_lm_head.token_embedding is model.backbone.token_embedding
