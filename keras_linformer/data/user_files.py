@@ -160,21 +160,6 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
     return split_corpus("text_files", texts, ids, seed=seed)
 
 
-def _check_text(value, path, where, column):
-    """The text of one field; refuses what is not text."""
-    if not isinstance(value, str):
-        raise ValueError(
-            f"text_column: {path!r} {where}: {column!r} holds a JSON "
-            f"{type(value).__name__} ({value!r:.60}), not a string of text."
-        )
-    if "\x00" in value:
-        raise ValueError(
-            f"text_column: {path!r} {where}: {column!r} holds a NUL byte; this is "
-            "not text (a binary file, or the wrong encoding?)."
-        )
-    return value
-
-
 def read_table_rows(path, encoding):
     """Yields `("line <N>", row dict)` from a CSV/TSV (with header) or JSONL file."""
     extension = os.path.splitext(os.fspath(path))[1].lower()
@@ -238,16 +223,6 @@ def _delimited_rows(path, text, delimiter):
         raise ValueError(f"path: {path!r} line {reader.line_num}: {error}.") from None
     if blank:
         print(f"path: {path!r}: skipped {blank} blank line(s).", flush=True)
-
-
-def label_of(value, path, where):
-    """The label a value spells: a string or an integer, stripped; anything else is an error."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise ValueError(
-            f"label_column: {path!r} {where}: the label {value!r:.60} is a JSON "
-            f"{type(value).__name__}; labels must be strings or integers."
-        )
-    return str(value).strip()
 
 
 NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -366,10 +341,24 @@ def load_table(
                         f"({where}). Columns: {sorted(k for k in row if k)}."
                     )
                 raise ValueError(f"{argument}: {path!r} {where} has an empty {column!r}.")
-        texts.append(_check_text(row[text_column], path, where, text_column))
+        text = row[text_column]
+        if not isinstance(text, str) or "\x00" in text:
+            found = (
+                "a NUL byte; this is not text (a binary file, or the wrong encoding?)"
+                if isinstance(text, str)
+                else f"a JSON {type(text).__name__} ({text!r:.60}), not a string of text"
+            )
+            raise ValueError(f"text_column: {path!r} {where}: {text_column!r} holds {found}.")
+        texts.append(text)
         ids.append(where)
         if label_column is not None:
-            raw_labels.append(label_of(row[label_column], path, where))
+            label = row[label_column]
+            if isinstance(label, bool) or not isinstance(label, (str, int)):
+                raise ValueError(
+                    f"label_column: {path!r} {where}: the label {label!r:.60} is a JSON "
+                    f"{type(label).__name__}; labels must be strings or integers."
+                )
+            raw_labels.append(str(label).strip())
     if not texts:
         raise ValueError(f"path: {path!r} has no data rows.")
     labels, label_names = None, None
