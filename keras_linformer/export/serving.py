@@ -342,11 +342,7 @@ def find_same_export(base_dir, model_name, export_fingerprint):
         return None, None
     if not recorded.get("contents"):
         return path, f"{INFO_FILE} records no fingerprints of its files, so it cannot be checked"
-    extra = os.path.join(path, warmup.EXTRA_DIR)
-    for name, record in (recorded.get("files") or {}).items():
-        problem = fingerprints.check_file(os.path.join(extra, name), name, record)
-        if problem is not None:
-            return path, problem
+    # The contents cover vocab.txt and labels.txt too.
     return path, fingerprints.check_contents(path, recorded["contents"])
 
 
@@ -392,11 +388,6 @@ def write_extras(path, source, model_name, recorded):
     else:
         info["top_k"] = source.top_k
         info["max_masks"] = source.max_masks
-    for name, record in recorded["files"].items():
-        # The record is of the lists in memory; the files must be those bytes.
-        problem = fingerprints.check_file(os.path.join(extra, name), name, record)
-        if problem is not None:
-            raise RuntimeError(f"export: {problem} right after writing it.")
     info["fingerprints"] = {**recorded, "contents": fingerprints.contents_sha256(
         path, skip=[f"{warmup.EXTRA_DIR}/{INFO_FILE}"])}
     info["signatures"] = {  # JSON writes each (dtype, shape) as [dtype, [...]].
