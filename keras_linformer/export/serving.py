@@ -22,6 +22,7 @@ from keras_linformer.export import warmup
 
 INFO_FILE = "export_info.json"
 SERVE_TAG = "serve"
+TEXT_SPEC = tf.TensorSpec([None], tf.string, name="text")
 
 # Texts per request, checked in the graph (memory grows with the batch). The floor
 # leaves room for the warmup requests and `verify`'s batches (11 texts).
@@ -398,10 +399,6 @@ def write_extras(path, source, model_name, recorded):
         json.dump(info, file, indent=2, ensure_ascii=False)
 
 
-def text_spec():
-    return tf.TensorSpec([None], tf.string, name="text")
-
-
 def capped(inputs, max_batch_size, name="text", unit="texts"):
     """`inputs` (a list of tensors), gated by a graph op that checks their batch size."""
     check = tf.debugging.assert_less_equal(
@@ -476,7 +473,7 @@ def build_classifier_archive(source):
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(encoder.tokenizer)
-    archive.add_endpoint("serving_default", serve_text, input_signature=[text_spec()])
+    archive.add_endpoint("serving_default", serve_text, input_signature=[TEXT_SPEC])
     archive.add_endpoint(
         "predict_token_ids",
         serve_token_ids,
@@ -542,7 +539,7 @@ def build_masked_lm_archive(source):
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(encoder.tokenizer)
-    archive.add_endpoint("fill_mask", fill_mask, input_signature=[text_spec()])
+    archive.add_endpoint("fill_mask", fill_mask, input_signature=[TEXT_SPEC])
     # Written out as `serving_default` too (the first endpoint is aliased).
     requests = [
         (name, {"text": np.array(WARMUP_MASK_TEXTS, dtype=object)})

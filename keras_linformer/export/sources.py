@@ -266,8 +266,13 @@ def resolve_vocabulary(vocabulary):
                 f"{type(vocabulary).__name__}"
             )
         tokens = list(vocabulary.get_vocabulary())
-        options = encoding_options(vocabulary)
-        expected = encoding_options(data.make_tokenizer(tokens))
+        # The options that change the ids a text gets.
+        keys = ("lowercase", "strip_accents", "split", "suffix_indicator", "oov_token",
+                "special_tokens", "special_tokens_in_strings")
+        options, expected = (
+            {key: tokenizer.get_config().get(key) for key in keys}
+            for tokenizer in (vocabulary, data.make_tokenizer(tokens))
+        )
         if options != expected:
             differ = {k: v for k, v in options.items() if expected.get(k) != v}
             raise ValueError(
@@ -280,14 +285,6 @@ def resolve_vocabulary(vocabulary):
     vocabulary = list(vocabulary)
     data.make_tokenizer(vocabulary)  # Checks the special tokens.
     return vocabulary
-
-
-def encoding_options(tokenizer):
-    """A WordPieceTokenizer's options that change the ids a text gets."""
-    config = tokenizer.get_config()
-    keys = ("lowercase", "strip_accents", "split", "suffix_indicator", "oov_token",
-            "special_tokens", "special_tokens_in_strings")
-    return {key: config.get(key) for key in keys}
 
 
 def inner_layers(model):
