@@ -19,6 +19,7 @@ from benchmarks import outputs
 from benchmarks.studies import runner
 from benchmarks.studies import seeded
 from keras_linformer.programs import cli
+from keras_linformer.utils.validation import Bounds
 
 PROGRAM = "benchmarks.main_job_study"
 DATASET = "rotten_tomatoes"
@@ -36,7 +37,7 @@ def parse_args(argv=None):
                         help="A Linformer projection (`--projection`), or transformer.")
     parser.add_argument("--seeds", nargs="+", type=cli.random_seed, default=[0, 1, 2],
                         help="One run per seed (`--seed` of both stages).")
-    parser.add_argument("--short-sequence-rates", nargs="+", type=cli.closed_fraction,
+    parser.add_argument("--short-sequence-rates", nargs="+", type=Bounds(float, 0, 1),
                         default=[0.0], metavar="RATE",
                         help="Run every model at each `--pretrain-short-sequence-rate`; a "
                              "model at a rate above 0 is named <model>-short<RATE>.")

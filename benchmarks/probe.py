@@ -46,6 +46,7 @@ from benchmarks import conversion
 from benchmarks import outputs
 from keras_linformer.programs import cli
 from keras_linformer.utils import files
+from keras_linformer.utils.validation import Bounds
 
 PROGRAM = "benchmarks.probe"
 DATASETS = conversion.DATASETS  # name -> n
@@ -69,7 +70,7 @@ THROUGHPUT_FIELDS = ("dataset", "sequence_length", "model", "round", "texts", "s
 def add_scoring_flags(parser):
     """The flags this program shares with `benchmarks.long_documents`: how embeddings are
     scored, how the attention transfer trains, how often throughput is measured."""
-    parser.add_argument("--folds", type=cli.integer_in(2, 100, "an integer from 2 to 100"),
+    parser.add_argument("--folds", type=Bounds(int, 2, 100),
                         default=5, help="Cross-validation folds of the probe.")
     parser.add_argument("--neighbours", type=cli.positive_int, default=10,
                         help="Neighbours of the kNN vote.")
@@ -77,7 +78,7 @@ def add_scoring_flags(parser):
                         help="Paired bootstrap resamples of the 95%% intervals.")
     parser.add_argument("--transfer-epochs", type=cli.positive_int, default=2,
                         help="Epochs of attention transfer.")
-    parser.add_argument("--transfer-learning-rate", type=cli.number_in(0, include_low=False),
+    parser.add_argument("--transfer-learning-rate", type=cli.positive_float,
                         default=1e-3,
                         help="Adam's learning rate for the attention transfer.")
     parser.add_argument("--throughput-rounds", type=cli.positive_int, default=3,

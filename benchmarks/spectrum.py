@@ -25,6 +25,7 @@ from benchmarks.analysis.spectrum import MEASURES
 from benchmarks.analysis.spectrum import TARGETS
 from benchmarks.analysis.spectrum import smallest_index_reaching
 from keras_linformer.programs import cli
+from keras_linformer.utils.validation import Bounds
 
 PROGRAM = "benchmarks.spectrum"
 
@@ -63,7 +64,7 @@ def parse_args(argv=None):
         "(default: a quarter of the number of singular values)",
     )
     parser.add_argument(
-        "--target", type=cli.number_in(0, 1, include_low=False, include_high=True), default=0.9,
+        "--target", type=Bounds(float, 0, 1, include_low=False), default=0.9,
         help="fraction of the spectrum that the recommended per-layer k keeps in "
         "every head (default: %(default)s)",
     )

@@ -19,6 +19,7 @@ import os
 from benchmarks.harness import grid
 from benchmarks.harness import report
 from keras_linformer.programs import cli
+from keras_linformer.utils.validation import Bounds
 
 PROGRAM = "benchmarks.train_step"
 
@@ -45,7 +46,8 @@ def parse_args(argv=None):
         "--tokens-per-batch",
     )
     parser.add_argument(
-        "--mask-rate", type=cli.open_fraction, default=0.15,
+        "--mask-rate", type=Bounds(float, 0, 1, include_low=False, include_high=False),
+        default=0.15,
         help="share of each sequence's positions masked and predicted "
         "(default: %(default)s)",
     )

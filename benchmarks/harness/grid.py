@@ -20,6 +20,7 @@ from benchmarks.harness.runner import empty_cell_memory
 from benchmarks.harness.runner import matmul_spec
 from benchmarks.harness.runner import run_in_subprocess
 from keras_linformer.programs import cli
+from keras_linformer.utils.validation import Bounds
 
 PRESETS = {
     # RoBERTa-base, the shape of the paper's Table 3.
@@ -46,7 +47,7 @@ TASKS = ("forward", "train")
 OUTPUT_PREFIXES = {"forward": "inference", "train": "training"}
 FAILED = ("OOM", "timeout")
 
-non_negative_int = cli.integer_in(0, 2**63 - 1, "an integer >= 0")
+non_negative_int = Bounds(int, 0, 2**63 - 1, words="an integer >= 0")
 
 
 def add_arguments(parser, preset, sequence_lengths, projected_dims, repeats, unit):

@@ -163,25 +163,9 @@ positive_int = Bounds(int, 1)
 positive_float = Bounds(float, 0, include_low=False)
 non_negative_float = Bounds(float, 0)
 fraction = Bounds(float, 0, 1, include_high=False)
-open_fraction = Bounds(float, 0, 1, include_low=False, include_high=False)
-closed_fraction = Bounds(float, 0, 1)
 random_seed = validation.SEED
 null_slot_count = Bounds(int, 0, 1024)
 tcp_port = Bounds(int, 1, 65535, words="a TCP port from 1 to 65535")
-
-
-def number_in(low=None, high=None, include_low=True, include_high=False):
-    """An argparse type: a finite number within bounds (None: unbounded on that side).
-
-    >>> number_in(0, 1, include_high=True)("0.9")
-    0.9
-    """
-    return Bounds(float, low, high, include_low, include_high)
-
-
-def integer_in(low, high, expected=None):
-    """An argparse type: an integer from `low` to `high` (described as `expected`)."""
-    return Bounds(int, low, high, words=expected)
 
 
 def sequence_length(text):
