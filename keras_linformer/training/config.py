@@ -155,6 +155,16 @@ class RunConfig:
                 bounds.check(field.name, value)
             elif field.type is bool:
                 validation.check_bool(field.name, value)
+        epochs, from_bert = self.attention_transfer_epochs, getattr(self, "from_bert", None)
+        if epochs and from_bert is None:
+            raise ValueError(
+                "attention_transfer_epochs: attention transfer trains a BERT conversion; it "
+                f"needs from_bert. Received: attention_transfer_epochs={epochs}, from_bert=None"
+            )
+        pretrained = getattr(self, "pretrained", None)
+        if pretrained is not None and from_bert is not None:
+            raise ValueError("pretrained and from_bert are two starting points; give one. "
+                             f"Received: pretrained={pretrained!r}, from_bert={from_bert!r}")
         architecture = getattr(self, "architecture", None)
         if architecture is not None:
             unknown = (sorted(set(architecture) - ARCHITECTURE_KEYS)

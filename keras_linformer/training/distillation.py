@@ -134,7 +134,7 @@ class DistillationTask(pretraining.MaskedLMTask):
         if self.architecture.get("attention") == "transformer":
             raise ValueError("attention: a Transformer conversion is the BERT itself; distillation "
                              "trains a Linformer conversion. Received: attention='transformer'")
-        self.check_sequences()
+        super().check()
 
     def build_model(self, optimizer, jit_compile):
         return build_distiller(self.new_backbone(), self.bert, optimizer, jit_compile=jit_compile)

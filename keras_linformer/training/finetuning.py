@@ -15,8 +15,6 @@ from keras_linformer.training import runs
 from keras_linformer.training import starting_points
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.config import FinetuningConfig
-from keras_linformer.utils.validation import check_number
-from keras_linformer.utils.validation import check_positive_int
 from keras_linformer.utils.validation import shorten
 
 
@@ -76,18 +74,10 @@ class ClassificationTask(runs.Task):
     labelled = True
 
     def check(self):
-        config = self.config
+        # The options were checked as `FinetuningConfig` was made.
         if self.corpus.label_names is None:
             raise ValueError(f"corpus: {self.corpus.name!r} has no labels; fine-tuning needs a "
                              "labelled corpus (e.g. a table with a label column).")
-        if config.sequence_length is not None:  # [CLS], a token and [SEP] at least.
-            check_positive_int("sequence_length", config.sequence_length, minimum=3)
-        check_number("epochs", config.epochs, 0, include_low=False)
-        starting_points.check_attention_transfer(config.attention_transfer_epochs, config.from_bert)
-        if config.pretrained is not None and config.from_bert is not None:
-            raise ValueError("pretrained and from_bert are two starting points; give one. "
-                             f"Received: pretrained={config.pretrained!r}, "
-                             f"from_bert={config.from_bert!r}")
 
     def prepare(self, strategy, log, start):
         config, corpus = self.config, self.corpus

@@ -15,7 +15,6 @@ from keras_linformer.training import runs
 from keras_linformer.training import starting_points
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.training.config import PretrainingConfig
-from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 
@@ -102,18 +101,9 @@ class MaskedLMTask(runs.Task):
         self.sequence_length = self.architecture.get("max_sequence_length")
 
     def check(self):
-        self.check_sequences()
-        # With no masked token there is nothing to learn; with all, nothing to read.
-        check_number("mask_selection_rate", self.config.mask_selection_rate, 0, 1, False, False)
-
-    def check_sequences(self):
-        """Checks the options of `sequences`."""
-        starting_points.check_attention_transfer(self.config.attention_transfer_epochs,
-                                            self.config.from_bert)
+        # The config's own options were checked as it was made; the architecture's length:
         if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
-        check_number("epochs", self.config.epochs, 0, include_low=False)
-        check_number("short_sequence_rate", self.config.short_sequence_rate, 0, 1)
 
     def prepare(self, strategy, log, start):
         config, corpus = self.config, self.corpus

@@ -20,7 +20,6 @@ from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.training.run_directory import WEIGHTS_FILE
-from keras_linformer.utils import validation
 
 # The backbone arguments that decide which weights exist and what they mean.
 ARCHITECTURE_KEYS = (
@@ -244,16 +243,6 @@ def stopped_with_checkpoint(output_dir):
     return (os.path.abspath(output_dir) in _UNFINISHED
             and os.path.isfile(os.path.join(output_dir, TRANSFER_DIRECTORY,
                                            attention_transfer.CHECKPOINT)))
-
-
-def check_attention_transfer(epochs, from_bert):
-    """Raises unless `attention_transfer_epochs` is an int >= 0, and 0 without `from_bert`."""
-    validation.check_positive_int("attention_transfer_epochs", epochs, minimum=0)
-    if epochs and from_bert is None:
-        raise ValueError(
-            "attention_transfer_epochs: attention transfer trains a BERT conversion; it "
-            f"needs from_bert. Received: attention_transfer_epochs={epochs}, from_bert=None"
-        )
 
 
 def assign_transferred(backbone, values):
