@@ -249,13 +249,6 @@ def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
                        help="Dropout rate everywhere in the model.")
 
 
-def fill_from_scratch_defaults(args):
-    """Gives the model flags left unset (None) their from-scratch values."""
-    for name, value in FROM_SCRATCH.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-
-
 def check_from_bert_flags(parser, args):
     """With --from-bert: only the conversion's flags, and k unless the BERT stays a Transformer."""
     fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim", "--intermediate-dim")
@@ -634,22 +627,6 @@ def remove_unfinished_starts():
     return removed
 
 
-def training_memory_lower_bound(args, sequence_length, batch_size):
-    """Bytes (float32) of what grows with n in a training step: position embeddings and
-    projections with gradients and Adam moments, activations and attention scores."""
-    value = {name: getattr(args, name, None) for name in FROM_SCRATCH}
-    value = {name: FROM_SCRATCH[name] if v is None else v for name, v in value.items()}
-    linformer = value["attention"] == "linformer"
-    attended = value["projected_dim"] if linformer else sequence_length
-    weights = sequence_length * value["hidden_dim"]
-    if linformer and value["projection"] == "linear":
-        weights += sequence_length * value["projected_dim"]
-    activations = batch_size * sequence_length * value["num_layers"] * (
-        2 * value["hidden_dim"] + value["intermediate_dim"] + value["num_heads"] * attended
-    )
-    return 4 * (4 * weights + activations)
-
-
 def check_sequence_length_fits(parser, args, config_class):
     """Refuses a `--sequence-length` whose training step cannot fit in this machine's memory."""
     try:
@@ -658,8 +635,20 @@ def check_sequence_length_fits(parser, args, config_class):
         return
     if args.sequence_length is None:
         return
-    batch_size = args.batch_size or config_class.batch_size
-    needed = training_memory_lower_bound(args, args.sequence_length, batch_size)
+    n, batch_size = args.sequence_length, args.batch_size or config_class.batch_size
+    value = {name: getattr(args, name, None) for name in FROM_SCRATCH}
+    value = {name: FROM_SCRATCH[name] if v is None else v for name, v in value.items()}
+    # Bytes (float32) of what grows with n: position embeddings and projections with
+    # gradients and Adam moments, activations and attention scores.
+    linformer = value["attention"] == "linformer"
+    attended = value["projected_dim"] if linformer else n
+    weights = n * value["hidden_dim"]
+    if linformer and value["projection"] == "linear":
+        weights += n * value["projected_dim"]
+    activations = batch_size * n * value["num_layers"] * (
+        2 * value["hidden_dim"] + value["intermediate_dim"] + value["num_heads"] * attended
+    )
+    needed = 4 * (4 * weights + activations)
     if needed > memory:
         parser.error(f"argument --sequence-length: {args.sequence_length} cannot fit in memory: a "
                      f"training step at batch size {batch_size} needs at least "

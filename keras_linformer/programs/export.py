@@ -81,14 +81,11 @@ def export(args):
             if value is not None:
                 raise ValueError(f"{flag}: only for a masked LM, but {args.source!r} is a "
                                  f"fine-tuning output (classifier). Received: {flag} {value}")
-        with cli.flag_names(**FLAGS):
-            path = export_lib.export_classifier(args.source, **options)
     else:
-        with cli.flag_names(**FLAGS):
-            path = export_lib.export_masked_lm(
-                args.source, top_k=5 if args.top_k is None else args.top_k,
-                max_masks=8 if args.max_masks is None else args.max_masks, **options
-            )
+        options.update(top_k=5 if args.top_k is None else args.top_k,
+                       max_masks=8 if args.max_masks is None else args.max_masks)
+    with cli.flag_names(**FLAGS):
+        path = getattr(export_lib, f"export_{task}")(args.source, **options)
     info = export_lib.read_export_info(path)
     reused = int(os.path.basename(path)) in before
     done = (f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "

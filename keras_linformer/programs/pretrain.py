@@ -24,18 +24,13 @@ from keras_linformer.programs import cli
 from keras_linformer.training.config import DistillationConfig
 from keras_linformer.training.config import PretrainingConfig
 
-# What the model learns (`--objective`): the `task` of run.json.
-OBJECTIVES = ("masked_lm", "distillation")
-
-# Bundled corpora, loaded by keras_linformer.data.load_NAME.
-BUNDLED = ("bbc_news", "news_articles", "rotten_tomatoes")
-
 
 def parse_args(argv=None):
     parser = cli.program_parser("pretrain", __doc__, epilog=cli.COMBINATIONS)
     group = parser.add_argument_group("data (default: the bundled news articles)")
     source = group.add_mutually_exclusive_group()
-    source.add_argument("--corpus", nargs="+", choices=BUNDLED, default=["news_articles"],
+    source.add_argument("--corpus", nargs="+", default=["news_articles"],
+                        choices=("bbc_news", "news_articles", "rotten_tomatoes"),
                         help="Bundled corpora to pretrain on, each split 80/10/10 on its own "
                              "(only training splits are trained on; the others are held out).")
     source.add_argument("--text-files", nargs="+", metavar="PATH", type=cli.nonempty,
@@ -60,7 +55,7 @@ def parse_args(argv=None):
                        help=cli.FROM_BERT_HELP + " A new masked-LM head is trained with it: "
                             "a short masked-LM adaptation before `keras-linformer-finetune "
                             "--pretrained`.")
-    group.add_argument("--objective", choices=OBJECTIVES, default="masked_lm",
+    group.add_argument("--objective", choices=("masked_lm", "distillation"), default="masked_lm",
                        help="masked_lm: predict masked tokens. distillation (with "
                             "--from-bert): reproduce the BERT's sequence output on the "
                             "texts' real tokens, the BERT frozen as the teacher.")
@@ -92,10 +87,8 @@ def parse_args(argv=None):
     cli.check_attention_transfer_flag(parser, args)
     if args.from_bert:
         cli.check_from_bert_flags(parser, args)
-    else:
-        cli.fill_from_scratch_defaults(args)
-        if args.sequence_length is None:
-            args.sequence_length = cli.DEFAULT_ARCHITECTURE["max_sequence_length"]
+    elif args.sequence_length is None:  # The other model flags: the config's defaults.
+        args.sequence_length = cli.DEFAULT_ARCHITECTURE["max_sequence_length"]
     cli.check_sequence_length_fits(parser, args, PretrainingConfig)
     return parser, args
 

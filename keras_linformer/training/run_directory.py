@@ -168,18 +168,6 @@ def _in_use(directory, descriptor, argument="output_dir"):
                       "output directory.")
 
 
-def check_not_claimed(directory, argument="output_dir"):
-    """Raises `claimed`'s error if another process holds `directory` now."""
-    path = os.path.join(directory, LOCK_FILE)
-    if not os.path.isfile(path):
-        return
-    with contextlib.suppress(FileNotFoundError), open(path, "rb+") as file:
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _in_use(directory, file.fileno(), argument) from None
-
-
 def check_output_dir(path, task, argument="output_dir"):
     """Raises ValueError unless `path` is new, empty (but for logs and hidden names: a
     launcher's notes), or a run of `task`; the message names the files that would be lost."""
@@ -189,7 +177,12 @@ def check_output_dir(path, task, argument="output_dir"):
     if not os.path.isdir(path):
         raise ValueError(f"{argument}: {path!r} is a file, not a directory. Give a new directory "
                          "(or the directory of an earlier run to resume it).")
-    check_not_claimed(path, argument)
+    lock = os.path.join(path, LOCK_FILE)  # `claimed`'s error if another process holds it now.
+    with contextlib.suppress(FileNotFoundError, IsADirectoryError), open(lock, "rb+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(path, file.fileno(), argument) from None
     present = sorted(name for name in os.listdir(path)
                      if not name.startswith(".") and not name.endswith(".log"))
     if not present:
