@@ -385,13 +385,6 @@ def given_options(args, config_class, prefix="", defaults=None):
     return options
 
 
-def fill_defaults(args, config_class, *names):
-    """Gives the options `names`, when left out, `config_class`'s defaults."""
-    for name in names:
-        if getattr(args, name) is None:
-            setattr(args, name, getattr(config_class, name))
-
-
 def option_arguments(options, config_class):
     """The arguments that give `options` to a program with `config_class`'s flags."""
     flags = config_flags(config_class)

@@ -55,7 +55,8 @@ def parse_args(argv=None):
                              "a rerun with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    cli.fill_defaults(args, FinetuningConfig, "seed")
+    if args.seed is None:  # The data are split with it before the config is made.
+        args.seed = FinetuningConfig.seed
     cli.check_attention_flags(parser, args)
     cli.check_source_flags(parser, args, {"--text-column": ("text_column", "text", ["--table"]),
                                           "--label-column": ("label_column", "label", ["--table"]),

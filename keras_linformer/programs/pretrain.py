@@ -66,7 +66,8 @@ def parse_args(argv=None):
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    cli.fill_defaults(args, PretrainingConfig, "seed")
+    if args.seed is None:  # The data are split with it before the config is made.
+        args.seed = PretrainingConfig.seed
     cli.check_attention_flags(parser, args)
     cli.check_source_flags(parser, args, {
         "--documents": ("documents", "file", ["--text-files"]),
