@@ -14,6 +14,7 @@ from tests.training.harness import TINY_ARCHITECTURE
 from tests.training.harness import TINY_MODEL
 from tests.training.harness import checkpoint_steps
 from tests.training.harness import read_summary
+from tests.training.harness import run_here
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
@@ -156,23 +157,27 @@ def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_
 
 
 def test_the_transformer_baseline_pretrains_then_finetunes_as_keras_hubs_bert(
-        reviews_file, tmp_path):
+        reviews_file, tmp_path, capsys):
+    # In this process: the point is the baseline's path through both programs.
+    from keras_linformer.programs import finetune
+    from keras_linformer.programs import pretrain
+
     architecture = ["--attention", "transformer", "--num-layers", "1", "--num-heads", "2",
                     "--hidden-dim", "16", "--intermediate-dim", "32", "--no-jit-compile"]
     pretrained = tmp_path / "pretrain"
-    result = run_program(
-        "training.pretrain", "--table", reviews_file, *architecture, "--sequence-length", 16,
+    result = run_here(pretrain, [
+        "--table", reviews_file, *architecture, "--sequence-length", 16,
         "--vocabulary-size", 100, "--batch-size", 8, "--max-steps", 2, "--validation-batches",
         1, "--output-dir", pretrained,
-    )
+    ], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "transformer masked LM" in result.stdout
     finetuned = tmp_path / "finetune"
-    result = run_program(
-        "training.finetune", "--table", reviews_file, "--pretrained", pretrained,
+    result = run_here(finetune, [
+        "--table", reviews_file, "--pretrained", pretrained,
         "--attention", "transformer", "--batch-size", 8, "--max-steps", 2, "--no-jit-compile",
         "--output-dir", finetuned,
-    )
+    ], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_summary(finetuned)["attention"] == "transformer"
     import keras
