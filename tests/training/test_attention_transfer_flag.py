@@ -13,15 +13,17 @@ from tests.training.harness import Run
 from tests.training.harness import read_summary
 from tests.training.harness import run_here
 from tests.training.harness import run_in_process
-from tests.training.harness import run_program
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("program", ["finetune", "pretrain"])
 def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, reviews_file,
-                                                         tmp_path):
-    """Fine-tuning is killed during the transfer first: its rerun resumes the transfer."""
+                                                         tmp_path, capsys):
+    """Fine-tuning is killed during the transfer first: its rerun (in this process) resumes
+    the transfer."""
+    import importlib
+
     from keras_linformer.training import starting_points
 
     killed = program == "finetune"
@@ -42,7 +44,8 @@ def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, revi
             killed_after = int(saved["epoch"])
         assert killed_after < epochs, "the kill came after the transfer; make it longer"
 
-    result = run_program(*arguments)
+    module = importlib.import_module(f"keras_linformer.programs.{program}")
+    result = run_here(module, arguments[1:], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Attention transfer: epoch {epochs}/{epochs}" in result.stdout
     assert "Attention transfer: after, relative error per layer" in result.stdout
