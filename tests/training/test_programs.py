@@ -135,13 +135,15 @@ def test_finetuning_writes_checkpoints_and_the_classifier(finetuning):
     assert (output_dir / "labels.txt").read_text().split() == ["negative", "positive"]
 
 
-def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_path):
+def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_path, capsys):
     # One CPU device: bfloat16 compute with float32 variables, XLA-compiled steps.
-    result = run_program(
-        "training.finetune", "--table", reviews_file, *TINY_ARCHITECTURE, "--sequence-length", 16,
+    from keras_linformer.programs import finetune
+
+    result = run_here(finetune, [
+        "--table", reviews_file, *TINY_ARCHITECTURE, "--sequence-length", 16,
         "--vocabulary-size", 100, "--mixed-precision", "--jit-compile", "--batch-size", 8,
         "--max-steps", 6, "--checkpoint-every", 3, "--output-dir", tmp_path,
-    )
+    ], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dtype policy mixed_bfloat16, XLA" in result.stdout
     assert "classifier from scratch" in result.stdout
