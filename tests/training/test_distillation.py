@@ -13,7 +13,7 @@ from keras_linformer.models import agreement
 from keras_linformer.models import attention_of
 from keras_linformer.training import distillation
 from keras_linformer.training import starting_points
-from tests.training.harness import run_program
+from tests.training.harness import run_here
 
 
 def stacked(student, teacher):
@@ -126,14 +126,16 @@ def test_a_student_of_another_width_is_refused():
 
 @pytest.mark.slow
 def test_the_program_distils_and_fine_tuning_starts_from_the_result(
-        tiny_bert, reviews_file, tmp_path):
+        tiny_bert, reviews_file, tmp_path, capsys):
+    from keras_linformer.programs import pretrain
+
     output = tmp_path / "distilled"
-    result = run_program(
-        "training.pretrain", "--objective", "distillation", "--table", reviews_file,
+    result = run_here(pretrain, [
+        "--objective", "distillation", "--table", reviews_file,
         "--from-bert", tiny_bert, "--projected-dim", "4", "--sequence-length", "16",
         "--max-steps", "4", "--checkpoint-every", "2", "--batch-size", "8",
         "--learning-rate", "1e-3", "--no-jit-compile", "--output-dir", output,
-    )
+    ], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Distilling BERT" in result.stdout and "Distillation done" in result.stdout
     record = json.loads((output / "run.json").read_text())
@@ -150,12 +152,12 @@ def test_the_program_distils_and_fine_tuning_starts_from_the_result(
     assert vocabulary == keras_hub.models.BertTokenizer.from_preset(
         str(tiny_bert)).get_vocabulary()
     # The same command again: a finished run is not redone.
-    again = run_program(
-        "training.pretrain", "--objective", "distillation", "--table", reviews_file,
+    again = run_here(pretrain, [
+        "--objective", "distillation", "--table", reviews_file,
         "--from-bert", tiny_bert, "--projected-dim", "4", "--sequence-length", "16",
         "--max-steps", "4", "--checkpoint-every", "2", "--batch-size", "8",
         "--learning-rate", "1e-3", "--no-jit-compile", "--output-dir", output,
-    )
+    ], capsys)
     assert again.returncode == 0 and "nothing to do" in again.stdout + again.stderr
 
 

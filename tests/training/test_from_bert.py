@@ -12,21 +12,21 @@ from keras_linformer.models import attention_of
 from keras_linformer.programs import finetune
 from keras_linformer.programs import pretrain
 from tests.training.harness import run_here
-from tests.training.harness import run_program
 from tests.training.harness import scalars
 
 # Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 
-def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_file, tmp_path):
+def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_file, tmp_path,
+                                                             capsys):
     output = tmp_path / "run"
-    result = run_program(
-        "training.finetune", "--table", reviews_file, "--from-bert", tiny_bert,
+    result = run_here(finetune, [
+        "--table", reviews_file, "--from-bert", tiny_bert,
         "--projected-dim", "8", "--projection", "linear", "--projection-initializer",
         "window_average", "--sequence-length", "16", "--epochs", "4", "--batch-size", "16",
         "--no-jit-compile", "--restore-best", "--output-dir", output,
-    )
+    ], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "converted from BERT" in result.stdout
     vocabulary = (output / "vocab.txt").read_text().split("\n")[:-1]
@@ -94,19 +94,20 @@ def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path, capsys):
     assert f"{str(tmp_path)!r} is not a BERT checkpoint keras-hub can load" in result.stderr
 
 
-def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_file, tmp_path):
+def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_file, tmp_path,
+                                                            capsys):
     """`training.pretrain --from-bert`: a masked-LM adaptation that starts from the BERT's
     weights and vocabulary and leaves what `training.finetune --pretrained` loads; at twice
     the BERT's 32 positions, which repeat in blocks."""
     from keras_linformer.training import starting_points
 
     output = tmp_path / "adapted"
-    result = run_program(
-        "training.pretrain", "--table", reviews_file, "--from-bert", tiny_bert,
+    result = run_here(pretrain, [
+        "--table", reviews_file, "--from-bert", tiny_bert,
         "--projected-dim", "8", "--projection", "mean", "--sequence-length", "64",
         "--max-steps", "2", "--learning-rate", "1e-7", "--batch-size", "8",
         "--no-jit-compile", "--output-dir", output,
-    )
+    ], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "masked LM converted from BERT" in result.stdout
     record = json.loads((output / "run.json").read_text())
