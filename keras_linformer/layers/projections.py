@@ -201,11 +201,17 @@ class _Matrix(SequenceProjection):
         kernel = ops.cast(kernel, x.dtype)
         if len(kernel.shape) == 2:  # E: (n, k), shared by the heads.
             e = kernel[:length]
-            equation = "bsc,sk->bkc" if len(x.shape) == 3 else "bshd,sk->bkhd"
+            if len(x.shape) == 3:
+                # E^T x, a batch of matmuls on x as it lies: an einsum (and, for a trained
+                # E, PyTorch's 2-D @ 3-D matmul) copies x to move s last.
+                e_t = ops.transpose(e)
+                batch = x.shape[0] if x.shape[0] is not None else ops.shape(x)[0]
+                projected = ops.matmul(ops.broadcast_to(e_t, (batch, *ops.shape(e_t))), x)
+            else:
+                projected = ops.einsum("bshd,sk->bkhd", x, e)
         else:  # E_i: (heads, n, k), one per head.
             e = kernel[:, :length]
-            equation = "bshd,hsk->bkhd"
-        projected = ops.einsum(equation, x, e)
+            projected = ops.einsum("bshd,hsk->bkhd", x, e)
         # Only a head-shared E is ever applied before the kernel, where the
         # projected mask carries the bias through.
         if len(kernel.shape) != 2:
