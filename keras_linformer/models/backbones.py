@@ -10,6 +10,9 @@ from keras_linformer.models.linformer_backbone import check_bert_arguments
 from keras_linformer.utils import validation
 from keras_linformer.utils.names import ATTENTIONS
 
+# The backbone class of each attention kind.
+BACKBONE_CLASSES = {"linformer": LinformerBackbone, "transformer": keras_hub.models.BertBackbone}
+
 
 def backbone_for(attention="linformer", **arguments):
     """A new backbone with `attention`: the Linformer, or the full-attention baseline.
@@ -54,9 +57,8 @@ def backbone_from_bert(bert, attention="linformer", max_sequence_length=None, dr
 
 def attention_of(backbone):
     """`"linformer"` for a `LinformerBackbone`, `"transformer"` for a keras-hub `BertBackbone`."""
-    if isinstance(backbone, LinformerBackbone):
-        return "linformer"
-    if isinstance(backbone, keras_hub.models.BertBackbone):
-        return "transformer"
+    for attention, backbone_class in BACKBONE_CLASSES.items():
+        if isinstance(backbone, backbone_class):
+            return attention
     raise TypeError("backbone: expected a LinformerBackbone or a keras_hub.models.BertBackbone. "
                     f"Received: {type(backbone).__name__}")

@@ -28,8 +28,9 @@ ARCHITECTURE_KEYS = (
     "num_segments", "projection_initializer", "padding_compensation", "null_slots",
 )
 
-# The backbone classes a pretrained directory may hold, and their attention.
-_ATTENTION_OF_CLASS = {"LinformerBackbone": "linformer", "BertBackbone": "transformer"}
+# The backbone classes a pretrained directory may hold, by name, and their attention.
+_ATTENTION_OF_CLASS = {backbone_class.__name__: attention
+                       for attention, backbone_class in backbones.BACKBONE_CLASSES.items()}
 
 TRANSFER_TEXTS = 256  # `--attention-transfer` uses a run's first training texts.
 TRANSFER_DIRECTORY = "attention_transfer"
