@@ -1,5 +1,7 @@
 """Fixtures of the training tests."""
 
+import shutil
+
 import pytest
 
 from tests.training.harness import NEGATIVE
@@ -14,9 +16,10 @@ def reviews_file(tmp_path_factory):
     return write_reviews(tmp_path_factory.mktemp("reviews") / "reviews.csv")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory):
-    """A keras-hub BERT preset directory with a vocabulary that covers the reviews."""
+    """A keras-hub BERT preset directory with a vocabulary that covers the reviews (tests
+    read it, none changes it)."""
     import keras
     import keras_hub
 
@@ -33,9 +36,9 @@ def tiny_bert(tmp_path_factory):
     return directory
 
 
-@pytest.fixture
-def pretrained_dir(reviews_file, tmp_path):
-    """A pretraining output directory of a tiny model (hidden_dim 16, linear projection)."""
+@pytest.fixture(scope="session")
+def saved_pretrained(reviews_file, tmp_path_factory):
+    """The files of `pretrained_dir`, made once; tests get a copy of their own."""
     from keras_linformer import data
     from keras_linformer import training
     from keras_linformer.models import LinformerBackbone
@@ -46,5 +49,13 @@ def pretrained_dir(reviews_file, tmp_path):
         vocabulary_size=len(vocabulary), num_layers=1, num_heads=2, hidden_dim=16,
         intermediate_dim=32, projected_dim=4, max_sequence_length=16,
     )
-    training.save_pretrained(backbone, vocabulary, tmp_path / "pretrained")
-    return tmp_path / "pretrained"
+    directory = tmp_path_factory.mktemp("saved") / "pretrained"
+    training.save_pretrained(backbone, vocabulary, directory)
+    return directory
+
+
+@pytest.fixture
+def pretrained_dir(saved_pretrained, tmp_path):
+    """A pretraining output directory of a tiny model (hidden_dim 16, linear projection), this
+    test's own to change."""
+    return shutil.copytree(saved_pretrained, tmp_path / "pretrained")
