@@ -64,7 +64,7 @@ def _test_function(model, strategy):
 def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
     """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
 
-    `test_function` is one made earlier by `_test_function`; `callbacks` a
+    `test_function` is one made earlier (a `Trainer`'s, traced once); `callbacks` a
     `keras.callbacks.CallbackList` whose `on_test_*` hooks are called as `Model.evaluate` does.
     """
     test_function = test_function or _test_function(model, strategy)
@@ -113,6 +113,10 @@ class Trainer:
             epoch `restore_best` loads: the lowest for a "loss", else the highest.
         progress_every: float or `None`, seconds between progress lines inside an epoch
             when there is no progress bar.
+
+    Attributes:
+        test_function: the `tf.function` of the test step that validation runs; pass it to
+            `evaluate` for the model's later evaluations (one trace for all).
     """
 
     def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
@@ -155,6 +159,8 @@ class Trainer:
             self.best_manager = self._manager(
                 tf.train.Checkpoint(model_variables=list(model.variables)), BEST_DIR, 2
             )
+        # One trace of the test step serves validation and a final `evaluate`.
+        self.test_function = _test_function(model, strategy)
         self._terminate_requested = False
         self._agree_function = None
         self._fingerprints_function = None
@@ -354,7 +360,6 @@ class Trainer:
             self.step.assign_add(1)
             return logs
 
-        test_function = _test_function(model, strategy)
         start = time.perf_counter()
         step = start_step
         if step >= plan.total_steps:
@@ -421,7 +426,8 @@ class Trainer:
                     self.model.stop_training = stop
                 epoch_logs = _metric_results(self.model)
                 if validation is not None:
-                    results = evaluate(model, strategy, validation, test_function, callbacks)
+                    results = evaluate(model, strategy, validation, self.test_function,
+                                       callbacks)
                     epoch_logs.update({f"val_{k}": v for k, v in results.items()})
                 callbacks.on_epoch_end(epoch, epoch_logs)
                 (self.model.stop_training,) = self._agreed(self.model.stop_training)

@@ -242,7 +242,7 @@ def run(task, strategy=None, log=print, callbacks=None):
         fit_seconds = time.perf_counter() - fit_start
         fit_cpu_seconds = time.process_time() - fit_cpu_start
         selected = trainer.restore_best() if task.monitor else None
-        results = loop_lib.evaluate(model, strategy, test)
+        results = loop_lib.evaluate(model, strategy, test, trainer.test_function)
         task.check_results(results)
         if chief:
             task.save(model, output_dir)
