@@ -5,7 +5,8 @@ checkpoint, SIGTERM mid-epoch, SIGKILL while it resumes) and restarted
 with the same command each time, its `--output-dir` given as a relative
 path; it resumes from the right checkpoint each time, takes every step
 exactly once, and ends with the weights and optimizer state of an
-uninterrupted run with the same seed.
+uninterrupted run with the same seed. What a rerun does with the checkpoints left
+(damaged, or holding every step) is a code path: those reruns run in this process.
 """
 
 import os
@@ -21,6 +22,7 @@ from tests.training.harness import Run
 from tests.training.harness import checkpoint_steps
 from tests.training.harness import checkpoint_values
 from tests.training.harness import read_summary
+from tests.training.harness import run_here
 from tests.training.harness import run_program
 
 # Starts training or export processes (setup.cfg's `slow` marker).
@@ -35,6 +37,20 @@ ARGUMENTS = [
 
 def pretrain_arguments(reviews_file, output_dir):
     return ["--table", reviews_file, *ARGUMENTS, "--output-dir", output_dir]
+
+
+@pytest.fixture
+def rerun(capsys):
+    """Runs the pretraining program in this process (returns a CompletedProcess), then
+    turns off the op determinism that `--deterministic` turned on for this process."""
+    from tensorflow.python.framework import config
+
+    from keras_linformer.programs import pretrain
+
+    was_deterministic = config.is_op_determinism_enabled()
+    yield lambda arguments: run_here(pretrain, arguments, capsys)
+    if not was_deterministic:
+        config.disable_op_determinism()
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +139,8 @@ def test_resumed_run_ends_with_the_weights_of_the_uninterrupted_run(runs):
         numpy.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-6, err_msg=name)
 
 
-def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, reviews_file, tmp_path):
+def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, reviews_file, tmp_path,
+                                                                     rerun):
     import shutil
 
     _, interrupted, _ = runs
@@ -138,7 +155,7 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
     temporary.mkdir()
     (temporary / "part-00000-of-00001.data-00000-of-00001.tempstate1").write_bytes(b"\0" * 100)
     (output_dir / "summary.json").unlink()
-    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
+    result = rerun(pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"ckpt-{latest} does not load" in result.stdout
     previous = sorted(checkpoint_steps(interrupted))[-2]
@@ -148,13 +165,13 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
     (output_dir / "summary.json").unlink()
     for data_file in (output_dir / "checkpoints").glob("ckpt-*.data-*"):
         data_file.write_bytes(b"")
-    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
+    result = rerun(pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 2, result.stdout[-2000:]
     assert "none of the checkpoints in" in result.stderr and "Remove the directory" in result.stderr
 
 
 def test_a_run_stopped_after_its_last_checkpoint_evaluates_and_finishes(runs, reviews_file,
-                                                                        tmp_path):
+                                                                        tmp_path, rerun):
     """A kill after the last checkpoint, before the summary: the rerun trains nothing, tests
     the checkpointed model, and records no throughput for no steps."""
     import shutil
@@ -164,7 +181,7 @@ def test_a_run_stopped_after_its_last_checkpoint_evaluates_and_finishes(runs, re
     shutil.copytree(uninterrupted, output_dir)
     finished = read_summary(output_dir)
     (output_dir / "summary.json").unlink()
-    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, output_dir))
+    result = rerun(pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Nothing to do: the checkpoint is at step 60 of 60" in result.stdout
     assert "no step left to train (the checkpoints held them all)" in result.stdout
