@@ -914,36 +914,39 @@ def text_files(tmp_path):
 
 @pytest.mark.slow
 def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resume(
-    text_files, tmp_path, capsys
+    text_files, tmp_path, capsys, monkeypatch
 ):
     from keras_linformer.programs import pretrain
+    from keras_linformer.training import loop
 
     output_dir = tmp_path / "out"
     arguments = [
-        "training.pretrain", "--text-files", text_files, *SMALL, "--max-steps", 30,
-        "--checkpoint-every", 10, "--output-dir", output_dir,
+        "--text-files", text_files, *SMALL, "--max-steps", 30, "--checkpoint-every", 10,
+        "--output-dir", output_dir,
     ]
     saved = tmp_path / "saved"
-    run = Run(arguments, tmp_path / "run.log")
-    run.wait_for(lambda: checkpoint_steps(output_dir), "a checkpoint")
-    # Mid-run, the data files become unreadable (here: gone): the corpus was
-    # read and checked before step 1, and training never reads them again.
-    # The run is paused while they go, so it cannot finish first.
-    run.process.send_signal(signal.SIGSTOP)
-    try:
-        assert run.process.poll() is None, "the run ended before its files were removed"
-        assert max(checkpoint_steps(output_dir)) < 30, "the run finished before the files went"
-        shutil.move(text_files, saved)
-    finally:
-        run.process.send_signal(signal.SIGCONT)
-    run.process.wait(timeout=300)
-    assert run.process.returncode == 0, run.output()[-3000:]
-    assert read_summary(output_dir)["total_steps"] == 30
+    save, removed_after = loop.Trainer.save, []
+
+    def save_then_remove_the_files(trainer, *args, **kwargs):
+        path = save(trainer, *args, **kwargs)
+        if text_files.exists():
+            removed_after.append(max(checkpoint_steps(output_dir)))
+            shutil.move(text_files, saved)
+        return path
+
+    # Mid-run (after the first checkpoint), the data files become unreadable (here: gone):
+    # the corpus was read and checked before step 1, and training never reads them again.
+    # In this process: what is tested is where the program reads its data, not a process.
+    monkeypatch.setattr(loop.Trainer, "save", save_then_remove_the_files)
+    result = run_here(pretrain, arguments, capsys)
+    monkeypatch.undo()
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert removed_after == [10] and read_summary(output_dir)["total_steps"] == 30
 
     # Run again on changed files, the checkpoints (of other data) are refused.
     shutil.move(saved, text_files)
     (text_files / "00.txt").write_text("a different first document")
-    result = run_here(pretrain, arguments[1:], capsys)
+    result = run_here(pretrain, arguments, capsys)
     assert result.returncode == 2
     assert (
         "holds the checkpoints of a finished run with another configuration or data"
