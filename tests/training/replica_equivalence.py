@@ -1,6 +1,8 @@
 """Trains one step on one device and on two logical CPU replicas; prints both results as JSON.
 
-Also records whether XLA is refused for the two replicas.
+Also records whether XLA is refused for the two replicas, and what Keras callbacks see of
+`Trainer.fit` on the two replicas (`test_callbacks.observe`): one process with two logical
+CPUs serves both checks.
 
 Run as a script (`python -m tests.training.replica_equivalence`): the two
 logical devices must be configured before TensorFlow initialises, which a
@@ -94,6 +96,10 @@ def main():
         results[1]["jit_compile_error"] = None
     except ValueError as error:
         results[1]["jit_compile_error"] = str(error)
+    from tests.training import test_callbacks
+
+    with tempfile.TemporaryDirectory() as directory:
+        results[1]["callbacks"] = test_callbacks.observe(mirrored, directory)
     print(json.dumps(results))
 
 

@@ -2,15 +2,12 @@
 `on_test_*` hooks included), on one device
 and on two replicas; the chief's TensorBoard gets a point every `update_freq` steps.
 
-Run as a script (`python -m tests.training.test_callbacks`), it runs the same scenarios
-under `MirroredStrategy` over two logical CPU devices, which must be configured before
-TensorFlow initialises, and prints what it observed as JSON.
+The same scenarios (`observe`, `check`) run under `MirroredStrategy` over two logical CPU
+devices, which must be configured before TensorFlow initialises, in the process of
+replica_equivalence.py: test_distribution.py's `test_callbacks_on_two_replicas`.
 """
 
-import json
 import os
-import sys
-import tempfile
 
 import keras
 import numpy as np
@@ -155,24 +152,7 @@ def test_callbacks_on_one_device(tmp_path):
     check(observed)
 
 
-@pytest.mark.slow
-def test_callbacks_on_two_replicas():
-    from tests.training.harness import run_program
-
-    result = run_program("tests.training.test_callbacks")
-    assert result.returncode == 0, result.stderr[-3000:]
-    observed = json.loads(result.stdout.strip().splitlines()[-1])
-    assert observed["replicas"] == 2
-    check(observed)
-
-
 def test_update_freq_must_be_epoch_batch_or_a_positive_int(tmp_path):
     with pytest.raises(ValueError, match=r"update_freq: .* Received: update_freq=0"):
         fit(tf.distribute.get_strategy(), str(tmp_path), 1, [], update_freq=0)
 
-
-if __name__ == "__main__":
-    training.configure_cpu_replicas(2)
-    with tempfile.TemporaryDirectory() as directory:
-        json.dump(observe(training.make_strategy(), directory), sys.stdout)
-    print()

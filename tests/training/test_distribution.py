@@ -1,10 +1,12 @@
-"""Two replicas of MirroredStrategy train and evaluate like one device on the same global batch."""
+"""Two replicas of MirroredStrategy train and evaluate like one device on the same global batch,
+and call Keras callbacks as one device does."""
 
 import json
 
 import numpy as np
 import pytest
 
+from tests.training import test_callbacks
 from tests.training.harness import run_program
 
 # Starts training or export processes (setup.cfg's `slow` marker).
@@ -13,8 +15,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def runs():
-    """(one device, two replicas): one training step, then an evaluation (see
-    replica_equivalence.py)."""
+    """(one device, two replicas): one training step, then an evaluation; the two replicas'
+    also with what callbacks observed (see replica_equivalence.py)."""
     # Two logical CPUs must be configured before TensorFlow starts: a fresh process.
     result = run_program("tests.training.replica_equivalence")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -47,3 +49,10 @@ def test_jit_compile_is_refused_for_replicas_on_logical_cpus(runs):
     # It would fail at the first step in TensorFlow 2.21; see devices.check_jit_compile.
     message = runs[1]["jit_compile_error"]
     assert message and "does not work with MirroredStrategy over 2 logical CPU devices" in message
+
+
+def test_callbacks_on_two_replicas(runs):
+    """The scenarios of test_callbacks.py, under MirroredStrategy over two logical CPUs."""
+    observed = runs[1]["callbacks"]
+    assert observed["replicas"] == 2
+    test_callbacks.check(observed)
