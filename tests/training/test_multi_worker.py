@@ -22,13 +22,15 @@ from tests.training.harness import checkpoint_steps
 from tests.training.harness import checkpoint_values
 from tests.training.harness import console_script
 from tests.training.harness import read_summary
+from tests.training.harness import run_here
 from tests.training.harness import run_program
 from tests.training.harness import scalars
 
 # Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
-STEPS, EVERY = 120, 20
+# Four epochs: the kill after the first leaves three for the restart to fingerprint.
+STEPS, EVERY = 60, 15
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
     "--epochs", 100, "--max-steps", STEPS, "--checkpoint-every", EVERY,
@@ -118,12 +120,15 @@ def test_two_workers_killed_and_restarted_train_like_one_process_on_the_same_glo
         numpy.testing.assert_allclose(workers[name], value, rtol=0, atol=1e-5, err_msg=name)
 
 
-def test_a_bad_tf_config_is_refused_before_training(tmp_path, monkeypatch):
+def test_a_bad_tf_config_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    # In this process: the refusal comes before the data and TensorFlow's start-up.
+    from keras_linformer.programs import pretrain
+
     monkeypatch.setenv(
         "TF_CONFIG",
         '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}',
     )
-    result = run_program("training.pretrain", "--output-dir", tmp_path, "--max-steps", 1)
+    result = run_here(pretrain, ["--output-dir", tmp_path, "--max-steps", 1], capsys)
     assert result.returncode == 2
     assert 'TF_CONFIG["task"] must name this process\'s job and index' in result.stderr
     assert "'index': 3" in result.stderr
