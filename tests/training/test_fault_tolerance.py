@@ -5,8 +5,9 @@ checkpoint, SIGTERM mid-epoch, SIGKILL while it resumes) and restarted
 with the same command each time, its `--output-dir` given as a relative
 path; it resumes from the right checkpoint each time, takes every step
 exactly once, and ends with the weights and optimizer state of an
-uninterrupted run with the same seed. What a rerun does with the checkpoints left
-(damaged, or holding every step) is a code path: those reruns run in this process.
+uninterrupted run with the same seed. The killed runs are processes; the run that
+finishes, and reruns on the checkpoints left (damaged, or holding every step), are code
+paths that run in this process.
 """
 
 import os
@@ -22,7 +23,6 @@ from tests.training.harness import Run
 from tests.training.harness import checkpoint_steps
 from tests.training.harness import checkpoint_values
 from tests.training.harness import read_summary
-from tests.training.harness import run_here
 from tests.training.harness import run_program
 
 # Starts training or export processes (setup.cfg's `slow` marker).
@@ -39,18 +39,32 @@ def pretrain_arguments(reviews_file, output_dir):
     return ["--table", reviews_file, *ARGUMENTS, "--output-dir", output_dir]
 
 
-@pytest.fixture
-def rerun(capsys):
-    """Runs the pretraining program in this process (returns a CompletedProcess), then
-    turns off the op determinism that `--deterministic` turned on for this process."""
+def rerun(arguments):
+    """Runs the pretraining program's main() in this process, in the programs' working
+    directory (the repository); returns a CompletedProcess. The op determinism that
+    `--deterministic` turns on is turned off again after it."""
+    import contextlib
+    import io
+    import subprocess
+
     from tensorflow.python.framework import config
 
     from keras_linformer.programs import pretrain
 
     was_deterministic = config.is_op_determinism_enabled()
-    yield lambda arguments: run_here(pretrain, arguments, capsys)
-    if not was_deterministic:
-        config.disable_op_determinism()
+    stdout, stderr = io.StringIO(), io.StringIO()
+    try:
+        with (contextlib.chdir(REPOSITORY), contextlib.redirect_stdout(stdout),
+              contextlib.redirect_stderr(stderr)):
+            try:
+                status = pretrain.main([str(a) for a in arguments])
+            except SystemExit as exit_info:
+                status = exit_info.code
+    finally:
+        if not was_deterministic:
+            config.disable_op_determinism()
+    return subprocess.CompletedProcess(arguments, status or 0, stdout.getvalue(),
+                                       stderr.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +98,8 @@ def runs(reviews_file, tmp_path_factory):
     run.wait_for(lambda: "Resuming from checkpoint" in run.output(), "the restore")
     outputs.append(run.stop(signal.SIGKILL))
 
-    # 4. The same command finishes the run.
-    result = run_program("training.pretrain", *arguments)
+    # 4. The same command finishes the run (in this process: the resume is a code path).
+    result = rerun(arguments)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     outputs.append(result.stdout)
     return uninterrupted, interrupted, outputs
@@ -139,8 +153,7 @@ def test_resumed_run_ends_with_the_weights_of_the_uninterrupted_run(runs):
         numpy.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-6, err_msg=name)
 
 
-def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, reviews_file, tmp_path,
-                                                                     rerun):
+def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, reviews_file, tmp_path):
     import shutil
 
     _, interrupted, _ = runs
@@ -171,7 +184,7 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_one_before(runs, review
 
 
 def test_a_run_stopped_after_its_last_checkpoint_evaluates_and_finishes(runs, reviews_file,
-                                                                        tmp_path, rerun):
+                                                                        tmp_path):
     """A kill after the last checkpoint, before the summary: the rerun trains nothing, tests
     the checkpointed model, and records no throughput for no steps."""
     import shutil
