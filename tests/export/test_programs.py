@@ -174,7 +174,9 @@ def test_export_reuse_existing_says_so_and_writes_no_version(
 
 @pytest.mark.slow
 def test_query_answers_texts_as_typed_with_the_served_model(
-        classifier, classifier_export, tmp_path):
+        classifier, classifier_export, capsys):
+    """The program's main() here (its console script runs in tests/test_install.py); the
+    export is still loaded by `saved_model_cli run` in a fresh process."""
     import json
 
     import numpy as np
@@ -182,13 +184,13 @@ def test_query_answers_texts_as_typed_with_the_served_model(
     from keras_linformer import export
     from keras_linformer.export import sources
     from keras_linformer.export.reference import KerasReference
+    from keras_linformer.programs import query as query_program
     from tests.export.conftest import LABEL_NAMES
     from tests.export.conftest import VOCABULARY
-    from tests.training.harness import run_program
+    from tests.training.harness import run_here
 
     texts = ["the cat", "ünïcödé, [MASK] and more"]
-    result = run_program("keras-linformer-query", os.path.dirname(classifier_export), *texts,
-                         cwd=tmp_path)
+    result = run_here(query_program, [os.path.dirname(classifier_export), *texts], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert [answer["text"] for answer in answers] == texts
@@ -199,26 +201,33 @@ def test_query_answers_texts_as_typed_with_the_served_model(
     expected = reference.classifier_probabilities()
     np.testing.assert_allclose([a["probabilities"] for a in answers], expected, atol=1e-5)
     assert [a["labels"] for a in answers] == [LABEL_NAMES[i] for i in expected.argmax(-1)]
-    refused = run_program("keras-linformer-query", classifier_export, "x", "--signature",
-                          "predict_token_ids", cwd=tmp_path)
+    refused = run_here(query_program, [classifier_export, "x", "--signature",
+                                       "predict_token_ids"], capsys)
     assert refused.returncode == 2
     assert "`--signature` must be one of ['serving_default']" in refused.stderr
 
 
-@pytest.mark.slow
 def test_export_replaces_a_damaged_export_instead_of_reusing_it(
-    finetune_dir, classifier_export, tmp_path
+    finetune_dir, classifier_export, tmp_path, capsys
 ):
-    from tests.training.harness import run_program
+    """Variables cut short (a full disk, a copy stopped halfway) fail the fingerprint check
+    that `--reuse-existing` makes: the program exports again, saying why."""
+    from keras_linformer import export
+    from keras_linformer.export import checks
+    from tests.training.harness import run_here
 
     model_dir = tmp_path / "sentiment"
     shutil.copytree(classifier_export, model_dir / "1")
     data_file = next((model_dir / "1" / "variables").glob("variables.data-*"))
     data_file.write_bytes(data_file.read_bytes()[:100])
-    result = run_program("keras-linformer-export", finetune_dir, "--base-dir", tmp_path,
-                         "--model-name", "sentiment", "--reuse-existing", cwd=tmp_path)
+    result = run_here(export_program, [finetune_dir, "--base-dir", tmp_path, "--model-name",
+                                       "sentiment", "--reuse-existing"], capsys)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (f"{model_dir / '1'} holds this export, but damaged: variables/{data_file.name} "
             "does not match its fingerprint") in result.stdout
     assert f"to {model_dir / '2'}" in result.stdout, result.stdout
     assert layout.list_versions(model_dir) == [1, 2]
+    damaged, fresh = (checks.check_fingerprints(str(path), export.read_export_info(path))
+                      for path in (model_dir / "1", model_dir / "2"))
+    assert not damaged.passed and "variables/variables.data-" in damaged.detail, damaged
+    assert fresh.passed, fresh
