@@ -1,6 +1,7 @@
 """Versions in TF Serving's layout: integers, the next one each time, never overwritten."""
 
 import os
+import shutil
 
 import pytest
 
@@ -24,12 +25,17 @@ def read_marker(path):
         return file.read()
 
 
-def test_exports_take_versions_1_then_2_and_keep_version_1(tmp_path, classifier):
-    first = export.export_classifier(classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path)
+def test_exports_take_versions_1_then_2_and_keep_version_1(
+        tmp_path, classifier, classifier_export):
+    # The session's export was the first in its base directory: version 1. A copy of it
+    # is version 1 here, and the next export takes version 2, leaving it alone.
+    assert os.path.basename(classifier_export) == "1"
+    model_dir = tmp_path / "linformer_classifier"
+    first = str(model_dir / "1")
+    shutil.copytree(classifier_export, first)
     first_pb = os.path.getmtime(os.path.join(first, "saved_model.pb"))
     second = export.export_classifier(classifier, VOCABULARY, LABEL_NAMES, base_dir=tmp_path)
-    model_dir = tmp_path / "linformer_classifier"
-    assert (first, second) == (str(model_dir / "1"), str(model_dir / "2"))
+    assert second == str(model_dir / "2")
     assert export.list_versions(model_dir) == [1, 2]
     assert os.path.getmtime(os.path.join(first, "saved_model.pb")) == first_pb
     # Nothing but the versions is left beside them.
