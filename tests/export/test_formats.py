@@ -13,7 +13,7 @@ N = 32
 
 
 def backbone(attention):
-    return backbone_for(attention, vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+    return backbone_for(attention, vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=16,
                         intermediate_dim=32, max_sequence_length=N, projected_dim=8,
                         projection="linear")
 
@@ -23,7 +23,7 @@ def classifier():
     token_ids = keras.Input((N,), dtype="int32", name="token_ids")
     padding_mask = keras.Input((N,), dtype="int32", name="padding_mask")
     x = keras.layers.Embedding(100, 16)(token_ids)
-    x = LinformerEncoderStack(num_layers=2, intermediate_dim=32, num_heads=2, sequence_length=N,
+    x = LinformerEncoderStack(num_layers=1, intermediate_dim=32, num_heads=2, sequence_length=N,
                               projected_dim=8)(x, padding_mask=padding_mask)
     outputs = keras.layers.Dense(2, activation="softmax", name="probabilities")(x[:, 0, :])
     return keras.Model({"token_ids": token_ids, "padding_mask": padding_mask}, outputs)
@@ -34,7 +34,7 @@ MODELS = {"linformer backbone": lambda: backbone("linformer"),
           "classifier": classifier}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def inputs():
     rng = np.random.default_rng(0)
     mask = (np.arange(N)[None] < np.array([[N], [20], [3]])).astype("int32")
@@ -47,6 +47,20 @@ def keras_outputs(model, inputs):
     return model.predict({name: inputs[name] for name in model.input}, verbose=0)
 
 
+@pytest.fixture(scope="module")
+def built(inputs):
+    """`built(name)`: the model and its Keras outputs, built once for every format."""
+    models = {}
+
+    def build(name):
+        if name not in models:
+            model = MODELS[name]()
+            models[name] = model, keras_outputs(model, inputs)
+        return models[name]
+
+    return build
+
+
 def by_name(expected, names, values):
     """`{output: (found, expected)}`; a model of one output has one whatever its name."""
     if not isinstance(expected, dict):
@@ -57,10 +71,9 @@ def by_name(expected, names, values):
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_onnx_runtime_gives_keras_outputs(name, inputs, tmp_path):
+def test_onnx_runtime_gives_keras_outputs(name, inputs, built, tmp_path):
     onnxruntime = pytest.importorskip("onnxruntime")
-    model = MODELS[name]()
-    expected = keras_outputs(model, inputs)
+    model, expected = built(name)
     model.export(str(tmp_path / "model.onnx"), format="onnx")
     session = onnxruntime.InferenceSession(str(tmp_path / "model.onnx"))
     assert sorted(i.name for i in session.get_inputs()) == sorted(model.input)
@@ -71,10 +84,9 @@ def test_onnx_runtime_gives_keras_outputs(name, inputs, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["linformer backbone", "classifier"])
-def test_openvino_gives_keras_outputs(name, inputs, tmp_path):
+def test_openvino_gives_keras_outputs(name, inputs, built, tmp_path):
     openvino = pytest.importorskip("openvino")
-    model = MODELS[name]()
-    expected = keras_outputs(model, inputs)
+    model, expected = built(name)
     model.export(str(tmp_path / "model.xml"), format="openvino")
     # float32 inference: on CPUs with bfloat16 units OpenVINO would otherwise use them.
     compiled = openvino.Core().compile_model(str(tmp_path / "model.xml"), "CPU",
@@ -87,13 +99,12 @@ def test_openvino_gives_keras_outputs(name, inputs, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["linformer backbone", "classifier"])
-def test_litert_gives_keras_outputs(name, inputs, tmp_path):
+def test_litert_gives_keras_outputs(name, inputs, built, tmp_path):
     import warnings
 
     import tensorflow as tf
 
-    model = MODELS[name]()
-    expected = keras_outputs(model, inputs)
+    model, expected = built(name)
     model.export(str(tmp_path / "model.tflite"), format="litert")
     with warnings.catch_warnings():  # TensorFlow's copy of the LiteRT interpreter.
         warnings.simplefilter("ignore", UserWarning)
