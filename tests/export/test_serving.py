@@ -49,16 +49,28 @@ def test_export_takes_version_1_under_the_model_name(classifier_export):
     assert export.read_export_info(classifier_export)["label_names"] == LABEL_NAMES
 
 
-def test_any_batch_size_including_zero(classifier_export):
-    serve = tf.saved_model.load(classifier_export).signatures["serving_default"]
+@pytest.fixture(scope="module")
+def loaded_classifier(classifier_export):
+    """The classifier export under `tf.saved_model.load`, loaded once for this file's tests
+    (calling a signature changes nothing in it)."""
+    return tf.saved_model.load(classifier_export)
+
+
+@pytest.fixture(scope="module")
+def loaded_masked_lm(masked_lm_export):
+    return tf.saved_model.load(masked_lm_export)
+
+
+def test_any_batch_size_including_zero(loaded_classifier):
+    serve = loaded_classifier.signatures["serving_default"]
     for size in (0, 1, 37):
         outputs = serve(text=tf.constant(["the cat sat"] * size, tf.string, shape=[size]))
         assert outputs["probabilities"].shape == (size, len(LABEL_NAMES))
         assert outputs["labels"].shape == (size,)
 
 
-def test_token_ids_outside_the_vocabulary_fail_with_a_clear_error(classifier_export):
-    serve = tf.saved_model.load(classifier_export).signatures["predict_token_ids"]
+def test_token_ids_outside_the_vocabulary_fail_with_a_clear_error(loaded_classifier):
+    serve = loaded_classifier.signatures["predict_token_ids"]
     token_ids = np.full((1, SEQUENCE_LENGTH), len(VOCABULARY), "int32")
     with pytest.raises(
         tf.errors.InvalidArgumentError, match="token_ids: ids must be < the vocabulary size"
@@ -71,11 +83,11 @@ def test_token_ids_outside_the_vocabulary_fail_with_a_clear_error(classifier_exp
               padding_mask=np.ones((1, SEQUENCE_LENGTH), "int32"))
 
 
-def test_the_default_cap_refuses_1025_texts_or_rows_and_serves_1024(classifier_export):
+def test_the_default_cap_refuses_1025_texts_or_rows_and_serves_1024(
+        classifier_export, loaded_classifier):
     assert export.DEFAULT_MAX_BATCH_SIZE == 1024
     assert export.read_export_info(classifier_export)["max_batch_size"] == 1024
-    loaded = tf.saved_model.load(classifier_export)
-    serve = loaded.signatures["serving_default"]
+    serve = loaded_classifier.signatures["serving_default"]
     assert serve(text=tf.constant(["the cat sat"] * 1024))["labels"].shape == (1024,)
     with pytest.raises(
         tf.errors.InvalidArgumentError,
@@ -86,13 +98,15 @@ def test_the_default_cap_refuses_1025_texts_or_rows_and_serves_1024(classifier_e
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"token_ids: a request may hold at most 1024 rows"
     ):
-        loaded.signatures["predict_token_ids"](token_ids=token_ids, padding_mask=token_ids)
+        loaded_classifier.signatures["predict_token_ids"](token_ids=token_ids,
+                                                          padding_mask=token_ids)
 
 
 @pytest.mark.parametrize("signature", ["fill_mask", "serving_default"])
-def test_a_batch_over_a_set_cap_is_refused_and_one_at_the_cap_served(masked_lm_export, signature):
+def test_a_batch_over_a_set_cap_is_refused_and_one_at_the_cap_served(
+        masked_lm_export, loaded_masked_lm, signature):
     assert export.read_export_info(masked_lm_export)["max_batch_size"] == MAX_BATCH_SIZE
-    serve = tf.saved_model.load(masked_lm_export).signatures[signature]
+    serve = loaded_masked_lm.signatures[signature]
     texts = ["the [MASK] sat"] * MAX_BATCH_SIZE
     assert serve(text=tf.constant(texts))["num_masks"].numpy().tolist() == [1] * MAX_BATCH_SIZE
     with pytest.raises(
