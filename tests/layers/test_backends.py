@@ -1,7 +1,9 @@
 """The layers are backend-agnostic: a model saved under TensorFlow loads,
-predicts the same and trains under the PyTorch and JAX backends (each in a
-separate process, since Keras picks its backend at import)."""
+predicts the same and trains under the PyTorch and JAX backends, and there the
+fused attention computes what the explicit path computes (one process per
+backend runs every check, since Keras picks its backend at import)."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -70,7 +72,7 @@ LOAD_PREDICT_AND_TRAIN = textwrap.dedent(
 
 
 def run_under_backend(backend, model_path, tokens, tmp_path):
-    """Runs LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING and, under torch,
+    """Runs LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING, COMPARE_PATHS and, under torch,
     UNMASK_UNDER_TORCH_COMPILE in one fresh process under `backend` (one start-up).
 
     The process imports this checkout's `keras_linformer`, not whichever copy
@@ -78,13 +80,13 @@ def run_under_backend(backend, model_path, tokens, tmp_path):
     under `failed.<check>` with its error, and the other checks still run.
     """
     np.save(tmp_path / "tokens.npy", tokens)
-    checks = [LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING]
+    checks = [LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING, COMPARE_PATHS]
     checks += [UNMASK_UNDER_TORCH_COMPILE] if backend == "torch" else []
     script = tmp_path / "checks.py"
     script.write_text(PREAMBLE + "".join(
         f"try:\n{textwrap.indent(check, '    ')}\nexcept Exception:\n"
         f"    results['failed.{name}'] = traceback.format_exc()\n"
-        for name, check in zip(("load", "non_finite", "torch_compile"), checks))
+        for name, check in zip(("load", "non_finite", "flash", "torch_compile"), checks))
         + "np.savez(out, **results)\n")
     out = tmp_path / f"{backend}.npz"
     root = str(pathlib.Path(__file__).parents[2])
@@ -112,7 +114,9 @@ def saved_model(tmp_path):
     for projection, sharing in CASES:
         name = f"{projection}_{sharing}"
         x = LinformerEncoderStack(
-            num_layers=2,
+            # Two layers where they share a projection; one is every other mode's case
+            # (JAX compiles and PyTorch runs each layer of the train step).
+            num_layers=2 if sharing == "layerwise" else 1,
             intermediate_dim=32,
             num_heads=2,
             sequence_length=16,
@@ -178,7 +182,8 @@ def test_inputs_carrying_keras_masks_compile_once_under_torch_compile(under_back
 
 
 # NaN and inf at padded key/value positions, every projection, under one backend: the
-# real outputs equal those of clean padding bit for bit.
+# real outputs equal those of clean padding bit for bit. The sizes are COMPARE_PATHS's:
+# JAX compiles each operation once per shape, and the two checks share those.
 NON_FINITE_PADDING = textwrap.dedent(
     """
     import numpy as np
@@ -186,13 +191,13 @@ NON_FINITE_PADDING = textwrap.dedent(
     from keras_linformer.layers import LinformerAttention
 
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(2, 8, 6)).astype("float32")
-    mask = np.arange(8)[None] < np.array([[5], [1]])
+    x = rng.normal(size=(2, 16, 8)).astype("float32")
+    mask = np.arange(16)[None] < np.array([[5], [1]])
     hostile = x.copy()
     hostile[~mask] = np.where(rng.random(size=(~mask).sum()) < 0.5, np.nan, np.inf)[:, None]
     for projection in ("linear", "mean", "max", "conv"):
         for dtype in ("float32", "bfloat16"):
-            layer = LinformerAttention(num_heads=2, key_dim=4, sequence_length=8,
+            layer = LinformerAttention(num_heads=2, key_dim=4, sequence_length=16,
                                        projected_dim=4, projection=projection, dtype=dtype)
             clean = ops.convert_to_numpy(ops.cast(layer(x, x, value_mask=mask), "float32"))
             real = ops.convert_to_numpy(ops.cast(layer(x, hostile, value_mask=mask), "float32"))
@@ -205,3 +210,87 @@ NON_FINITE_PADDING = textwrap.dedent(
 def test_non_finite_padding_never_reaches_real_outputs_under(under_backend):
     _, _, results = under_backend
     assert "failed.non_finite" not in results, results.get("failed.non_finite")
+
+
+# `LinformerAttention(flash_attention=None)`, the default: on JAX and PyTorch the (T, k)
+# attention runs in Keras's fused `ops.dot_product_attention` and computes what the
+# explicit path computes (test_flash_attention.py checks TensorFlow and the arguments).
+COMPARE_PATHS = textwrap.dedent(
+    """
+    import json
+    from keras_linformer.layers import LinformerAttention
+
+    calls = []
+    fused = keras.ops.dot_product_attention
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("mask") is not None)
+        return fused(*args, **kwargs)
+    keras.ops.dot_product_attention = counting
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 16, 8)).astype("float32")
+    mask = np.ones((2, 16), bool)
+    mask[1, 5:] = False
+    found = {}
+    for projection in ("linear", "mean", "max", "conv"):
+        for dtype in ("float32", "mixed_bfloat16"):
+            layers = {}
+            for flash in (None, False):
+                keras.utils.set_random_seed(1)
+                layers[flash] = LinformerAttention(
+                    num_heads=2, key_dim=4, sequence_length=16, projected_dim=4,
+                    projection=projection, sharing="headwise", flash_attention=flash,
+                    dtype=dtype)
+                layers[flash](x, x)
+            layers[False].set_weights(layers[None].get_weights())
+            for masked in (False, True):
+                del calls[:]
+                kwargs = {"value_mask": mask} if masked else {}
+                fused_out = layers[None](x, x, **kwargs)
+                used = list(calls)
+                explicit = layers[False](x, x, **kwargs)
+                a = keras.ops.convert_to_numpy(keras.ops.cast(fused_out, "float32"))
+                b = keras.ops.convert_to_numpy(keras.ops.cast(explicit, "float32"))
+                found[f"{projection}/{dtype}/masked={masked}"] = {
+                    "fused_calls": used, "after_explicit": len(calls) - len(used),
+                    "max_abs_diff": float(np.max(np.abs(a - b))),
+                    "scale": float(np.max(np.abs(b))),
+                }
+    # Dropout in training and returned scores take the explicit path.
+    layer = LinformerAttention(2, 4, 16, 4, dropout=0.5, seed=0)
+    del calls[:]
+    layer(x, x, training=True)
+    found["dropout_training_calls"] = len(calls)
+    layer(x, x, training=False)
+    found["dropout_inference_calls"] = len(calls)
+    layer(x, x, return_attention_scores=True)
+    found["scores_calls"] = len(calls)
+    strict = LinformerAttention(2, 4, 16, 4, flash_attention=True)
+    try:
+        strict(x, x, return_attention_scores=True)
+        found["strict_scores"] = "no error"
+    except ValueError as error:
+        found["strict_scores"] = str(error)
+    keras.ops.dot_product_attention = fused
+    results["flash"] = np.array(json.dumps(found))
+    """
+)
+
+
+def test_fused_path_computes_the_explicit_attention_under(under_backend):
+    _, _, results = under_backend
+    assert "failed.flash" not in results, results.get("failed.flash")
+    found = json.loads(str(results["flash"]))
+    for case in [c for c in found if "/" in c]:
+        result = found[case]
+        projection, dtype, masked = case.split("/")
+        # One fused call, with a slot mask exactly where pooling can leave a slot empty.
+        needs_mask = masked == "masked=True" and projection != "linear"
+        assert result["fused_calls"] == [needs_mask], (case, result)
+        assert result["after_explicit"] == 0, (case, result)
+        tolerance = 1e-5 if dtype == "float32" else 3e-2
+        assert result["max_abs_diff"] <= tolerance * max(1.0, result["scale"]), (case, result)
+    assert found["dropout_training_calls"] == 0
+    assert found["dropout_inference_calls"] == 1
+    assert found["scores_calls"] == 1
+    assert "return_attention_scores" in found["strict_scores"]
