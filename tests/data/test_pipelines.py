@@ -175,9 +175,17 @@ def two_epochs(texts, tokenizer, input_context=None, seed=0):
     )
 
 
-def test_batches_and_masks_are_reproducible_and_new_each_epoch(ordered, tokenizer):
+@pytest.fixture(scope="module")
+def global_batches(ordered, tokenizer):
+    """Two epochs of the ordered documents, seed 0: the batches the tests below compare."""
+    return two_epochs(ordered[0], tokenizer)
+
+
+def test_batches_and_masks_are_reproducible_and_new_each_epoch(
+    ordered, tokenizer, global_batches
+):
     texts, _ = ordered
-    batches = two_epochs(texts, tokenizer)
+    batches = global_batches
     assert same_batches(batches, two_epochs(texts, tokenizer))
     epoch = len(batches) // 2
     first, second = batches[0], batches[epoch]
@@ -191,9 +199,8 @@ def test_batches_and_masks_are_reproducible_and_new_each_epoch(ordered, tokenize
     assert same_batches(list(skipped.as_numpy_iterator()), batches[epoch + 1:])
 
 
-def test_every_topology_sees_the_same_global_batches(ordered, tokenizer):
+def test_every_topology_sees_the_same_global_batches(ordered, tokenizer, global_batches):
     texts, _ = ordered
-    global_batches = two_epochs(texts, tokenizer)
     # Two workers with one replica each, and one host with two replicas.
     workers = [
         two_epochs(texts, tokenizer, tf.distribute.InputContext(2, index, 2))
