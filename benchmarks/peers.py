@@ -349,16 +349,20 @@ print("PROBE", backend, device, f"{rate:.3g}", size)
 """
 
 
+# The side of the probe's square matmul (doubled on GPUs).
+PROBE_SIZE = 4096
+
+
 def _device(dtype):
     """The backend, 'gpu' or 'cpu', and the backend's matmul rate (TFLOP/s) there.
 
-    Probed in a child process, as the cells are; the rate is of a 4096^2
-    (8192^2 on GPUs) product in the cells' compute dtype, the ceiling to
-    read their times against.
+    Probed in a child process, as the cells are; the rate is of a PROBE_SIZE^2
+    (4096^2: 8192^2 on GPUs) product in the cells' compute dtype, the ceiling
+    to read their times against.
     """
     compute = "float32" if dtype == "float32" else "bfloat16"
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, "4096", compute],
+        [sys.executable, "-c", _PROBE, str(PROBE_SIZE), compute],
         capture_output=True, text=True, check=True,
     ).stdout
     _, backend, device, rate, size = out.strip().splitlines()[-1].split()

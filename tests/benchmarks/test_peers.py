@@ -1,27 +1,35 @@
 """benchmarks.peers: the Linformer against the exact attentions of a backend."""
 
 import csv
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from benchmarks import peers
+from tests.training.harness import run_here
+
+
+@pytest.fixture
+def on_backend(monkeypatch):
+    """Runs `peers.main` here with its probe and cells on a backend (`KERAS_BACKEND` of the
+    processes it starts; this one never imports it); the probe times a 256^2 matmul: the
+    tests read what it reports, not how fast this machine is."""
+    monkeypatch.setattr(peers, "PROBE_SIZE", 256)
+
+    def run(backend, argv, capsys):
+        monkeypatch.setenv("KERAS_BACKEND", backend)
+        return run_here(peers, argv, capsys)
+
+    return run
 
 
 @pytest.mark.slow
-def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
+def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path, on_backend, capsys):
     output = tmp_path / "peers.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
-         "--models", "linformer", "mha-fused", "--tasks", "train",
-         "--projected-dim", "128", "--repeats", "1", "--min-seconds", "0",
-         "--output", str(output)],
-        capture_output=True, text=True, timeout=600, cwd=peers.REPOSITORY,
-        env={**os.environ, "KERAS_BACKEND": "jax"},
-    )
+    done = on_backend("jax", [
+        "--lengths", "64", "--tokens", "128", "--models", "linformer", "mha-fused",
+        "--tasks", "train", "--projected-dim", "128", "--repeats", "1", "--min-seconds", "0",
+        "--output", output], capsys)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         rows = list(csv.DictReader(file))
@@ -40,26 +48,20 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path):
     assert all("cpu: " in r["machine"] and "matmul: " in r["machine"] for r in rows)
     assert "| 64 | mha-fused |" in done.stdout
     # A rerun finds every cell done and only reports.
-    again = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
-         "--models", "linformer", "mha-fused", "--tasks", "train",
-         "--projected-dim", "128", "--output", str(output)],
-        capture_output=True, text=True, timeout=300, cwd=peers.REPOSITORY,
-        env={**os.environ, "KERAS_BACKEND": "jax"},
-    )
+    again = on_backend("jax", [
+        "--lengths", "64", "--tokens", "128", "--models", "linformer", "mha-fused",
+        "--tasks", "train", "--projected-dim", "128", "--output", output], capsys)
     assert again.returncode == 0 and "[1/" not in again.stdout, again.stdout
+    assert "| 64 | mha-fused |" in again.stdout
 
 
 @pytest.mark.slow
-def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path):
+def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path, on_backend, capsys):
     output = tmp_path / "peers.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--tokens", "128",
-         "--models", "mha-fused", "mha-explicit", "--tasks", "train", "--compile", "eager",
-         "--repeats", "1", "--min-seconds", "0", "--output", str(output)],
-        capture_output=True, text=True, timeout=600, cwd=peers.REPOSITORY,
-        env={**os.environ, "KERAS_BACKEND": "torch"},
-    )
+    done = on_backend("torch", [
+        "--lengths", "64", "--tokens", "128", "--models", "mha-fused", "mha-explicit",
+        "--tasks", "train", "--compile", "eager", "--repeats", "1", "--min-seconds", "0",
+        "--output", output], capsys)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         rows = {r["model"]: r for r in csv.DictReader(file)}
@@ -136,13 +138,10 @@ def test_bad_numbers_are_refused(flags, message, capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_memory_limit_below_a_bare_process_is_refused_before_any_cell(tmp_path):
+def test_a_memory_limit_below_a_bare_process_is_refused_before_any_cell(
+        tmp_path, on_backend, capsys):
     output = tmp_path / "peers.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--lengths", "64", "--memory-limit-gb",
-         "0.05", "--output", str(output)],
-        capture_output=True, text=True, timeout=300, cwd=peers.REPOSITORY,
-        env={**os.environ, "KERAS_BACKEND": "jax"},
-    )
+    done = on_backend("jax", ["--lengths", "64", "--memory-limit-gb", "0.05",
+                              "--output", output], capsys)
     assert done.returncode == 2 and "--memory-limit-gb 0.05 is below" in done.stderr
     assert not output.exists()
