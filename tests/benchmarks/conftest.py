@@ -1,5 +1,7 @@
-"""Shared by the benchmark tests: other processes that keep the machine busy."""
+"""Shared by the benchmark tests: other processes that keep the machine busy, a quicker
+look at that load, and this machine's matmul rate."""
 
+import functools
 import subprocess
 import sys
 
@@ -14,3 +16,25 @@ def two_busy_processes():
     for process in processes:
         process.kill()
         process.wait()
+
+
+@pytest.fixture(scope="session")
+def matmul_rate():
+    """This machine's float32 matmul rate (`harness.runner.matmul_rate`, measured in a
+    TensorFlow process of its own), measured once for the programs run here that record it;
+    `test_runner.py` tests the measurement itself, beside NumPy's."""
+    from benchmarks.harness import runner
+
+    rate = runner.matmul_rate()
+    assert rate is not None and rate > 0
+    return rate
+
+
+@pytest.fixture
+def quick_load_checks(monkeypatch):
+    """A grid program measures other processes' load before each cell over 0.1 s, not 1 s:
+    the tests of a grid's flow run many cells; `test_runner.py` tests the measurement."""
+    from benchmarks.harness import grid
+    from benchmarks.harness import runner
+
+    monkeypatch.setattr(grid, "busy_cores", functools.partial(runner.busy_cores, interval=0.1))

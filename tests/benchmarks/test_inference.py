@@ -17,7 +17,7 @@ TINY_FLAGS = [
 ]
 
 
-def test_cells_that_do_not_fit_stay_in_every_output(tmp_path, capsys):
+def test_cells_that_do_not_fit_stay_in_every_output(tmp_path, capsys, quick_load_checks):
     inference.main(  # Returns: timeouts are results, not errors (exit status 0).
         TINY_FLAGS + [
             "--sequence-lengths", "64", "128", "--projected-dims", "16", "32",

@@ -16,6 +16,13 @@ TINY_FLAGS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def no_memory_floor(monkeypatch):
+    """What a cell process needs before it builds anything is measured in a process of its
+    own (`runner.empty_cell_memory`), tested in test_grid_refusals.py; here it is nothing."""
+    monkeypatch.setattr(grid, "empty_cell_memory", lambda task: 0)
+
+
 def test_each_n_runs_its_models_interleaved_in_rounds_with_a_matmul_beside_them():
     _, args = inference.parse_args(["--sequence-lengths", "512", "1024", "--projected-dims",
                                  "128", "512", "--rounds", "3"])
@@ -106,12 +113,12 @@ def test_a_comparison_resumes_and_reports_b_over_a(tmp_path, monkeypatch):
 
 
 def test_a_busy_machine_is_refused_and_every_cell_is_recorded_as_not_run(
-    two_busy_processes, tmp_path, capsys
+    two_busy_processes, quick_load_checks, tmp_path, capsys
 ):
     with pytest.raises(SystemExit) as exit_info:
         inference.main(TINY_FLAGS + [
             "--sequence-lengths", "64", "--projected-dims", "16", "--rounds", "1",
-            "--max-busy-cores", "0.5", "--busy-timeout", "1",
+            "--max-busy-cores", "0.5", "--busy-timeout", "0.2",
             "--output-dir", str(tmp_path), "--name", "run",
         ])
     assert exit_info.value.code == 1
