@@ -2,9 +2,10 @@
 
 One Linformer and the Transformer are pretrained on a few of the bundled
 news articles and fine-tuned on a few Rotten Tomatoes reviews, each stage
-a real `training.pretrain` / `training.finetune` process; then the same
-command is run again (it skips the finished runs) and once with another
-flag into the same directory (refused).
+a real `training.pretrain` / `training.finetune` process started by the
+study (which itself runs here: it only starts processes and reads their
+results); then the same command is run again (it skips the finished runs)
+and once with another flag into the same directory (refused).
 """
 
 import contextlib
@@ -22,9 +23,9 @@ from benchmarks import quality
 from benchmarks.harness import runner as cells
 from benchmarks.studies import runner
 from keras_linformer.training import run_directory
+from tests.training.harness import REPOSITORY
 from tests.training.harness import read_summary
 from tests.training.harness import run_in_process
-from tests.training.harness import run_program
 
 # Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
@@ -43,19 +44,36 @@ RUN_NAMES = [
 ]
 
 
+def run_here(arguments):
+    """`python -m benchmarks.quality ARGUMENTS` run in this process; returns what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        try:
+            status = quality.main([str(a) for a in arguments])
+        except SystemExit as exit_info:
+            status = exit_info.code
+    assert not status, printed.getvalue()[-3000:]
+    return printed.getvalue()
+
+
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    """(output dir, results dir, arguments, stdout of the first and the second run)."""
+def study(tmp_path_factory, matmul_rate):
+    """(output dir, results dir, arguments, output of the first and the second run, the
+    matmul rates measured).
+
+    Each training run is a process of its own; the study between them needs none. The
+    matmul rate is this machine's, measured once for the tests (`matmul_rate`)."""
     root = tmp_path_factory.mktemp("quality")
     arguments = [*TOY, "--output-dir", root / "runs", "--results-dir", root / "results",
                  "--name", "toy"]
-    first = run_program("benchmarks.quality", *arguments, timeout=600)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    # The second run starts no training process: it runs here, without a start-up of its own.
-    second = io.StringIO()
-    with contextlib.redirect_stdout(second), contextlib.redirect_stderr(second):
-        quality.main([str(a) for a in arguments])
-    return root / "runs", root / "results", arguments, first.stdout, second.getvalue()
+    measured = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cells, "matmul_rate", lambda: measured.append(matmul_rate) or matmul_rate)
+        patch.setattr(runner, "_measured", {})  # None measured yet in this process.
+        patch.chdir(REPOSITORY)  # The runs' `python -m training...`, as the study is run.
+        first = run_here(arguments)
+        second = run_here(arguments)  # Starts no training process.
+    return root / "runs", root / "results", arguments, first, second, measured
 
 
 def read_rows(path):
@@ -65,7 +83,7 @@ def read_rows(path):
 
 
 def test_every_run_finishes_in_its_own_directory_with_its_command(study):
-    output_dir, _, _, first, _ = study
+    output_dir, _, _, first, _, measured = study
     assert "4 runs, 0 already finished, 4 to run" in first
     rates = set()
     for stage, name in RUN_NAMES:
@@ -84,7 +102,7 @@ def test_every_run_finishes_in_its_own_directory_with_its_command(study):
         assert machine["matmul_gflops_per_s"] > 0
         rates.add(machine["matmul_gflops_per_s"])
     # The runs took less than runner.MATMUL_RATE_MAX_AGE_S: one measurement served them all.
-    assert len(rates) == 1
+    assert len(rates) == 1 and len(measured) == 1
     # Fine-tuning starts from the pretrained model of the same name.
     command = output_dir / "rotten_tomatoes" / "linformer-k8-layerwise-seed3" / runner.COMMAND_FILE
     assert f"--pretrained {output_dir / 'pretrain' / 'linformer-k8-layerwise-seed3'}" in (
@@ -93,14 +111,14 @@ def test_every_run_finishes_in_its_own_directory_with_its_command(study):
 
 
 def test_a_second_run_skips_the_finished_runs(study):
-    output_dir, _, _, _, second = study
+    output_dir, _, _, _, second, _ = study
     assert "4 runs, 4 already finished, 0 to run" in second
     assert "python -m training.pretrain" not in second.replace(
         "python -m benchmarks.quality", "")
 
 
 def test_another_command_into_the_same_directory_is_refused(study, capsys):
-    _, _, arguments, _, _ = study
+    _, _, arguments, _, _, _ = study
     status, stderr = run_in_process(quality, [*arguments, "--pretrain-steps", 6], capsys)
     assert status == 2
     assert "holds a finished run of another command" in stderr
@@ -136,7 +154,7 @@ def test_a_run_moved_or_linked_elsewhere_still_counts_as_finished(tmp_path):
 
 
 def test_the_csv_holds_every_runs_results(study):
-    output_dir, results_dir, _, _, _ = study
+    output_dir, results_dir, _, _, _, _ = study
     rows = read_rows(results_dir / "toy.csv")
     assert [(r["stage"], r["model"]) for r in rows] == [
         ("pretrain", "transformer"), ("pretrain", "linformer-k8-layerwise"),
@@ -159,7 +177,7 @@ def test_the_csv_holds_every_runs_results(study):
 
 
 def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study):
-    output_dir, results_dir, _, _, _ = study
+    output_dir, results_dir, _, _, _, _ = study
     rows = read_rows(results_dir / "toy-curves.csv")
     for name in ("transformer", "linformer-k8-layerwise"):
         logged = run_directory.logged_scalars(
@@ -174,7 +192,7 @@ def test_the_curves_are_the_logged_validation_perplexities_at_their_steps(study)
 
 
 def test_the_report_and_the_plot_are_written(study):
-    _, results_dir, _, _, _ = study
+    _, results_dir, _, _, _, _ = study
     for plot in ("toy-perplexity.png", "toy-accuracy.png"):
         with open(results_dir / plot, "rb") as file:
             assert file.read(8) == b"\x89PNG\r\n\x1a\n"

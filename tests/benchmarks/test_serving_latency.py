@@ -2,23 +2,26 @@
 OpenVINO, timed side by side."""
 
 import csv
-import subprocess
-import sys
 
 import pytest
 
 from benchmarks import serving_latency
+from benchmarks.harness import runner
 from benchmarks.peers import REPOSITORY
+from tests.training.harness import run_here
 
 
 @pytest.mark.slow
-def test_both_models_answer_every_signature_and_batch(tmp_path):
+def test_both_models_answer_every_signature_and_batch(tmp_path, capsys, monkeypatch,
+                                                      matmul_rate):
+    """The exports are made here; each runtime loads and serves them in a fresh process."""
+    monkeypatch.setattr(runner, "matmul_rate", lambda: matmul_rate)  # Measured once.
+    monkeypatch.chdir(REPOSITORY)  # Where `python -m benchmarks.serving_latency --cell` runs.
     output = tmp_path / "serving.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.serving_latency", "--lengths", "64",
-         "--projected-dim", "16", "--batch-sizes", "1", "3", "--requests", "2",
-         "--runtimes", "tf_serving", "onnx", "openvino", "--output", str(output)],
-        capture_output=True, text=True, timeout=600, cwd=REPOSITORY)
+    done = run_here(serving_latency, [
+        "--lengths", "64", "--projected-dim", "16", "--batch-sizes", "1", "3",
+        "--requests", "2", "--runtimes", "tf_serving", "onnx", "openvino", "--output", output],
+        capsys)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         assert next(file).startswith("# python -m benchmarks.serving_latency --lengths 64 ")
