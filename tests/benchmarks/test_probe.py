@@ -62,7 +62,8 @@ def test_runs_end_to_end_and_resumes_without_recomputing(tiny_bert, tmp_path, ca
              "--projected-dims", "4", "16", "--max-texts", "40", "--folds", "3",
              "--neighbours", "3", "--bootstrap", "50", "--transfer-texts", "8",
              "--transfer-epochs", "1", "--throughput-rounds", "2", "--throughput-texts", "8",
-             "--output-dir", str(tmp_path / "out")]
+             # Whole batches: the transfer's before/after measures run eagerly, per batch.
+             "--batch-size", "64", "--output-dir", str(tmp_path / "out")]
     probe.main(flags)
     rows, command = outputs.read_csv(tmp_path / "out" / "probe.csv")
     assert command.startswith("python -m benchmarks.probe --bert")
