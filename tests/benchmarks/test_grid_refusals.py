@@ -35,9 +35,9 @@ def files_under(directory):
      "run it"),
 ])
 def test_a_k_that_no_n_runs_is_refused_before_anything_is_written(
-        program, flags, message, tmp_path, capsys):
+        program, flags, message, tmp_path):
     result = run_here(PROGRAMS[program], [*flags, "--output-dir", tmp_path / "results",
-                                          "--name", "run"], capsys)
+                                          "--name", "run"])
     assert result.returncode == 2, result.stderr[-2000:]
     assert message in result.stderr
     assert files_under(tmp_path) == []
@@ -57,13 +57,12 @@ def test_a_k_below_some_n_is_still_run_only_where_k_is_below_n():
     inference.parse_args(["--models", "transformer"])
 
 
-def test_a_memory_limit_below_an_empty_cell_is_refused_naming_the_measured_floor(tmp_path,
-                                                                               capsys):
+def test_a_memory_limit_below_an_empty_cell_is_refused_naming_the_measured_floor(tmp_path):
     # The floor is measured in a fresh process (`runner.empty_cell_memory`); the program
     # that refuses it needs none of its own.
     result = run_here(inference, ["--memory-limit-gb", "0.1", "--sequence-lengths", "64",
                                   "--projected-dims", "16", "--output-dir", tmp_path / "results",
-                                  "--name", "run"], capsys)
+                                  "--name", "run"])
     assert result.returncode == 2, result.stderr[-2000:]
     error = result.stderr.strip()
     assert len(error.splitlines()) == 1, error
@@ -139,11 +138,10 @@ ROW = "small,2,256,4,1024,{model},512,{k},1,float32,ok,,0.1,0.09,0.2,5,5120,10,,
      "data row 2 records the same cell as data row 1 (task=-, model=linformer, "
      "sequence_length=512, projected_dim=128, round=-, variant=-); keep one of them"),
 ])
-def test_a_report_only_csv_that_is_no_grid_run_is_refused_in_one_line(text, message, tmp_path,
-                                                                     capsys):
+def test_a_report_only_csv_that_is_no_grid_run_is_refused_in_one_line(text, message, tmp_path):
     path = tmp_path / "results.csv"
     path.write_text(text)
-    result = run_here(inference, ["--report-only", path], capsys)
+    result = run_here(inference, ["--report-only", path])
     assert result.returncode == 2, result.stderr[-2000:]
     error = result.stderr.strip()
     assert len(error.splitlines()) == 1 and "Traceback" not in error, error
@@ -152,34 +150,34 @@ def test_a_report_only_csv_that_is_no_grid_run_is_refused_in_one_line(text, mess
     assert files_under(tmp_path) == ["results.csv"]
 
 
-def test_a_resumed_grid_refuses_an_edited_csv_before_measuring(tmp_path, capsys):
+def test_a_resumed_grid_refuses_an_edited_csv_before_measuring(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     (results / "run.csv").write_text(
         f"{HEADER}\n{ROW.format(model='linformer', k=16).replace(',0.1,', ',nan,')}\n")
     result = run_here(inference, ["--sequence-lengths", "64", "--projected-dims", "16",
-                                  "--output-dir", results, "--name", "run"], capsys)
+                                  "--output-dir", results, "--name", "run"])
     assert result.returncode == 2, result.stderr[-2000:]
     assert (f"--output-dir: {results / 'run.csv'}: data row 1, column median_s: nan is not a "
             "finite time in seconds above 0") in result.stderr
     assert files_under(tmp_path) == ["results", "results/run.csv"]
 
 
-def test_a_missing_report_only_csv_is_named(tmp_path, capsys):
-    result = run_here(train_step, ["--report-only", tmp_path / "none.csv"], capsys)
+def test_a_missing_report_only_csv_is_named(tmp_path):
+    result = run_here(train_step, ["--report-only", tmp_path / "none.csv"])
     assert result.returncode == 2
     assert result.stderr == (f"python -m benchmarks.train_step: error: --report-only: cannot "
                              f"read {tmp_path / 'none.csv'}: No such file or directory\n")
     assert files_under(tmp_path) == []
 
 
-def test_a_report_only_csv_of_a_grid_run_is_still_rebuilt(tmp_path, capsys):
+def test_a_report_only_csv_of_a_grid_run_is_still_rebuilt(tmp_path):
     path = tmp_path / "results.csv"
     path.write_text(f"# python -m benchmarks.inference --sequence-lengths 512\n{HEADER}\n"
                     f"{ROW.format(model='transformer', k='')}\n"
                     f"{ROW.format(model='linformer', k=128)}\n"
                     f"{ROW.format(model='matmul', k='')}\n")
-    result = run_here(inference, ["--report-only", path], capsys)
+    result = run_here(inference, ["--report-only", path])
     assert result.returncode == 0, result.stderr[-2000:]
     assert "2 cells, 2 ok, 0 not" in result.stdout
     assert files_under(tmp_path) == [

@@ -16,20 +16,20 @@ def on_backend(monkeypatch):
     tests read what it reports, not how fast this machine is."""
     monkeypatch.setattr(peers, "PROBE_SIZE", 256)
 
-    def run(backend, argv, capsys):
+    def run(backend, argv):
         monkeypatch.setenv("KERAS_BACKEND", backend)
-        return run_here(peers, argv, capsys)
+        return run_here(peers, argv)
 
     return run
 
 
 @pytest.mark.slow
-def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path, on_backend, capsys):
+def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path, on_backend):
     output = tmp_path / "peers.csv"
     done = on_backend("jax", [
         "--lengths", "64", "--tokens", "128", "--models", "linformer", "mha-fused",
         "--tasks", "train", "--projected-dim", "128", "--repeats", "1", "--min-seconds", "0",
-        "--output", output], capsys)
+        "--output", output])
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         rows = list(csv.DictReader(file))
@@ -50,18 +50,18 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path, on_bac
     # A rerun finds every cell done and only reports.
     again = on_backend("jax", [
         "--lengths", "64", "--tokens", "128", "--models", "linformer", "mha-fused",
-        "--tasks", "train", "--projected-dim", "128", "--output", output], capsys)
+        "--tasks", "train", "--projected-dim", "128", "--output", output])
     assert again.returncode == 0 and "[1/" not in again.stdout, again.stdout
     assert "| 64 | mha-fused |" in again.stdout
 
 
 @pytest.mark.slow
-def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path, on_backend, capsys):
+def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path, on_backend):
     output = tmp_path / "peers.csv"
     done = on_backend("torch", [
         "--lengths", "64", "--tokens", "128", "--models", "mha-fused", "mha-explicit",
         "--tasks", "train", "--compile", "eager", "--repeats", "1", "--min-seconds", "0",
-        "--output", output], capsys)
+        "--output", output])
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         rows = {r["model"]: r for r in csv.DictReader(file)}
@@ -79,24 +79,23 @@ def test_analytic_flops_favour_the_linformer_from_where_n_exceeds_k():
     assert peers.analytic_flops("linformer", 4096, 1, 768, 256, "train") == 3 * linformer
 
 
-def refusal(capsys, *argv):
+def refusal(*argv):
     """What `peers.main(argv)` printed as it exited with status 2."""
-    with pytest.raises(SystemExit) as exited:
-        peers.main([str(a) for a in argv])
-    assert exited.value.code == 2
-    return capsys.readouterr().err
+    result = run_here(peers, argv)
+    assert result.returncode == 2, result.stderr[-2000:]
+    return result.stderr
 
 
-def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path, capsys):
+def test_a_csv_it_did_not_write_is_refused_naming_the_file(tmp_path):
     other = tmp_path / "other.csv"
     other.write_text("model,time\nx,1\n")
     assert "other.csv is a CSV with other columns" in refusal(
-        capsys, "--report-only", "--output", other)
+        "--report-only", "--output", other)
     assert "missing.csv holds no results" in refusal(
-        capsys, "--report-only", "--output", tmp_path / "missing.csv")
+        "--report-only", "--output", tmp_path / "missing.csv")
 
 
-def test_a_csv_edited_by_hand_is_refused_naming_the_row_and_column(tmp_path, capsys):
+def test_a_csv_edited_by_hand_is_refused_naming_the_row_and_column(tmp_path):
     path = tmp_path / "peers.csv"
     row = dict.fromkeys(peers.FIELDS, "") | dict(
         backend="jax", device="cpu", compile="jit", dtype="float32", task="forward",
@@ -107,7 +106,7 @@ def test_a_csv_edited_by_hand_is_refused_naming_the_row_and_column(tmp_path, cap
         writer.writeheader()
         writer.writerow(row)
     assert (f"--output: {path}: data row 1, column median_s: 'nan' is not a finite time in "
-            "seconds above 0") in refusal(capsys, "--report-only", "--output", path)
+            "seconds above 0") in refusal("--report-only", "--output", path)
 
 
 def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path, capsys):
@@ -124,7 +123,7 @@ def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path, c
     peers.main(["--report-only", "--output", str(old)])
     capsys.readouterr()
     assert re.search(r"old.csv was written by an earlier version.*'command', 'machine'",
-                     refusal(capsys, "--lengths", 64, "--output", old))
+                     refusal("--lengths", 64, "--output", old))
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -133,15 +132,15 @@ def test_a_csv_of_an_earlier_version_is_reported_but_not_appended_to(tmp_path, c
     (["--timeout", "-1"], "argument --timeout: must be a positive number, got -1.0"),
     (["--memory-limit-gb", "nan"], "argument --memory-limit-gb: must be a positive number"),
 ])
-def test_bad_numbers_are_refused(flags, message, capsys, tmp_path):
-    assert message in refusal(capsys, *flags, "--output", tmp_path / "x.csv")
+def test_bad_numbers_are_refused(flags, message, tmp_path):
+    assert message in refusal(*flags, "--output", tmp_path / "x.csv")
 
 
 @pytest.mark.slow
 def test_a_memory_limit_below_a_bare_process_is_refused_before_any_cell(
-        tmp_path, on_backend, capsys):
+        tmp_path, on_backend):
     output = tmp_path / "peers.csv"
     done = on_backend("jax", ["--lengths", "64", "--memory-limit-gb", "0.05",
-                              "--output", output], capsys)
+                              "--output", output])
     assert done.returncode == 2 and "--memory-limit-gb 0.05 is below" in done.stderr
     assert not output.exists()

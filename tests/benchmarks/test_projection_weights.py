@@ -40,12 +40,12 @@ def test_a_saved_model_is_read_and_its_untrained_e_is_a_tenth_from_the_average(t
 
 
 def test_a_model_without_a_learned_e_and_a_directory_without_a_model_are_named(
-        tmp_path, capsys):
+        tmp_path):
     path = tmp_path / "mean.keras"
     backbone(projection="mean").save(path)
-    status, stderr = run_in_process(projection_weights, [path], capsys)
+    status, stderr = run_in_process(projection_weights, [path])
     assert status == 2
     assert "has no learned projection E (its projection is 'mean'" in stderr
-    status, stderr = run_in_process(projection_weights, [tmp_path], capsys)
+    status, stderr = run_in_process(projection_weights, [tmp_path])
     assert status == 2
     assert "holds none of classifier.keras, masked_lm.keras" in stderr

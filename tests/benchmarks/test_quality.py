@@ -8,9 +8,7 @@ results); then the same command is run again (it skips the finished runs)
 and once with another flag into the same directory (refused).
 """
 
-import contextlib
 import csv
-import io
 import json
 import math
 import os
@@ -25,6 +23,7 @@ from benchmarks.studies import runner
 from keras_linformer.training import run_directory
 from tests.training.harness import REPOSITORY
 from tests.training.harness import read_summary
+from tests.training.harness import run_here
 from tests.training.harness import run_in_process
 
 # Starts training or export processes (setup.cfg's `slow` marker).
@@ -44,16 +43,12 @@ RUN_NAMES = [
 ]
 
 
-def run_here(arguments):
-    """`python -m benchmarks.quality ARGUMENTS` run in this process; returns what it printed."""
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        try:
-            status = quality.main([str(a) for a in arguments])
-        except SystemExit as exit_info:
-            status = exit_info.code
-    assert not status, printed.getvalue()[-3000:]
-    return printed.getvalue()
+def run_study(arguments):
+    """`python -m benchmarks.quality ARGUMENTS` run in this process, in the repository (the
+    runs' `python -m training...`, as the study is run); returns what it printed."""
+    result = run_here(quality, arguments, cwd=REPOSITORY)
+    assert not result.returncode, result.stdout[-2000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +65,8 @@ def study(tmp_path_factory, matmul_rate):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cells, "matmul_rate", lambda: measured.append(matmul_rate) or matmul_rate)
         patch.setattr(runner, "_measured", {})  # None measured yet in this process.
-        patch.chdir(REPOSITORY)  # The runs' `python -m training...`, as the study is run.
-        first = run_here(arguments)
-        second = run_here(arguments)  # Starts no training process.
+        first = run_study(arguments)
+        second = run_study(arguments)  # Starts no training process.
     return root / "runs", root / "results", arguments, first, second, measured
 
 
@@ -117,9 +111,9 @@ def test_a_second_run_skips_the_finished_runs(study):
         "python -m benchmarks.quality", "")
 
 
-def test_another_command_into_the_same_directory_is_refused(study, capsys):
+def test_another_command_into_the_same_directory_is_refused(study):
     _, _, arguments, _, _, _ = study
-    status, stderr = run_in_process(quality, [*arguments, "--pretrain-steps", 6], capsys)
+    status, stderr = run_in_process(quality, [*arguments, "--pretrain-steps", 6])
     assert status == 2
     assert "holds a finished run of another command" in stderr
     assert "--max-steps 6" in stderr

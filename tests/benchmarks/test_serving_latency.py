@@ -12,7 +12,7 @@ from tests.training.harness import run_here
 
 
 @pytest.mark.slow
-def test_both_models_answer_every_signature_and_batch(tmp_path, capsys, monkeypatch,
+def test_both_models_answer_every_signature_and_batch(tmp_path, monkeypatch,
                                                       matmul_rate):
     """The exports are made here; each runtime loads and serves them in a fresh process."""
     monkeypatch.setattr(runner, "matmul_rate", lambda: matmul_rate)  # Measured once.
@@ -20,8 +20,7 @@ def test_both_models_answer_every_signature_and_batch(tmp_path, capsys, monkeypa
     output = tmp_path / "serving.csv"
     done = run_here(serving_latency, [
         "--lengths", "64", "--projected-dim", "16", "--batch-sizes", "1", "3",
-        "--requests", "2", "--runtimes", "tf_serving", "onnx", "openvino", "--output", output],
-        capsys)
+        "--requests", "2", "--runtimes", "tf_serving", "onnx", "openvino", "--output", output])
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         assert next(file).startswith("# python -m benchmarks.serving_latency --lengths 64 ")

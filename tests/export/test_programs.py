@@ -11,6 +11,7 @@ import pytest
 from keras_linformer.export import layout
 from keras_linformer.programs import export as export_program
 from keras_linformer.programs import verify as verify_program
+from tests.training.harness import run_here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,52 +40,43 @@ def test_help_explains_every_flag(program, flags):
     assert "TF Serving" in result.stdout
 
 
-def run_main(main, argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out + captured.err
+def run_main(program, argv):
+    """The exit status of `program`'s main(argv) run here, and what it printed."""
+    result = run_here(program, argv)
+    return result.returncode, result.stdout + result.stderr
 
 
-def test_export_of_a_missing_directory_exits_2_naming_it(tmp_path, capsys):
-    code, output = run_main(export_program.main, [str(tmp_path / "nowhere")], capsys)
+def test_export_of_a_missing_directory_exits_2_naming_it(tmp_path):
+    code, output = run_main(export_program, [str(tmp_path / "nowhere")])
     assert code == 2
     assert "keras-linformer-export: error: model: directory" in output
     assert "nowhere' does not exist" in output
 
 
-def test_export_of_a_directory_that_is_no_training_output_exits_2(tmp_path, capsys):
+def test_export_of_a_directory_that_is_no_training_output_exits_2(tmp_path):
     (tmp_path / "something.txt").write_text("")
-    code, output = run_main(export_program.main, [str(tmp_path)], capsys)
+    code, output = run_main(export_program, [str(tmp_path)])
     assert code == 2
     assert "is not a fine-tuning or pretraining output directory" in output
 
 
-def test_export_into_an_existing_version_exits_2(finetune_dir, classifier_export, capsys):
+def test_export_into_an_existing_version_exits_2(finetune_dir, classifier_export):
     base_dir = os.path.dirname(os.path.dirname(classifier_export))
-    code, output = run_main(
-        export_program.main,
-        [str(finetune_dir), "--base-dir", base_dir, "--model-name", "sentiment", "--version", "1"],
-        capsys,
-    )
+    code, output = run_main(export_program, [str(finetune_dir), "--base-dir", base_dir, "--model-name", "sentiment", "--version", "1"])
     assert code == 2
     assert "version: " in output and "sentiment/1' already exists" in output
 
 
-def test_masked_lm_flags_on_a_classifier_exit_2(finetune_dir, tmp_path, capsys):
-    code, output = run_main(
-        export_program.main,
-        [str(finetune_dir), "--base-dir", str(tmp_path), "--top-k", "3"],
-        capsys,
-    )
+def test_masked_lm_flags_on_a_classifier_exit_2(finetune_dir, tmp_path):
+    code, output = run_main(export_program, [str(finetune_dir), "--base-dir", str(tmp_path), "--top-k", "3"])
     assert code == 2
     assert "--top-k: only for a masked LM" in output
 
 
-def test_bad_flag_values_exit_2(capsys):
-    code, output = run_main(export_program.main, ["--version", "0"], capsys)
+def test_bad_flag_values_exit_2():
+    code, output = run_main(export_program, ["--version", "0"])
     assert code == 2 and "must be a positive integer, got 0" in output
-    code, output = run_main(verify_program.main, ["--atol", "-1"], capsys)
+    code, output = run_main(verify_program, ["--atol", "-1"])
     assert code == 2 and "must be a positive number" in output
 
 
@@ -110,8 +102,8 @@ def test_the_docker_command_mounts_a_relative_base_dir_from_pwd():
     )
 
 
-def test_verify_of_a_missing_directory_exits_2(tmp_path, capsys):
-    code, output = run_main(verify_program.main, [str(tmp_path / "missing")], capsys)
+def test_verify_of_a_missing_directory_exits_2(tmp_path):
+    code, output = run_main(verify_program, [str(tmp_path / "missing")])
     assert code == 2
     assert "keras-linformer-verify: error: export_dir: directory" in output
 
@@ -139,21 +131,17 @@ def test_a_failed_check_exits_1_after_printing_the_report(classifier_export, mon
     assert "FAILED: 1 of 2 checks failed" in output
 
 
-def test_verify_of_a_file_exits_2_saying_it_is_a_file(tmp_path, capsys):
+def test_verify_of_a_file_exits_2_saying_it_is_a_file(tmp_path):
     table = tmp_path / "reviews.csv"
     table.write_text("text,label\ngood,1\n")
-    code, output = run_main(verify_program.main, [str(table)], capsys)
+    code, output = run_main(verify_program, [str(table)])
     assert code == 2
     assert f"export_dir: {str(table)!r} is a file, not a directory. Expected an export" in output
     assert "does not exist" not in output
 
 
-def test_export_max_batch_size_below_16_exits_2_naming_the_flag(finetune_dir, tmp_path, capsys):
-    code, output = run_main(
-        export_program.main,
-        [str(finetune_dir), "--base-dir", str(tmp_path), "--max-batch-size", "8"],
-        capsys,
-    )
+def test_export_max_batch_size_below_16_exits_2_naming_the_flag(finetune_dir, tmp_path):
+    code, output = run_main(export_program, [str(finetune_dir), "--base-dir", str(tmp_path), "--max-batch-size", "8"])
     assert code == 2
     assert "`--max-batch-size` must be an integer from 16" in output
     assert "Received: --max-batch-size 8" in output
@@ -174,7 +162,7 @@ def test_export_reuse_existing_says_so_and_writes_no_version(
 
 @pytest.mark.slow
 def test_query_answers_texts_as_typed_with_the_served_model(
-        classifier, classifier_export, capsys):
+        classifier, classifier_export):
     """The program's main() here (its console script runs in tests/test_install.py); the
     export is still loaded by `saved_model_cli run` in a fresh process."""
     import json
@@ -187,10 +175,9 @@ def test_query_answers_texts_as_typed_with_the_served_model(
     from keras_linformer.programs import query as query_program
     from tests.export.conftest import LABEL_NAMES
     from tests.export.conftest import VOCABULARY
-    from tests.training.harness import run_here
 
     texts = ["the cat", "ünïcödé, [MASK] and more"]
-    result = run_here(query_program, [os.path.dirname(classifier_export), *texts], capsys)
+    result = run_here(query_program, [os.path.dirname(classifier_export), *texts])
     assert result.returncode == 0, result.stderr[-3000:]
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert [answer["text"] for answer in answers] == texts
@@ -202,26 +189,25 @@ def test_query_answers_texts_as_typed_with_the_served_model(
     np.testing.assert_allclose([a["probabilities"] for a in answers], expected, atol=1e-5)
     assert [a["labels"] for a in answers] == [LABEL_NAMES[i] for i in expected.argmax(-1)]
     refused = run_here(query_program, [classifier_export, "x", "--signature",
-                                       "predict_token_ids"], capsys)
+                                       "predict_token_ids"])
     assert refused.returncode == 2
     assert "`--signature` must be one of ['serving_default']" in refused.stderr
 
 
 def test_export_replaces_a_damaged_export_instead_of_reusing_it(
-    finetune_dir, classifier_export, tmp_path, capsys
+    finetune_dir, classifier_export, tmp_path
 ):
     """Variables cut short (a full disk, a copy stopped halfway) fail the fingerprint check
     that `--reuse-existing` makes: the program exports again, saying why."""
     from keras_linformer import export
     from keras_linformer.export import checks
-    from tests.training.harness import run_here
 
     model_dir = tmp_path / "sentiment"
     shutil.copytree(classifier_export, model_dir / "1")
     data_file = next((model_dir / "1" / "variables").glob("variables.data-*"))
     data_file.write_bytes(data_file.read_bytes()[:100])
     result = run_here(export_program, [finetune_dir, "--base-dir", tmp_path, "--model-name",
-                                       "sentiment", "--reuse-existing"], capsys)
+                                       "sentiment", "--reuse-existing"])
     assert result.returncode == 0, result.stderr[-3000:]
     assert (f"{model_dir / '1'} holds this export, but damaged: variables/{data_file.name} "
             "does not match its fingerprint") in result.stdout

@@ -4,7 +4,9 @@ The programs run as subprocesses: `--cpu-replicas` must configure devices
 before TensorFlow initialises, which a pytest process has already done.
 """
 
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -37,20 +39,34 @@ def program_environment():
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 
 
-def run_here(program, arguments, capsys):
-    """Runs a program's main() in this process, as `run_program` runs its process: returns a
-    CompletedProcess (exit status, stdout, stderr). For what needs no process of its own."""
+def run_here(program, arguments, cwd=None):
+    """Runs a program's main() in this process (in `cwd` if given), as `run_program` runs its
+    process: returns a CompletedProcess (exit status, stdout, stderr). For what needs no
+    process of its own. The op determinism `--deterministic` turns on is turned off after."""
+    from tensorflow.python.framework import config
+
+    was_deterministic = config.is_op_determinism_enabled()
+    stdout, stderr = io.StringIO(), io.StringIO()
     try:
-        status = program.main([str(a) for a in arguments])
-    except SystemExit as exit_info:
-        status = exit_info.code
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(arguments, status or 0, captured.out, captured.err)
+        with contextlib.ExitStack() as stack:
+            if cwd is not None:
+                stack.enter_context(contextlib.chdir(cwd))
+            stack.enter_context(contextlib.redirect_stdout(stdout))
+            stack.enter_context(contextlib.redirect_stderr(stderr))
+            try:
+                status = program.main([str(a) for a in arguments])
+            except SystemExit as exit_info:
+                status = exit_info.code
+    finally:
+        if not was_deterministic:
+            config.disable_op_determinism()
+    return subprocess.CompletedProcess(arguments, status or 0, stdout.getvalue(),
+                                       stderr.getvalue())
 
 
-def run_in_process(program, arguments, capsys):
+def run_in_process(program, arguments):
     """Runs a program's main() in this process; returns (exit status, stderr)."""
-    result = run_here(program, arguments, capsys)
+    result = run_here(program, arguments)
     return result.returncode, result.stderr
 
 

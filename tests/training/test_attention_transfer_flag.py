@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("program", ["finetune", "pretrain"])
 def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, reviews_file,
-                                                         tmp_path, capsys):
+                                                         tmp_path):
     """Fine-tuning is killed during the transfer first: its rerun (in this process) resumes
     the transfer."""
     import importlib
@@ -45,7 +45,7 @@ def test_the_run_trains_from_the_transferred_projection(program, tiny_bert, revi
         assert killed_after < epochs, "the kill came after the transfer; make it longer"
 
     module = importlib.import_module(f"keras_linformer.programs.{program}")
-    result = run_here(module, arguments[1:], capsys)
+    result = run_here(module, arguments[1:])
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Attention transfer: epoch {epochs}/{epochs}" in result.stdout
     assert "Attention transfer: after, relative error per layer" in result.stdout
@@ -86,14 +86,14 @@ def test_ctrl_c_during_the_transfer_keeps_it_for_the_rerun(tiny_bert, reviews_fi
     output = tmp_path / "run"
     flags = transfer_flags(tiny_bert, reviews_file, output)
     monkeypatch.setattr(attention_transfer, "_save", save_then_interrupt)
-    status, _ = run_in_process(finetune, flags, capsys)
+    status, _ = run_in_process(finetune, flags)
     assert status == 130
     assert sorted(os.listdir(output)) == ["attention_transfer", "run.json"]
     monkeypatch.undo()
     # Resumed with another number of epochs, two transfers would mix.
     other = [str(flag) for flag in flags]
     other[other.index("--attention-transfer") + 1] = "2"
-    status, stderr = run_in_process(finetune, other, capsys)
+    status, stderr = run_in_process(finetune, other)
     assert status == 2 and "attention_transfer_epochs: 3 then, 2 now" in stderr
     assert finetune.main([str(flag) for flag in flags]) == 0
     assert read_summary(output)["steps"] == 1
@@ -103,7 +103,7 @@ def test_ctrl_c_during_the_transfer_keeps_it_for_the_rerun(tiny_bert, reviews_fi
 
 
 def test_a_failure_after_the_transfer_leaves_nothing_for_the_corrected_command(
-        tiny_bert, reviews_file, tmp_path, capsys, monkeypatch):
+        tiny_bert, reviews_file, tmp_path, monkeypatch):
     from keras_linformer.programs import finetune
     from keras_linformer.training import loop
 
@@ -113,8 +113,7 @@ def test_a_failure_after_the_transfer_leaves_nothing_for_the_corrected_command(
     output = tmp_path / "run"
     monkeypatch.setattr(loop.Trainer, "fit", diverge)
     status, stderr = run_in_process(
-        finetune, transfer_flags(tiny_bert, reviews_file, output, "--learning-rate", "1"),
-        capsys)
+        finetune, transfer_flags(tiny_bert, reviews_file, output, "--learning-rate", "1"))
     assert status != 0 and "the loss is NaN" in stderr
     assert not output.exists()  # The transfer had ended: nothing of it is resumed.
     monkeypatch.undo()
@@ -130,18 +129,17 @@ def test_a_failure_after_the_transfer_leaves_nothing_for_the_corrected_command(
      "argument --attention-transfer: --projection max has no weights to train"),
 ])
 def test_a_conversion_without_weights_of_its_own_is_refused(flags, message, tiny_bert,
-                                                            tmp_path, capsys):
+                                                            tmp_path):
     from keras_linformer.programs import finetune
 
     result = run_here(finetune, ["--from-bert", tiny_bert, *flags, "--attention-transfer",
-                                 "1", "--output-dir", tmp_path / "run"], capsys)
+                                 "1", "--output-dir", tmp_path / "run"])
     assert result.returncode == 2 and message in result.stderr
 
 
-def test_it_needs_a_bert(tmp_path, capsys):
+def test_it_needs_a_bert(tmp_path):
     from keras_linformer.programs import pretrain
 
-    result = run_here(pretrain, ["--attention-transfer", "1", "--output-dir", tmp_path / "run"],
-                      capsys)
+    result = run_here(pretrain, ["--attention-transfer", "1", "--output-dir", tmp_path / "run"])
     assert result.returncode == 2
     assert "argument --attention-transfer: needs --from-bert" in result.stderr

@@ -126,7 +126,7 @@ def test_a_student_of_another_width_is_refused():
 
 @pytest.mark.slow
 def test_the_program_distils_and_fine_tuning_starts_from_the_result(
-        tiny_bert, reviews_file, tmp_path, capsys):
+        tiny_bert, reviews_file, tmp_path):
     from keras_linformer.programs import pretrain
 
     output = tmp_path / "distilled"
@@ -135,7 +135,7 @@ def test_the_program_distils_and_fine_tuning_starts_from_the_result(
         "--from-bert", tiny_bert, "--projected-dim", "4", "--sequence-length", "16",
         "--max-steps", "4", "--checkpoint-every", "2", "--batch-size", "8",
         "--learning-rate", "1e-3", "--no-jit-compile", "--output-dir", output,
-    ], capsys)
+    ])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Distilling BERT" in result.stdout and "Distillation done" in result.stdout
     record = json.loads((output / "run.json").read_text())
@@ -157,7 +157,7 @@ def test_the_program_distils_and_fine_tuning_starts_from_the_result(
         "--from-bert", tiny_bert, "--projected-dim", "4", "--sequence-length", "16",
         "--max-steps", "4", "--checkpoint-every", "2", "--batch-size", "8",
         "--learning-rate", "1e-3", "--no-jit-compile", "--output-dir", output,
-    ], capsys)
+    ])
     assert again.returncode == 0 and "nothing to do" in again.stdout + again.stderr
 
 

@@ -23,6 +23,7 @@ from tests.training.harness import Run
 from tests.training.harness import checkpoint_steps
 from tests.training.harness import checkpoint_values
 from tests.training.harness import read_summary
+from tests.training.harness import run_here
 from tests.training.harness import run_program
 
 # Starts training or export processes (setup.cfg's `slow` marker).
@@ -40,31 +41,11 @@ def pretrain_arguments(reviews_file, output_dir):
 
 
 def rerun(arguments):
-    """Runs the pretraining program's main() in this process, in the programs' working
-    directory (the repository); returns a CompletedProcess. The op determinism that
-    `--deterministic` turns on is turned off again after it."""
-    import contextlib
-    import io
-    import subprocess
-
-    from tensorflow.python.framework import config
-
+    """The pretraining program's main() run in this process, in the programs' working
+    directory (the repository); returns a CompletedProcess."""
     from keras_linformer.programs import pretrain
 
-    was_deterministic = config.is_op_determinism_enabled()
-    stdout, stderr = io.StringIO(), io.StringIO()
-    try:
-        with (contextlib.chdir(REPOSITORY), contextlib.redirect_stdout(stdout),
-              contextlib.redirect_stderr(stderr)):
-            try:
-                status = pretrain.main([str(a) for a in arguments])
-            except SystemExit as exit_info:
-                status = exit_info.code
-    finally:
-        if not was_deterministic:
-            config.disable_op_determinism()
-    return subprocess.CompletedProcess(arguments, status or 0, stdout.getvalue(),
-                                       stderr.getvalue())
+    return run_here(pretrain, arguments, cwd=REPOSITORY)
 
 
 @pytest.fixture(scope="module")

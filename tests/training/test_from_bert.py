@@ -18,15 +18,14 @@ from tests.training.harness import scalars
 pytestmark = pytest.mark.slow
 
 
-def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_file, tmp_path,
-                                                             capsys):
+def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_file, tmp_path):
     output = tmp_path / "run"
     result = run_here(finetune, [
         "--table", reviews_file, "--from-bert", tiny_bert,
         "--projected-dim", "8", "--projection", "linear", "--projection-initializer",
         "window_average", "--sequence-length", "16", "--epochs", "4", "--batch-size", "16",
         "--no-jit-compile", "--restore-best", "--output-dir", output,
-    ], capsys)
+    ])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "converted from BERT" in result.stdout
     vocabulary = (output / "vocab.txt").read_text().split("\n")[:-1]
@@ -78,24 +77,23 @@ def test_a_converted_bert_fine_tunes_with_its_own_vocabulary(tiny_bert, reviews_
     ],
 )
 def test_bad_conversion_flags_fail_before_training(tiny_bert, tmp_path, program, flags,
-                                                   message, capsys):
+                                                   message):
     result = run_here({"finetune": finetune, "pretrain": pretrain}[program], [
-        "--from-bert", tiny_bert, *flags, "--output-dir", tmp_path / "run"], capsys)
+        "--from-bert", tiny_bert, *flags, "--output-dir", tmp_path / "run"])
     assert result.returncode == 2, result.stdout[-2000:]
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
-def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path, capsys):
+def test_a_preset_that_is_not_a_bert_fails_naming_it(tmp_path):
     result = run_here(finetune, ["--from-bert", tmp_path, "--projected-dim", "8",
-                                 "--output-dir", tmp_path / "run"], capsys)
+                                 "--output-dir", tmp_path / "run"])
     assert result.returncode == 2
     assert f"{str(tmp_path)!r} is not a BERT checkpoint keras-hub can load" in result.stderr
 
 
-def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_file, tmp_path,
-                                                            capsys):
+def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_file, tmp_path):
     """`training.pretrain --from-bert`: a masked-LM adaptation that starts from the BERT's
     weights and vocabulary and leaves what `training.finetune --pretrained` loads; at twice
     the BERT's 32 positions, which repeat in blocks."""
@@ -107,7 +105,7 @@ def test_pretraining_from_a_bert_adapts_the_converted_model(tiny_bert, reviews_f
         "--projected-dim", "8", "--projection", "mean", "--sequence-length", "64",
         "--max-steps", "2", "--learning-rate", "1e-7", "--batch-size", "8",
         "--no-jit-compile", "--output-dir", output,
-    ], capsys)
+    ])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "masked LM converted from BERT" in result.stdout
     record = json.loads((output / "run.json").read_text())

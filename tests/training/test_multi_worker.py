@@ -120,7 +120,7 @@ def test_two_workers_killed_and_restarted_train_like_one_process_on_the_same_glo
         numpy.testing.assert_allclose(workers[name], value, rtol=0, atol=1e-5, err_msg=name)
 
 
-def test_a_bad_tf_config_is_refused_before_training(tmp_path, monkeypatch, capsys):
+def test_a_bad_tf_config_is_refused_before_training(tmp_path, monkeypatch):
     # In this process: the refusal comes before the data and TensorFlow's start-up.
     from keras_linformer.programs import pretrain
 
@@ -128,7 +128,7 @@ def test_a_bad_tf_config_is_refused_before_training(tmp_path, monkeypatch, capsy
         "TF_CONFIG",
         '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}',
     )
-    result = run_here(pretrain, ["--output-dir", tmp_path, "--max-steps", 1], capsys)
+    result = run_here(pretrain, ["--output-dir", tmp_path, "--max-steps", 1])
     assert result.returncode == 2
     assert 'TF_CONFIG["task"] must name this process\'s job and index' in result.stderr
     assert "'index': 3" in result.stderr

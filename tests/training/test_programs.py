@@ -135,7 +135,7 @@ def test_finetuning_writes_checkpoints_and_the_classifier(finetuning):
     assert (output_dir / "labels.txt").read_text().split() == ["negative", "positive"]
 
 
-def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_path, capsys):
+def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_path):
     # One CPU device: bfloat16 compute with float32 variables, XLA-compiled steps.
     from keras_linformer.programs import finetune
 
@@ -143,7 +143,7 @@ def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_
         "--table", reviews_file, *TINY_ARCHITECTURE, "--sequence-length", 16,
         "--vocabulary-size", 100, "--mixed-precision", "--jit-compile", "--batch-size", 8,
         "--max-steps", 6, "--checkpoint-every", 3, "--output-dir", tmp_path,
-    ], capsys)
+    ])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dtype policy mixed_bfloat16, XLA" in result.stdout
     assert "classifier from scratch" in result.stdout
@@ -159,7 +159,7 @@ def test_finetuning_from_scratch_with_mixed_precision_and_xla(reviews_file, tmp_
 
 
 def test_the_transformer_baseline_pretrains_then_finetunes_as_keras_hubs_bert(
-        reviews_file, tmp_path, capsys):
+        reviews_file, tmp_path):
     # In this process: the point is the baseline's path through both programs.
     from keras_linformer.programs import finetune
     from keras_linformer.programs import pretrain
@@ -171,7 +171,7 @@ def test_the_transformer_baseline_pretrains_then_finetunes_as_keras_hubs_bert(
         "--table", reviews_file, *architecture, "--sequence-length", 16,
         "--vocabulary-size", 100, "--batch-size", 8, "--max-steps", 2, "--validation-batches",
         1, "--output-dir", pretrained,
-    ], capsys)
+    ])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "transformer masked LM" in result.stdout
     finetuned = tmp_path / "finetune"
@@ -179,7 +179,7 @@ def test_the_transformer_baseline_pretrains_then_finetunes_as_keras_hubs_bert(
         "--table", reviews_file, "--pretrained", pretrained,
         "--attention", "transformer", "--batch-size", 8, "--max-steps", 2, "--no-jit-compile",
         "--output-dir", finetuned,
-    ], capsys)
+    ])
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_summary(finetuned)["attention"] == "transformer"
     import keras

@@ -41,24 +41,23 @@ def contents(directory):
     return {path.name: path.read_bytes() for path in directory.iterdir()}
 
 
-def finetune_from(pretrained_dir, reviews_file, tmp_path, capsys):
+def finetune_from(pretrained_dir, reviews_file, tmp_path):
     """Runs the finetune program from `pretrained_dir`; returns (exit status, stderr)."""
     from keras_linformer.programs import finetune
 
     return run_in_process(finetune, [
         "--table", reviews_file, "--pretrained", pretrained_dir, "--output-dir", tmp_path / "out",
-    ], capsys)
+    ])
 
 
-def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_path, capsys):
+def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_path):
     from keras_linformer.programs import finetune
 
     for name in ("labels.txt", "vocab.txt", "summary.json", ".command.txt", "run.log"):
         (tmp_path / name).write_text(f"the user's own {name}\n")
     before = contents(tmp_path)
     status, stderr = run_in_process(
-        finetune, ["--table", reviews_file, "--output-dir", tmp_path], capsys
-    )
+        finetune, ["--table", reviews_file, "--output-dir", tmp_path])
     assert status == 2
     assert (
         f"--output-dir: '{tmp_path}' is not empty and is not a run (it has no run.json)"
@@ -70,55 +69,51 @@ def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_pat
     assert contents(tmp_path) == before
 
 
-def test_a_run_of_the_other_program_is_refused(reviews_file, tmp_path, capsys):
+def test_a_run_of_the_other_program_is_refused(reviews_file, tmp_path):
     from keras_linformer.programs import finetune
 
     (tmp_path / "run.json").write_text(json.dumps({"task": "masked_lm"}))
     (tmp_path / "masked_lm.keras").write_text("weights")
     status, stderr = run_in_process(
-        finetune, ["--table", reviews_file, "--output-dir", tmp_path], capsys
-    )
+        finetune, ["--table", reviews_file, "--output-dir", tmp_path])
     assert status == 2
     assert "holds a run of `keras-linformer-pretrain` (run.json)" in stderr
     assert "masked_lm.keras, run.json" in stderr
 
 
-def test_checkpoints_without_their_run_record_are_refused(reviews_file, tmp_path, capsys):
+def test_checkpoints_without_their_run_record_are_refused(reviews_file, tmp_path):
     from keras_linformer.programs import pretrain
 
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\n')
     status, stderr = run_in_process(
-        pretrain, ["--table", reviews_file, "--output-dir", tmp_path], capsys
-    )
+        pretrain, ["--table", reviews_file, "--output-dir", tmp_path])
     assert status == 2
     assert "holds checkpoints/ but no run.json recording the options that produced them" in stderr
 
 
-def test_an_output_dir_that_is_a_file_is_refused(reviews_file, tmp_path, capsys):
+def test_an_output_dir_that_is_a_file_is_refused(reviews_file, tmp_path):
     from keras_linformer.programs import pretrain
 
     path = tmp_path / "notes.txt"
     path.write_text("notes")
     status, stderr = run_in_process(
-        pretrain, ["--table", reviews_file, "--output-dir", path], capsys
-    )
+        pretrain, ["--table", reviews_file, "--output-dir", path])
     assert status == 2 and f"--output-dir: '{path}' is a file, not a directory" in stderr
     assert path.read_text() == "notes"
 
 
-def test_a_truncated_run_record_is_named(reviews_file, tmp_path, capsys):
+def test_a_truncated_run_record_is_named(reviews_file, tmp_path):
     from keras_linformer.programs import pretrain
 
     (tmp_path / "run.json").write_text('{"task": "masked_l')
     status, stderr = run_in_process(
-        pretrain, ["--table", reviews_file, "--output-dir", tmp_path], capsys
-    )
+        pretrain, ["--table", reviews_file, "--output-dir", tmp_path])
     assert status == 2
     assert f"--output-dir: '{tmp_path / 'run.json'}' is unreadable or truncated" in stderr
 
 
-def test_a_report_of_no_finished_run_is_refused_and_keeps_the_results(tmp_path, capsys):
+def test_a_report_of_no_finished_run_is_refused_and_keeps_the_results(tmp_path):
     from benchmarks import quality
 
     results = tmp_path / "results"
@@ -126,7 +121,7 @@ def test_a_report_of_no_finished_run_is_refused_and_keeps_the_results(tmp_path, 
     (results / "quality-n512.md").write_text("the real results")
     status, stderr = run_in_process(quality, [
         "--report-only", "--output-dir", tmp_path / "typo", "--results-dir", results,
-    ], capsys)
+    ])
     assert status == 2
     assert f"--output-dir: none of the 66 runs under '{tmp_path / 'typo'}' has finished" in stderr
     assert contents(results) == {"quality-n512.md": b"the real results"}
@@ -170,15 +165,15 @@ def test_the_launcher_refuses_bad_ports(ports, message, capsys):
 
 
 def test_the_launcher_checks_its_command_and_log_dir_before_any_worker_starts(
-        tmp_path, capsys):
+        tmp_path):
     from keras_linformer.programs import launch
 
     (tmp_path / "file").write_text("")
     status, stderr = run_in_process(launch, [
-        "--log-dir", tmp_path / "logs", "--", "no-such-program-here", "-m", "x"], capsys)
+        "--log-dir", tmp_path / "logs", "--", "no-such-program-here", "-m", "x"])
     assert status == 2 and "command: 'no-such-program-here' is not a program on PATH" in stderr
     status, stderr = run_in_process(launch, [
-        "--log-dir", tmp_path / "file", "--", sys.executable, "-c", "pass"], capsys)
+        "--log-dir", tmp_path / "file", "--", sys.executable, "-c", "pass"])
     assert status == 2 and "is a file, not a directory" in stderr
     assert not (tmp_path / "logs").exists()
 
@@ -201,39 +196,37 @@ def test_a_second_launch_appends_to_the_worker_logs(tmp_path):
         assert log.index("first") < log.index("second"), log
 
 
-def test_a_model_name_that_cannot_be_served_is_refused_before_training(tmp_path, capsys):
+def test_a_model_name_that_cannot_be_served_is_refused_before_training(tmp_path):
     from keras_linformer.programs import main
 
     status, stderr = run_in_process(
-        main, ["--model-name", "my model", "--output-dir", tmp_path], capsys
-    )
+        main, ["--model-name", "my model", "--output-dir", tmp_path])
     assert status == 2 and "--model-name: 'my model' cannot be a model name" in stderr
     assert list(tmp_path.iterdir()) == []
 
 
-def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path, capsys):
+def test_errors_name_the_flags_the_user_typed(reviews_file, tmp_path):
     from keras_linformer.programs import finetune
 
     latin = tmp_path / "latin.csv"
     latin.write_bytes("text,label\ncaf\xe9,a\n".encode("latin-1"))
     status, stderr = run_in_process(
-        finetune, ["--table", latin, "--output-dir", tmp_path / "a"], capsys
-    )
+        finetune, ["--table", latin, "--output-dir", tmp_path / "a"])
     assert status == 2 and f"--table: '{latin}' is not valid utf-8 text" in stderr
     assert "encoding=" not in stderr and "Pass --encoding ... with the file's encoding" in stderr
     status, stderr = run_in_process(finetune, [
         "--table", reviews_file, "--label-column", "sentiment", "--output-dir", tmp_path / "b",
-    ], capsys)
+    ])
     assert status == 2 and "--label-column: " in stderr and "has no column 'sentiment'" in stderr
 
 
 def test_a_truncated_pretrained_weights_file_is_named(
-    pretrained_dir, reviews_file, tmp_path, capsys
+    pretrained_dir, reviews_file, tmp_path
 ):
 
     weights = pretrained_dir / "model.weights.h5"
     weights.write_bytes(weights.read_bytes()[:2000])
-    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path)
     assert status == 2
     assert f"--pretrained: '{weights}' is unreadable or truncated" in stderr
 
@@ -335,51 +328,51 @@ def test_ctrl_c_ends_a_worker_inside_tensorflow_s_start_up(reviews_file, tmp_pat
     assert time.monotonic() - started < 10
 
 
-def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path, capsys):
+def test_missing_table_exits_with_status_2_and_names_the_file(tmp_path):
     from keras_linformer.programs import finetune
 
     missing = tmp_path / "missing.csv"
-    result = run_here(finetune, ["--table", missing, "--output-dir", tmp_path / "out"], capsys)
+    result = run_here(finetune, ["--table", missing, "--output-dir", tmp_path / "out"])
     assert result.returncode == 2
     assert f"error: --table: '{missing}' does not exist or is not a file." in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_empty_table_is_refused(tmp_path, capsys):
+def test_empty_table_is_refused(tmp_path):
     from keras_linformer.programs import pretrain
 
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    status, stderr = run_in_process(pretrain, ["--table", empty], capsys)
+    status, stderr = run_in_process(pretrain, ["--table", empty])
     assert status == 2 and f"--table: '{empty}' is empty." in stderr
 
 
-def test_missing_text_file_is_refused(tmp_path, capsys):
+def test_missing_text_file_is_refused(tmp_path):
     from keras_linformer.programs import pretrain
 
-    status, stderr = run_in_process(pretrain, ["--text-files", tmp_path / "none.txt"], capsys)
+    status, stderr = run_in_process(pretrain, ["--text-files", tmp_path / "none.txt"])
     assert status == 2 and "none.txt' does not exist or is not a file." in stderr
 
 
 @pytest.mark.parametrize("program_name", ["pretrain", "finetune", "main"])
-def test_sequence_length_below_3_is_refused(program_name, capsys):
+def test_sequence_length_below_3_is_refused(program_name):
     import importlib
 
     program = importlib.import_module(f"keras_linformer.programs.{program_name}")
-    status, stderr = run_in_process(program, ["--sequence-length", 1], capsys)
+    status, stderr = run_in_process(program, ["--sequence-length", 1])
     assert status == 2
     assert "--sequence-length: must be at least 3 ([CLS], one token and [SEP]), got 1" in stderr
 
 
 def test_checkpoint_of_another_configuration_is_refused(
-    pretrained_dir, reviews_file, tmp_path, capsys
+    pretrained_dir, reviews_file, tmp_path
 ):
     from keras_linformer.programs import finetune
 
     status, stderr = run_in_process(finetune, [
         "--table", reviews_file, "--pretrained", pretrained_dir, "--hidden-dim", 32,
         "--attention", "transformer", "--output-dir", tmp_path / "out",
-    ], capsys)
+    ])
     assert status == 2
     assert "has a different configuration than requested" in stderr
     assert "hidden_dim: 32 requested, 16 in the checkpoint" in stderr
@@ -388,51 +381,51 @@ def test_checkpoint_of_another_configuration_is_refused(
 
 
 def test_checkpoint_with_another_vocabulary_is_refused(
-    pretrained_dir, reviews_file, tmp_path, capsys
+    pretrained_dir, reviews_file, tmp_path
 ):
 
     with open(pretrained_dir / "vocab.txt", "a", encoding="utf-8") as file:
         file.write("extra\n")
-    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path)
     assert status == 2
     assert "tokens but a backbone for" in stderr and "come from different runs" in stderr
 
 
 def test_weights_that_do_not_fit_the_config_are_refused(
-    pretrained_dir, reviews_file, tmp_path, capsys
+    pretrained_dir, reviews_file, tmp_path
 ):
 
     config_file = pretrained_dir / "config.json"
     saved = json.loads(config_file.read_text())
     saved["config"]["num_layers"] = 2
     config_file.write_text(json.dumps(saved))
-    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path)
     assert status == 2 and "do not fit its config.json" in stderr
 
 
 def test_unfinished_pretraining_directory_is_refused(
-    pretrained_dir, reviews_file, tmp_path, capsys
+    pretrained_dir, reviews_file, tmp_path
 ):
 
     (pretrained_dir / "model.weights.h5").unlink()
-    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path, capsys)
+    status, stderr = finetune_from(pretrained_dir, reviews_file, tmp_path)
     assert status == 2 and "lacks model.weights.h5" in stderr
 
 
 def test_inputs_longer_than_the_pretrained_model_are_refused(
-    pretrained_dir, reviews_file, tmp_path, capsys
+    pretrained_dir, reviews_file, tmp_path
 ):
     from keras_linformer.programs import finetune
 
     status, stderr = run_in_process(finetune, [
         "--table", reviews_file, "--pretrained", pretrained_dir, "--sequence-length", 32,
         "--output-dir", tmp_path / "out",
-    ], capsys)
+    ])
     assert status == 2
     assert "32 is longer than the pretrained backbone's max_sequence_length 16" in stderr
 
 
-def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
+def test_resuming_with_other_options_is_refused(reviews_file, tmp_path):
     from keras_linformer.programs import pretrain
 
     checkpoints = tmp_path / "checkpoints"
@@ -441,7 +434,7 @@ def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
     (tmp_path / "run.json").write_text('{"task": "masked_lm", "batch_size": 16}')
     status, stderr = run_in_process(pretrain, [
         "--table", reviews_file, "--batch-size", 8, "--output-dir", tmp_path,
-    ], capsys)
+    ])
     assert status == 2
     assert "holds the checkpoints of an unfinished run with another configuration or data" in stderr
     assert "batch_size: 16 then, 8 now" in stderr
@@ -456,13 +449,13 @@ def test_resuming_with_other_options_is_refused(reviews_file, tmp_path, capsys):
      "evaluation_texts: [5, 5] then, [3, 3] now"),
 ])
 def test_resuming_with_another_optimizer_precision_dropout_or_evaluation_is_refused(
-        reviews_file, tmp_path, capsys, recorded, flags, difference):
+        reviews_file, tmp_path, recorded, flags, difference):
     from keras_linformer.programs import finetune
 
     (tmp_path / "run.json").write_text(json.dumps({"task": "classification", **recorded}))
     status, stderr = run_in_process(finetune, [
         "--table", reviews_file, *flags, "--output-dir", tmp_path,
-    ], capsys)
+    ])
     assert status == 2
     assert difference in stderr
 
@@ -478,7 +471,7 @@ def test_a_record_of_an_earlier_version_is_compared_on_what_it_holds(tmp_path):
 
 
 def test_a_short_sequence_rate_is_recorded_and_another_one_is_not_resumed(
-    reviews_file, tmp_path, capsys
+    reviews_file, tmp_path
 ):
     from keras_linformer.programs import pretrain
 
@@ -487,7 +480,7 @@ def test_a_short_sequence_rate_is_recorded_and_another_one_is_not_resumed(
                  "--max-eval-examples", 8, "--validation-batches", 1, "--output-dir", tmp_path]
     pretrain.main([str(a) for a in [*arguments, "--short-sequence-rate", 0.3]])
     assert json.loads((tmp_path / "run.json").read_text())["short_sequence_rate"] == 0.3
-    status, stderr = run_in_process(pretrain, arguments, capsys)
+    status, stderr = run_in_process(pretrain, arguments)
     assert status == 2
     assert "short_sequence_rate: 0.3 then, None now" in stderr
 
@@ -501,10 +494,10 @@ def csv_file(path, rows, header="text,label"):
     return path
 
 
-def refused(program, arguments, capsys, tmp_path):
+def refused(program, arguments, tmp_path):
     """Runs the program's main in this process; returns its stderr, checking the refusal."""
     output = tmp_path / "run"
-    status, stderr = run_in_process(program, [*arguments, "--output-dir", output], capsys)
+    status, stderr = run_in_process(program, [*arguments, "--output-dir", output])
     assert status == 2, stderr
     assert not output.exists() or list(output.iterdir()) == [], list(output.iterdir())
     return stderr
@@ -517,36 +510,35 @@ def refused(program, arguments, capsys, tmp_path):
     ([f"{t},{l}" for t, l in REVIEWS] + ["a lone field"], "line 62 has 1 fields"),
     ([f"{t},{l}" for t, l in REVIEWS[:5]] + ['"never closed,pos'], "line 7: unexpected end"),
 ])
-def test_rows_that_do_not_fit_the_header_are_named(rows, message, tmp_path, capsys):
+def test_rows_that_do_not_fit_the_header_are_named(rows, message, tmp_path):
     from keras_linformer.programs import finetune
 
     table = csv_file(tmp_path / "reviews.csv", rows)
-    stderr = refused(finetune, ["--table", table], capsys, tmp_path)
+    stderr = refused(finetune, ["--table", table], tmp_path)
     assert f"--table: '{table}'" in stderr and message in stderr
 
 
 @pytest.mark.parametrize("label, kind", [
     ("true", "bool"), ("1.5", "float"), ('{"a": 1}', "dict"), ("[1]", "list"),
 ])
-def test_json_labels_that_are_not_strings_or_integers_are_refused(label, kind, tmp_path,
-                                                                   capsys):
+def test_json_labels_that_are_not_strings_or_integers_are_refused(label, kind, tmp_path):
     from keras_linformer.programs import finetune
 
     table = tmp_path / "reviews.jsonl"
     lines = [json.dumps({"text": t, "label": l}) for t, l in REVIEWS]
     lines.insert(3, f'{{"text": "odd one", "label": {label}}}')
     table.write_text("\n".join(lines))
-    stderr = refused(finetune, ["--table", table], capsys, tmp_path)
+    stderr = refused(finetune, ["--table", table], tmp_path)
     assert "line 4: the label" in stderr and f"is a JSON {kind}" in stderr
 
 
-def test_an_id_column_is_not_a_label_unless_the_user_says_so(tmp_path, capsys):
+def test_an_id_column_is_not_a_label_unless_the_user_says_so(tmp_path):
     from keras_linformer.programs import finetune
 
     table = csv_file(tmp_path / "ids.csv",
                      [f"{t},id{i:04d}" for i, (t, _) in enumerate(REVIEWS * 10)],
                      header="text,id")
-    stderr = refused(finetune, ["--table", table, "--label-column", "id"], capsys, tmp_path)
+    stderr = refused(finetune, ["--table", table, "--label-column", "id"], tmp_path)
     assert "has 600 classes in 600 rows, more than half the rows" in stderr
     assert "... and 592 more]" in stderr and "--no-label-check" in stderr
     assert len(stderr) < 800  # The 600 names are shortened.
@@ -654,28 +646,28 @@ def test_the_backend_is_refused_before_tensorflow_is_imported(tmp_path):
     assert files_under(tmp_path) == []
 
 
-def test_a_run_its_options_cannot_build_leaves_no_directory(reviews_file, tmp_path, capsys):
+def test_a_run_its_options_cannot_build_leaves_no_directory(reviews_file, tmp_path):
     from keras_linformer.programs import pretrain
 
     output_dir = tmp_path / "runs" / "first"
     status, stderr = run_in_process(pretrain, [
         "--table", reviews_file, *TINY_MODEL, "--num-heads", "3", "--max-steps", "1",
         "--vocabulary-size", "100", "--output-dir", output_dir,
-    ], capsys)
+    ])
     assert status == 2
     assert "must be divisible by" in stderr
     assert files_under(tmp_path) == []  # Not even the directories the run made.
 
 
 def test_a_refused_run_keeps_what_was_there_and_the_corrected_command_runs(
-        reviews_file, tmp_path, capsys):
+        reviews_file, tmp_path):
     from keras_linformer.programs import finetune
 
     (tmp_path / "output.log").write_text("the shell's redirection\n")
     flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", "16", "--max-steps",
              "1", "--vocabulary-size", "100", "--output-dir", tmp_path]
     status, stderr = run_in_process(
-        finetune, flags + ["--projection", "mean", "--projected-dim", "5"], capsys)
+        finetune, flags + ["--projection", "mean", "--projected-dim", "5"])
     assert status == 2
     assert "must be a multiple of `--projected-dim`" in stderr
     assert files_under(tmp_path) == ["output.log"]
@@ -686,7 +678,7 @@ def test_a_refused_run_keeps_what_was_there_and_the_corrected_command_runs(
 
 
 def test_the_main_job_checks_both_stages_output_directories_before_pretraining(
-        tmp_path, capsys):
+        tmp_path):
     from keras_linformer.programs import main
 
     (tmp_path / "finetune").mkdir()
@@ -695,7 +687,7 @@ def test_the_main_job_checks_both_stages_output_directories_before_pretraining(
         "--pretrain-documents", "20", "--pretrain-max-steps", "1", "--max-eval-examples",
         "8", "--vocabulary-size", "100", "--output-dir", tmp_path,
         "--export-dir", tmp_path / "exports",
-    ], capsys)
+    ])
     assert status == 2
     assert (f"--output-dir: '{tmp_path / 'finetune'}' is not empty and is not a run"
             in stderr)
@@ -753,14 +745,14 @@ SMALL = [
 
 
 def test_nan_loss_stops_with_status_3_and_keeps_the_last_good_checkpoint(
-        reviews_file, tmp_path, capsys):
+        reviews_file, tmp_path):
     from keras_linformer.programs import pretrain
 
     # A learning rate of 1e30 makes the first update blow the weights up to
     # about 1e30 (finite, saved at step 1); the loss of step 2 is not finite.
     result = run_here(pretrain, [
         "--table", reviews_file, *SMALL, "--max-steps", 10, "--checkpoint-every", 1,
-        "--learning-rate", 1e30, "--warmup-fraction", 0, "--output-dir", tmp_path], capsys)
+        "--learning-rate", 1e30, "--warmup-fraction", 0, "--output-dir", tmp_path])
     assert result.returncode == 3, result.stdout[-2000:] + result.stderr[-2000:]
     assert "The training loss became nan at step 2; stopped without saving" in result.stderr
     assert checkpoint_steps(tmp_path) == [1]
@@ -800,7 +792,7 @@ def limit_file_size(limit):
 
 @pytest.mark.slow
 def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
-    reviews_file, tmp_path, capsys
+    reviews_file, tmp_path
 ):
     from keras_linformer.programs import pretrain
 
@@ -808,7 +800,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
              "--output-dir", tmp_path]
     # 1. A run whose last epoch is lost, as if it was killed before saving
     #    it: its checkpoint index is put back to the one before.
-    result = run_here(pretrain, flags, capsys)
+    result = run_here(pretrain, flags)
     assert result.returncode == 0, result.stderr[-3000:]
     index = tmp_path / "checkpoints" / "checkpoint"
     index.write_text('model_checkpoint_path: "ckpt-20"\nall_model_checkpoint_paths: "ckpt-20"\n')
@@ -831,7 +823,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
     assert [p.name for p in (tmp_path / "checkpoints").iterdir() if "ckpt-30" in p.name] == []
 
     # 3. With space again, the same command resumes from the intact checkpoint.
-    result = run_here(pretrain, flags, capsys)
+    result = run_here(pretrain, flags)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
         f"Resuming from checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} at step 20"
@@ -841,7 +833,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
 
     # 4. Run again, finished: reported, and the run's record is left as it is.
     record = {name: (tmp_path / name).read_bytes() for name in ("run.json", "summary.json")}
-    result = run_here(pretrain, flags, capsys)
+    result = run_here(pretrain, flags)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
         "holds a finished run of these options and data (summary.json); nothing to do"
@@ -851,7 +843,7 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
 
 
 def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(
-        reviews_file, tmp_path, capsys):
+        reviews_file, tmp_path):
     from keras_linformer.programs import finetune
     from keras_linformer.training import run_directory
 
@@ -860,7 +852,7 @@ def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(
     flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2,
              "--vocabulary-size", 100, "--output-dir", output]
     with run_directory.claimed(str(output)):  # This process writes there now.
-        result = run_here(finetune, flags, capsys)
+        result = run_here(finetune, flags)
     assert result.returncode == 2, result.stderr[-3000:]
     assert (f"error: --output-dir: '{output}' is in use by process {os.getpid()} on "
             f"{socket.gethostname()}, a run writing there now.") in result.stderr
@@ -872,13 +864,13 @@ def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(
         f"with run_directory.claimed({str(output)!r}):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n")], env=program_environment(), timeout=120)
     assert killed.returncode == -signal.SIGKILL and os.listdir(output) == [".lock"]
-    result = run_here(finetune, flags, capsys)
+    result = run_here(finetune, flags)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ".lock" not in os.listdir(output) and read_summary(output)["steps"] == 2
 
 
 def test_a_full_disk_at_the_final_save_names_the_file_and_the_rerun_finishes(
-        reviews_file, tmp_path, capsys, monkeypatch):
+        reviews_file, tmp_path, monkeypatch):
     import keras
 
     from keras_linformer.programs import finetune
@@ -892,7 +884,7 @@ def test_a_full_disk_at_the_final_save_names_the_file_and_the_rerun_finishes(
     flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", "16", "--max-steps", "2",
              "--vocabulary-size", "100", "--output-dir", output]
     monkeypatch.setattr(keras.Model, "save", fill_the_disk)
-    status, stderr = run_in_process(finetune, flags, capsys)
+    status, stderr = run_in_process(finetune, flags)
     assert status == 74, stderr
     assert (f"could not write {output / 'classifier.keras'} (No space left on device); nothing "
             "was written there") in stderr
@@ -914,7 +906,7 @@ def text_files(tmp_path):
 
 @pytest.mark.slow
 def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resume(
-    text_files, tmp_path, capsys, monkeypatch
+    text_files, tmp_path, monkeypatch
 ):
     from keras_linformer.programs import pretrain
     from keras_linformer.training import loop
@@ -938,7 +930,7 @@ def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resu
     # the corpus was read and checked before step 1, and training never reads them again.
     # In this process: what is tested is where the program reads its data, not a process.
     monkeypatch.setattr(loop.Trainer, "save", save_then_remove_the_files)
-    result = run_here(pretrain, arguments, capsys)
+    result = run_here(pretrain, arguments)
     monkeypatch.undo()
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert removed_after == [10] and read_summary(output_dir)["total_steps"] == 30
@@ -946,7 +938,7 @@ def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resu
     # Run again on changed files, the checkpoints (of other data) are refused.
     shutil.move(saved, text_files)
     (text_files / "00.txt").write_text("a different first document")
-    result = run_here(pretrain, arguments, capsys)
+    result = run_here(pretrain, arguments)
     assert result.returncode == 2
     assert (
         "holds the checkpoints of a finished run with another configuration or data"
