@@ -62,13 +62,15 @@ def test_export_of_a_directory_that_is_no_training_output_exits_2(tmp_path):
 
 def test_export_into_an_existing_version_exits_2(finetune_dir, classifier_export):
     base_dir = os.path.dirname(os.path.dirname(classifier_export))
-    code, output = run_main(export_program, [str(finetune_dir), "--base-dir", base_dir, "--model-name", "sentiment", "--version", "1"])
+    code, output = run_main(export_program, [
+        str(finetune_dir), "--base-dir", base_dir, "--model-name", "sentiment", "--version", "1"])
     assert code == 2
     assert "version: " in output and "sentiment/1' already exists" in output
 
 
 def test_masked_lm_flags_on_a_classifier_exit_2(finetune_dir, tmp_path):
-    code, output = run_main(export_program, [str(finetune_dir), "--base-dir", str(tmp_path), "--top-k", "3"])
+    code, output = run_main(
+        export_program, [str(finetune_dir), "--base-dir", str(tmp_path), "--top-k", "3"])
     assert code == 2
     assert "--top-k: only for a masked LM" in output
 
@@ -141,7 +143,8 @@ def test_verify_of_a_file_exits_2_saying_it_is_a_file(tmp_path):
 
 
 def test_export_max_batch_size_below_16_exits_2_naming_the_flag(finetune_dir, tmp_path):
-    code, output = run_main(export_program, [str(finetune_dir), "--base-dir", str(tmp_path), "--max-batch-size", "8"])
+    code, output = run_main(
+        export_program, [str(finetune_dir), "--base-dir", str(tmp_path), "--max-batch-size", "8"])
     assert code == 2
     assert "`--max-batch-size` must be an integer from 16" in output
     assert "Received: --max-batch-size 8" in output
