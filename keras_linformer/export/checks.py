@@ -1,5 +1,5 @@
 """The checks of a verification, each a line of its report; those that load the export run
-the programs of `keras_linformer.export.loaders` in a fresh process."""
+the programs of `keras_linformer.export.loaders` in a fresh process (one for them all)."""
 
 import json
 import os
@@ -138,11 +138,15 @@ def parse_show_all(text):
     return signatures
 
 
-def check_show(export_dir, expected, python=None):
+def show_program(export_dir):
+    """`saved_model_cli show --all`: the loader program and its arguments."""
+    return CLI_LOADER, ["show", "--dir", export_dir, "--all"]
+
+
+def check_show(result, expected):
+    """Returns `(Check, signatures found)` for the outcome of `show_program`."""
     name = "saved_model_cli show --all"
-    ok, stdout, error = run_loader(
-        CLI_LOADER, ["show", "--dir", export_dir, "--all"], name, python
-    )
+    ok, stdout, error = result
     if not ok:
         return Check(name, False, error), {}
     found = parse_show_all(stdout)
@@ -168,8 +172,9 @@ def check_show(export_dir, expected, python=None):
     return Check(name, True, f"tag-set 'serve': {described}"), found
 
 
-def run_cli(export_dir, signature, inputs, work, python=None):
-    """`saved_model_cli run` on one signature; returns `(outputs or None, error)`."""
+def cli_program(export_dir, signature, inputs, work):
+    """`saved_model_cli run` on one signature: `(loader program and arguments, the directory
+    its outputs go to)`."""
     case_dir = os.path.join(work, f"cli_{signature}")
     os.makedirs(case_dir)
     arguments = []
@@ -178,16 +183,15 @@ def run_cli(export_dir, signature, inputs, work, python=None):
         np.save(path, value, allow_pickle=True)
         arguments.append(f"{key}={path}")
     out_dir = os.path.join(case_dir, "outputs")
-    ok, _, error = run_loader(
-        CLI_LOADER,
-        [
-            "run", "--dir", export_dir, "--tag_set", serving.SERVE_TAG,
-            "--signature_def", signature, "--inputs", ";".join(arguments),
-            "--outdir", out_dir,
-        ],
-        f"saved_model_cli run {signature}",
-        python,
-    )
+    return (CLI_LOADER, [
+        "run", "--dir", export_dir, "--tag_set", serving.SERVE_TAG,
+        "--signature_def", signature, "--inputs", ";".join(arguments), "--outdir", out_dir,
+    ]), out_dir
+
+
+def read_cli_outputs(result, out_dir):
+    """`(outputs or None, error)` of a `cli_program` outcome."""
+    ok, _, error = result
     if not ok:
         return None, error
     return {
@@ -196,8 +200,16 @@ def run_cli(export_dir, signature, inputs, work, python=None):
     }, None
 
 
+def run_cli(export_dir, signature, inputs, work, python=None):
+    """`saved_model_cli run` on one signature in a fresh process; returns `(outputs or None,
+    error)`."""
+    program, out_dir = cli_program(export_dir, signature, inputs, work)
+    outcome = run_loader(*program, f"saved_model_cli run {signature}", python)
+    return read_cli_outputs(outcome, out_dir)
+
+
 def check_run(signature, result, reference, atol, batch_size):
-    """Returns `(Check, outputs or None)` for one `run_cli` result."""
+    """Returns `(Check, outputs or None)` for one `read_cli_outputs` result."""
     name = f"saved_model_cli run {signature}"
     outputs, error = result
     if outputs is None:
@@ -258,13 +270,10 @@ def check_warmup(export_dir, info, expected):
     )
 
 
-def run_load(export_dir, cases, requests, work, max_batch_size=None, python=None):
-    """Runs every case and warmup request (and, with `max_batch_size`, one batch too large per
-    signature) under `tf.saved_model.load` in a fresh process.
-
-    Returns `(outputs by case or None, error, {case: signature}, {case: rows},
-    {case: refusal message or None})`.
-    """
+def load_program(export_dir, cases, requests, work, max_batch_size=None):
+    """Every case and warmup request (and, with `max_batch_size`, one batch too large per
+    signature) to run under `tf.saved_model.load`: `(loader program and arguments, what
+    `read_load_outputs` reads its outcome with)`."""
     case_dir = os.path.join(work, "load")
     os.makedirs(case_dir)
     manifest, rows, refusals = {}, {}, {}
@@ -289,9 +298,14 @@ def run_load(export_dir, cases, requests, work, max_batch_size=None, python=None
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
         json.dump({case: {"signature": signature, "refused": case.startswith("refused_")}
                    for case, signature in manifest.items()}, file)
-    ok, _, error = run_loader(
-        LOAD_LOADER, [export_dir, case_dir], "tf.saved_model.load", python
-    )
+    return (LOAD_LOADER, [export_dir, case_dir]), (case_dir, manifest, rows, refusals)
+
+
+def read_load_outputs(result, cases):
+    """Reads a `load_program` outcome: `(outputs by case or None, error, {case: signature},
+    {case: rows}, {case: refusal message or None})`."""
+    ok, _, error = result
+    case_dir, manifest, rows, refusals = cases
     if not ok:
         return None, error, manifest, rows, refusals
     outputs = {}
@@ -310,7 +324,7 @@ def run_load(export_dir, cases, requests, work, max_batch_size=None, python=None
 
 
 def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
-    """Returns `(Check, {signature: outputs})` for the `run_load` result."""
+    """Returns `(Check, {signature: outputs})` for the `read_load_outputs` result."""
     name = "tf.saved_model.load"
     outputs_by_case, error, manifest, rows, refusals = result
     if outputs_by_case is None:

@@ -4,12 +4,12 @@ TF Serving's binary cannot be installed here; the closest loader is `saved_model
 (the session loader TF Serving uses) in a fresh process that imports `tensorflow_text`.
 """
 
-import concurrent.futures
 import os
 import tempfile
 
 from keras_linformer.export import checks
 from keras_linformer.export import layout
+from keras_linformer.export import loaders
 from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
@@ -17,9 +17,6 @@ from keras_linformer.export.reference import KerasReference
 from keras_linformer.export.reference import verification_texts
 from keras_linformer.export.report import VerificationReport
 from keras_linformer.utils.validation import check_number
-
-# Fresh TensorFlow processes run at once (each needs about 1 GB).
-PARALLEL_PROCESSES = 2
 
 
 def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None):
@@ -45,7 +42,7 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
        `max_batch_size` is refused.
     6. warmup: the `PredictionLog` records fit their signatures.
 
-    Checks 3 to 5 each run in a fresh process.
+    Checks 3 to 5 run in one fresh process, one program after another.
 
     Args:
         export_dir: str, a version directory (`saved_models/NAME/3`), or a
@@ -152,29 +149,32 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     report.inputs = cases = reference.cases(batch)
     requests, warmup_check = checks.check_warmup(export_dir, info, expected)
     with tempfile.TemporaryDirectory(prefix="keras_linformer_verify_") as work:
-        # Each process mostly imports TensorFlow: run them side by side, report in order.
-        with concurrent.futures.ThreadPoolExecutor(PARALLEL_PROCESSES) as pool:
-            show = pool.submit(checks.check_show, export_dir, expected, python)
-            runs = {
-                signature: pool.submit(checks.run_cli, export_dir, signature, inputs, work, python)
-                for signature, inputs in cases.items()
-            }
-            load = pool.submit(
-                checks.run_load, export_dir, cases, requests, work, max_batch_size, python
+        # One fresh process runs every loader: it mostly imports TensorFlow.
+        programs = {"saved_model_cli show --all": checks.show_program(export_dir)}
+        out_dirs = {}
+        for signature, inputs in cases.items():
+            programs[f"saved_model_cli run {signature}"], out_dirs[signature] = (
+                checks.cli_program(export_dir, signature, inputs, work))
+        programs["tf.saved_model.load"], load_cases = checks.load_program(
+            export_dir, cases, requests, work, max_batch_size)
+        outcomes = loaders.run_together(programs, python)
+        check, report.signatures = checks.check_show(
+            outcomes["saved_model_cli show --all"], expected)
+        add(check)
+        for signature, out_dir in out_dirs.items():
+            check, outputs = checks.check_run(
+                signature,
+                checks.read_cli_outputs(outcomes[f"saved_model_cli run {signature}"], out_dir),
+                reference, atol, len(batch),
             )
-            check, report.signatures = show.result()
+            if outputs is not None:
+                report.cli_outputs[signature] = outputs
             add(check)
-            for signature, future in runs.items():
-                check, outputs = checks.check_run(
-                    signature, future.result(), reference, atol, len(batch)
-                )
-                if outputs is not None:
-                    report.cli_outputs[signature] = outputs
-                add(check)
-            check, report.load_outputs = checks.check_load(
-                load.result(), report.cli_outputs, reference, atol, max_batch_size
-            )
-            add(check)
+        check, report.load_outputs = checks.check_load(
+            checks.read_load_outputs(outcomes["tf.saved_model.load"], load_cases),
+            report.cli_outputs, reference, atol, max_batch_size,
+        )
+        add(check)
     add(warmup_check)
     log(report.summary())
     return report

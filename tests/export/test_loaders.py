@@ -12,7 +12,7 @@ import pytest
 from keras_linformer.export import loaders
 from keras_linformer.export.loaders import load_and_run
 
-PROGRAMS = ["load_and_run", "saved_model_cli_with_text_ops"]
+PROGRAMS = ["in_one_process", "load_and_run", "saved_model_cli_with_text_ops"]
 
 
 def test_every_module_of_the_package_is_a_program():
@@ -78,6 +78,28 @@ def test_run_reports_a_program_that_fails(tmp_path):
     missing = os.path.join(tmp_path, "missing")
     with pytest.raises(OSError, match="missing"):
         load_and_run.main([missing, str(tmp_path)])
+
+
+def test_programs_run_together_each_report_their_outcome_and_a_crash_fails_the_rest(
+        tmp_path, monkeypatch):
+    """One process runs them in order; each gets its own exit status and output. Those a
+    crash leaves unrun fail with the process's status. (Several `saved_model_cli` runs in
+    one process: every verification, test_serving_classifier.py.)"""
+    (tmp_path / "says.py").write_text(
+        "def main(args):\n    print('said', *args)\n    return int(args[0])\n")
+    (tmp_path / "crash.py").write_text("import os\n\ndef main(args):\n    os._exit(7)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    outcomes = loaders.run_together({
+        "first": ("says", [0]), "second": ("says", [3]), "missing": ("no_such_loader", []),
+        "crash": ("crash", []), "after": ("says", [0])})
+    assert outcomes["first"] == (True, "said 0\n", "")
+    assert outcomes["second"] == (False, "said 3\n", "second exited with status 3: ")
+    ok, _, error = outcomes["missing"]
+    assert not ok and "No module named 'no_such_loader'" in error
+    for name in ("crash", "after"):
+        ok, _, error = outcomes[name]
+        assert not ok and error.startswith(
+            "first, second, missing, crash, after exited with status 7"), error
 
 
 def test_a_loader_runs_under_the_python_it_is_given(tmp_path):

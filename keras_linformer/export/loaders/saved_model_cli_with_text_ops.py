@@ -7,12 +7,15 @@
 import sys
 
 import tensorflow_text  # noqa: F401  Registers the tokenizer ops, as TF Serving links them.
+from absl import flags
 from tensorflow.python.tools import saved_model_cli
 
 
 def main(argv=None):
     """Runs `saved_model_cli` with `argv` (default: this program's arguments)."""
     sys.argv = ["saved_model_cli"] + (sys.argv[1:] if argv is None else list(argv))
+    # A run before this one in the same process (`in_one_process`) set its flags.
+    flags.FLAGS.unparse_flags()
     saved_model_cli.main()
 
 
