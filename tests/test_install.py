@@ -101,7 +101,7 @@ def installed(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_wheel_installs_and_runs_anywhere(installed):
+def test_the_wheel_installs_and_runs_anywhere(installed, readme_examples):
     bin_dir, elsewhere, env = installed
     tmp_path = elsewhere.parent
     python = bin_dir / "python"
@@ -113,19 +113,11 @@ def test_the_wheel_installs_and_runs_anywhere(installed):
                      else f"python -m keras_linformer.programs.{program}")
             assert result.stdout.startswith(f"usage: {named} "), result.stdout[:300]
 
-    result = run([python, "-c", (
-        "import keras_linformer\n"
-        "from keras_linformer.layers import LinformerEncoderStack\n"
-        "print(keras_linformer.__file__)\n"
-        "import importlib.util\n"
-        "print(importlib.util.find_spec('training'))\n"
-        "print(LinformerEncoderStack(num_layers=1, intermediate_dim=8, num_heads=2,\n"
-        "                            sequence_length=8, projected_dim=4).name)\n"
-    )], cwd=elsewhere, env=env, timeout=300)
-    file, training, name = result.stdout.strip().splitlines()[-3:]
-    assert file.startswith(str(tmp_path / "venv")), file  # The installed copy.
-    assert training == "None"  # The checkout's entry points are not installed.
-    assert name.startswith("linformer_encoder_stack")
+    # Importing the layers, from the README examples' process: its first lines.
+    imported = readme_examples[1]["import"]
+    assert imported["package"].startswith(str(tmp_path / "venv")), imported  # installed copy
+    assert imported["training"] == "None"  # The checkout's entry points are not installed.
+    assert imported["name"].startswith("linformer_encoder_stack"), imported
 
 
 # A value each program refuses (exit status 2) as it parses its flags, and the message.
@@ -159,21 +151,19 @@ def test_every_console_script_refuses_bad_input_with_status_2_as_its_module(inst
         assert errors[0] == errors[1], errors  # The same refusal.
 
 
-def run_readme_example(name, checks, installed):
-    """Runs the README block `name`, then `checks` (code printing one JSON line), with
-    the installed environment's python in a directory outside the repository."""
-    bin_dir, elsewhere, env = installed
-    workdir = elsewhere / name
-    workdir.mkdir()
-    script = workdir / "example.py"
-    script.write_text(readme_example(name) + "\nimport json\n" + checks)
-    result = run([bin_dir / "python", script], cwd=workdir, env=env, timeout=420)
-    return workdir, json.loads(result.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.slow
-def test_the_readme_quickstart_runs_in_the_installed_package(installed):
-    workdir, results = run_readme_example("quickstart", (
+# What each README block's check prints (one JSON line), run after the block; first, before
+# any block, the layers are imported in the fresh process.
+README_CHECKS = {
+    "import": (
+        "import importlib.util\n"
+        "import keras_linformer\n"
+        "from keras_linformer.layers import LinformerEncoderStack\n"
+        "print(json.dumps({'package': keras_linformer.__file__,\n"
+        "    'training': str(importlib.util.find_spec('training')),\n"
+        "    'name': LinformerEncoderStack(num_layers=1, intermediate_dim=8, num_heads=2,\n"
+        "                                  sequence_length=8, projected_dim=4).name}))\n"
+    ),
+    "quickstart": (
         "import keras_linformer\n"
         "from keras_linformer import export\n"
         "# Exportable as the README says, with a vocabulary of its 1,000 ids.\n"
@@ -187,7 +177,43 @@ def test_the_readme_quickstart_runs_in_the_installed_package(installed):
         "    'max_difference': float(np.abs(restored.predict(tokens[:8], verbose=0)\n"
         "                                   - model.predict(tokens[:8], verbose=0)).max()),\n"
         "    'answer': [answer['labels'].shape, answer['probabilities'].shape]}))\n"
-    ), installed)
+    ),
+    "from_bert": (
+        "import numpy as np\n"
+        "ids = np.full((1, 128), 1000, 'int32')\n"
+        "outputs = linformer({'token_ids': ids, 'segment_ids': np.zeros_like(ids),\n"
+        "                    'padding_mask': np.ones_like(ids)})\n"
+        "print(json.dumps({'bert': bert.count_params(), 'linformer': linformer.count_params(),\n"
+        "    'shape': list(outputs['sequence_output'].shape),\n"
+        "    'projected_dim': linformer.projected_dim}))\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def readme_examples(installed):
+    """The layers imported, then the README's quickstart and conversion blocks, as written,
+    one after the other in one process (each mostly imports TensorFlow and KerasHub) of the
+    installed environment's python, in a directory outside the repository, each followed by
+    its check: the working directory and `{"import" or block: what its check printed}`."""
+    bin_dir, elsewhere, env = installed
+    workdir = elsewhere / "readme"
+    workdir.mkdir()
+    script = workdir / "example.py"
+    script.write_text("import json\n" + "".join(
+        checks if name == "import" else f"{readme_example(name)}\n{checks}"
+        for name, checks in README_CHECKS.items()))
+    result = run([bin_dir / "python", script], cwd=workdir, env=env, timeout=420)
+    # The checks' lines, in order, among the blocks' own output.
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == len(README_CHECKS), result.stdout[-3000:]
+    return workdir, {name: json.loads(line) for name, line in zip(README_CHECKS, lines)}
+
+
+@pytest.mark.slow
+def test_the_readme_quickstart_runs_in_the_installed_package(installed, readme_examples):
+    workdir, examples = readme_examples
+    results = examples["quickstart"]
     assert results["package"].startswith(str(installed[0].parent)), results  # not the checkout
     assert (workdir / "linformer.keras").exists()
     assert results["max_difference"] < 1e-6, results
@@ -197,16 +223,8 @@ def test_the_readme_quickstart_runs_in_the_installed_package(installed):
 
 
 @pytest.mark.slow
-def test_the_readme_conversion_runs_in_the_installed_package(installed):
-    _, results = run_readme_example("from_bert", (
-        "import numpy as np\n"
-        "ids = np.full((1, 128), 1000, 'int32')\n"
-        "outputs = linformer({'token_ids': ids, 'segment_ids': np.zeros_like(ids),\n"
-        "                    'padding_mask': np.ones_like(ids)})\n"
-        "print(json.dumps({'bert': bert.count_params(), 'linformer': linformer.count_params(),\n"
-        "    'shape': list(outputs['sequence_output'].shape),\n"
-        "    'projected_dim': linformer.projected_dim}))\n"
-    ), installed)
+def test_the_readme_conversion_runs_in_the_installed_package(readme_examples):
+    results = readme_examples[1]["from_bert"]
     assert results["shape"] == [1, 128, 384], results
     assert results["projected_dim"] == 64, results
     assert results["linformer"] < results["bert"], results
@@ -257,7 +275,9 @@ def test_the_wheels_console_scripts_rerun_export_verify_and_query(installed, mai
     """The other console scripts, each exiting 0 (`run` checks) on the main job's results:
     the stage commands it printed, rerun as typed (the pretraining under the launcher, which
     exits with its worker's status; two workers: tests/training/test_multi_worker.py) find
-    their runs finished; the classifier is exported again, verified and answers a text.
+    their runs finished; the export finds the main job's export holds this classifier
+    (`--reuse-existing`: the main job exported it through the same library call; writing a
+    new version: tests/export/test_programs.py), which is verified and answers a text.
     Training through these scripts: tests/training/test_programs.py."""
     bin_dir, elsewhere, env = installed
     output_dir, result = main_job
@@ -266,10 +286,14 @@ def test_the_wheels_console_scripts_rerun_export_verify_and_query(installed, mai
          *pretrain], cwd=elsewhere, env=env, timeout=300)
     assert "nothing to do" in (elsewhere / "launch" / "worker-0.log").read_text()
     assert "nothing to do" in run(finetune, cwd=elsewhere, env=env, timeout=300).stdout
-    run([bin_dir / "keras-linformer-export", output_dir / "finetune", "--base-dir", "exports",
-         "--model-name", "reviews"], cwd=elsewhere, env=env, timeout=300)
-    assert "PASSED: all" in run([bin_dir / "keras-linformer-verify", "exports/reviews"],
+    exports = output_dir / "exports"
+    export = exports / "linformer_sentiment" / "1"
+    assert f"Reused {export}: " in run(
+        [bin_dir / "keras-linformer-export", output_dir / "finetune", "--base-dir", exports,
+         "--model-name", "linformer_sentiment", "--reuse-existing"],
+        cwd=elsewhere, env=env, timeout=300).stdout
+    assert "PASSED: all" in run([bin_dir / "keras-linformer-verify", export],
                                 cwd=elsewhere, env=env, timeout=300).stdout
-    answer = run([bin_dir / "keras-linformer-query", "exports/reviews", "a great fun film"],
+    answer = run([bin_dir / "keras-linformer-query", export, "a great fun film"],
                  cwd=elsewhere, env=env, timeout=300).stdout.strip().splitlines()[-1]
     assert json.loads(answer)["text"] == "a great fun film", answer
