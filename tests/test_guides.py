@@ -1,13 +1,16 @@
 """The guide to a model of one's own (docs/own-model.md) runs as printed, and its shell
-command verifies the export with the installed `keras-linformer-verify`."""
+command verifies the export with the installed `keras-linformer-verify` (its entry point's
+`main`, run in this process)."""
 
+import importlib
+import importlib.metadata
 import pathlib
 import re
 import shlex
 
 import pytest
 
-from tests.training.harness import run_program
+from tests.training.harness import run_here
 
 GUIDE = pathlib.Path(__file__).parents[1] / "docs" / "own-model.md"
 
@@ -26,6 +29,10 @@ def test_the_own_model_guide_trains_profiles_exports_and_verifies(tmp_path, monk
     assert re.search(r"'labels': array\(\[b'(fresh|rotten)'\]", capsys.readouterr().out)
     (command,) = re.findall(r"```sh\n(.*?)\n```", text, re.S)
     program, *arguments = shlex.split(command)
-    result = run_program(program, *arguments, cwd=tmp_path)
+    # The installed console script's own entry point, run here: the verification's loaders
+    # are fresh processes of their own (console scripts' processes: tests/test_install.py).
+    (entry_point,) = importlib.metadata.entry_points(group="console_scripts", name=program)
+    assert entry_point.attr == "main", entry_point
+    result = run_here(importlib.import_module(entry_point.module), arguments, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "PASSED: all 7 checks for saved_models/my_classifier/1" in result.stdout
