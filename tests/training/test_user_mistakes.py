@@ -10,6 +10,7 @@ During training: a NaN loss, a port in use, a full disk and changed data files (
 marked slow start training processes).
 """
 
+import contextlib
 import errno
 import json
 import os
@@ -34,7 +35,6 @@ from tests.training.harness import program_environment
 from tests.training.harness import read_summary
 from tests.training.harness import run_here
 from tests.training.harness import run_in_process
-from tests.training.harness import run_program
 
 
 def contents(directory):
@@ -762,6 +762,10 @@ def test_nan_loss_stops_with_status_3_and_keeps_the_last_good_checkpoint(
 
 @pytest.mark.slow
 def test_a_port_in_use_is_named_before_training(tmp_path, monkeypatch):
+    # In this process: the port is checked before TensorFlow's start-up, which it never
+    # reaches (a short --connect-timeout, should it get past the check).
+    from keras_linformer.programs import pretrain
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
         holder.bind(("", 0))
         holder.listen()
@@ -770,56 +774,64 @@ def test_a_port_in_use_is_named_before_training(tmp_path, monkeypatch):
             "cluster": {"worker": [f"localhost:{port}", "localhost:1"]},
             "task": {"type": "worker", "index": 0},
         }))
-        result = run_program("training.pretrain", "--output-dir", tmp_path, "--max-steps", 1)
+        result = run_here(pretrain, ["--output-dir", tmp_path, "--max-steps", 1,
+                                     "--connect-timeout", 1])
     assert result.returncode == 2, result.stderr[-3000:]
     assert f"this task (worker 0, localhost:{port}) cannot listen on port {port}" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def limit_file_size(limit):
-    """For `preexec_fn`: files may grow to `limit` bytes; a larger write fails with EFBIG.
+@contextlib.contextmanager
+def limited_file_size(limit):
+    """Files may grow to `limit` bytes while in this block; a larger write fails with EFBIG.
 
     As on a full disk the write fails (EFBIG rather than ENOSPC); SIGXFSZ,
-    which would kill the process instead, is ignored.
+    which would kill the process instead, is ignored. Only the soft limit is
+    lowered, so that it can be raised again after.
     """
-
-    def apply():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return apply
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
 
 
 @pytest.mark.slow
 def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
-    reviews_file, tmp_path
+    reviews_file, tmp_path, monkeypatch
 ):
     from keras_linformer.programs import pretrain
+    from keras_linformer.training import loop
 
     flags = ["--table", reviews_file, *SMALL, "--max-steps", 30, "--checkpoint-every", 10,
              "--output-dir", tmp_path]
-    # 1. A run whose last epoch is lost, as if it was killed before saving
-    #    it: its checkpoint index is put back to the one before.
+    save = loop.Trainer.save
+
+    def interrupt_before_the_last_save(trainer, *args, **kwargs):
+        if checkpoint_steps(tmp_path) == [10, 20]:
+            raise KeyboardInterrupt
+        return save(trainer, *args, **kwargs)
+
+    # 1. A run whose last epoch is lost: stopped before saving it.
+    monkeypatch.setattr(loop.Trainer, "save", interrupt_before_the_last_save)
     result = run_here(pretrain, flags)
-    assert result.returncode == 0, result.stderr[-3000:]
-    index = tmp_path / "checkpoints" / "checkpoint"
-    index.write_text('model_checkpoint_path: "ckpt-20"\nall_model_checkpoint_paths: "ckpt-20"\n')
-    for path in (tmp_path / "checkpoints").glob("ckpt-30.*"):
-        path.unlink()
-    (tmp_path / "summary.json").unlink()
+    monkeypatch.undo()
+    assert result.returncode == 130, result.stderr[-3000:]
+    assert checkpoint_steps(tmp_path) == [10, 20]
     data_file = next((tmp_path / "checkpoints").glob("ckpt-20.data-*"))
 
-    # 2. Restarted where no file may exceed half a checkpoint: its save fails.
-    run = Run(
-        ["training.pretrain", *flags], tmp_path / "part-2.log",
-        preexec_fn=limit_file_size(data_file.stat().st_size // 2),
-    )
-    run.process.wait(timeout=300)
-    output = run.output()
-    assert run.process.returncode == 74, output[-3000:]
+    # 2. Restarted where no file may exceed half a checkpoint: its save fails. In this
+    #    process: the limit is the operating system's, whichever process writes.
+    with limited_file_size(data_file.stat().st_size // 2):
+        result = run_here(pretrain, flags)
+    output = result.stdout + result.stderr
+    assert result.returncode == 74, output[-3000:]
     assert "Could not write the checkpoint of step 30" in output and "File too large" in output
     assert "The last complete checkpoint, ckpt-20, is intact" in output
-    assert checkpoint_steps(tmp_path) == [20]
+    assert checkpoint_steps(tmp_path) == [10, 20]  # The index is as it was.
     assert [p.name for p in (tmp_path / "checkpoints").iterdir() if "ckpt-30" in p.name] == []
 
     # 3. With space again, the same command resumes from the intact checkpoint.
