@@ -659,24 +659,6 @@ def test_a_run_its_options_cannot_build_leaves_no_directory(reviews_file, tmp_pa
     assert files_under(tmp_path) == []  # Not even the directories the run made.
 
 
-def test_a_refused_run_keeps_what_was_there_and_the_corrected_command_runs(
-        reviews_file, tmp_path):
-    from keras_linformer.programs import finetune
-
-    (tmp_path / "output.log").write_text("the shell's redirection\n")
-    flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", "16", "--max-steps",
-             "1", "--vocabulary-size", "100", "--output-dir", tmp_path]
-    status, stderr = run_in_process(
-        finetune, flags + ["--projection", "mean", "--projected-dim", "5"])
-    assert status == 2
-    assert "must be a multiple of `--projected-dim`" in stderr
-    assert files_under(tmp_path) == ["output.log"]
-    # Its run.json would have refused this one as "another configuration".
-    assert finetune.main([str(flag) for flag in flags]) == 0
-    assert read_summary(tmp_path)["steps"] == 1
-    assert {"run.json", "summary.json", "output.log"} <= set(os.listdir(tmp_path))
-
-
 def test_the_main_job_checks_both_stages_output_directories_before_pretraining(
         tmp_path):
     from keras_linformer.programs import main
@@ -854,47 +836,51 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one_and_the_run_resumes(
     assert {name: (tmp_path / name).read_bytes() for name in record} == record
 
 
-def test_a_directory_in_use_is_refused_and_a_killed_runs_claim_is_not(
-        reviews_file, tmp_path):
+def test_refused_and_failed_runs_keep_what_was_there_and_the_corrected_command_runs(
+        reviews_file, tmp_path, monkeypatch):
+    """One directory through a refused run, a directory in use, a killed run's claim and a
+    full disk at the final save; the corrected command then runs there."""
+    import keras
+
     from keras_linformer.programs import finetune
     from keras_linformer.training import run_directory
 
     output = tmp_path / "run"
     output.mkdir()
+    (output / "output.log").write_text("the shell's redirection\n")
     flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16, "--max-steps", 2,
              "--vocabulary-size", 100, "--output-dir", output]
+
+    # Options that cannot build a model: refused, the directory kept as it was (and no
+    # run.json that would refuse the corrected command as "another configuration").
+    status, stderr = run_in_process(
+        finetune, flags + ["--projection", "mean", "--projected-dim", "5"])
+    assert status == 2
+    assert "must be a multiple of `--projected-dim`" in stderr
+    assert files_under(output) == ["output.log"]
+
+    # A directory another run writes to now.
     with run_directory.claimed(str(output)):  # This process writes there now.
         result = run_here(finetune, flags)
     assert result.returncode == 2, result.stderr[-3000:]
     assert (f"error: --output-dir: '{output}' is in use by process {os.getpid()} on "
             f"{socket.gethostname()}, a run writing there now.") in result.stderr
-    assert os.listdir(output) == []
+    assert files_under(output) == ["output.log"]
     # A run killed while it held the directory leaves its lock file, and no claim.
     killed = subprocess.run([sys.executable, "-c", (
         "import os, signal\n"
         "from keras_linformer.training import run_directory\n"
         f"with run_directory.claimed({str(output)!r}):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n")], env=program_environment(), timeout=120)
-    assert killed.returncode == -signal.SIGKILL and os.listdir(output) == [".lock"]
-    result = run_here(finetune, flags)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert ".lock" not in os.listdir(output) and read_summary(output)["steps"] == 2
+    assert killed.returncode == -signal.SIGKILL
+    assert files_under(output) == [".lock", "output.log"]
 
-
-def test_a_full_disk_at_the_final_save_names_the_file_and_the_rerun_finishes(
-        reviews_file, tmp_path, monkeypatch):
-    import keras
-
-    from keras_linformer.programs import finetune
-
+    # The disk fills up at the final save: the file is named, and nothing is left of it.
     def fill_the_disk(model, path, *args, **kwargs):
         with open(path, "wb") as file:
             file.write(b"PK\x03\x04 the first bytes of a zip")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    output = tmp_path / "run"
-    flags = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", "16", "--max-steps", "2",
-             "--vocabulary-size", "100", "--output-dir", output]
     monkeypatch.setattr(keras.Model, "save", fill_the_disk)
     status, stderr = run_in_process(finetune, flags)
     assert status == 74, stderr
@@ -902,7 +888,14 @@ def test_a_full_disk_at_the_final_save_names_the_file_and_the_rerun_finishes(
             "was written there") in stderr
     assert not [p.name for p in output.iterdir() if p.name.startswith("classifier")]
     monkeypatch.undo()
-    assert finetune.main([str(flag) for flag in flags]) == 0
+
+    # The corrected command finishes the run, and leaves the user's file and no lock.
+    result = run_here(finetune, flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "classifier from scratch" in result.stdout
+    assert read_summary(output)["total_steps"] == 2
+    assert {"run.json", "summary.json", "output.log"} <= set(os.listdir(output))
+    assert ".lock" not in os.listdir(output)
     assert keras.saving.load_model(output / "classifier.keras").count_params() > 0
 
 
