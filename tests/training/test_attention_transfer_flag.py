@@ -72,38 +72,12 @@ def transfer_flags(tiny_bert, reviews_file, output, *more):
             output, *more]
 
 
-def test_ctrl_c_during_the_transfer_keeps_it_for_the_rerun(tiny_bert, reviews_file, tmp_path,
-                                                           capsys, monkeypatch):
+def test_a_failure_after_the_transfer_leaves_nothing_and_ctrl_c_during_it_keeps_it(
+        tiny_bert, reviews_file, tmp_path, capsys, monkeypatch):
+    """A run failing once its transfer has ended leaves nothing: the corrected command (with
+    another learning rate) is not refused. Interrupted during the transfer, that command
+    keeps it, and its rerun resumes it."""
     from keras_linformer.models import attention_transfer
-    from keras_linformer.programs import finetune
-
-    save = attention_transfer._save
-
-    def save_then_interrupt(directory, variables, optimizer, epoch):
-        save(directory, variables, optimizer, epoch)
-        raise KeyboardInterrupt
-
-    output = tmp_path / "run"
-    flags = transfer_flags(tiny_bert, reviews_file, output)
-    monkeypatch.setattr(attention_transfer, "_save", save_then_interrupt)
-    status, _ = run_in_process(finetune, flags)
-    assert status == 130
-    assert sorted(os.listdir(output)) == ["attention_transfer", "run.json"]
-    monkeypatch.undo()
-    # Resumed with another number of epochs, two transfers would mix.
-    other = [str(flag) for flag in flags]
-    other[other.index("--attention-transfer") + 1] = "2"
-    status, stderr = run_in_process(finetune, other)
-    assert status == 2 and "attention_transfer_epochs: 3 then, 2 now" in stderr
-    assert finetune.main([str(flag) for flag in flags]) == 0
-    assert read_summary(output)["steps"] == 1
-    checkpoint = output / "attention_transfer" / "attention_transfer.npz"
-    assert f"Attention transfer: resumed from {checkpoint} after epoch 1" in (
-        capsys.readouterr().out)
-
-
-def test_a_failure_after_the_transfer_leaves_nothing_for_the_corrected_command(
-        tiny_bert, reviews_file, tmp_path, monkeypatch):
     from keras_linformer.programs import finetune
     from keras_linformer.training import loop
 
@@ -117,9 +91,30 @@ def test_a_failure_after_the_transfer_leaves_nothing_for_the_corrected_command(
     assert status != 0 and "the loss is NaN" in stderr
     assert not output.exists()  # The transfer had ended: nothing of it is resumed.
     monkeypatch.undo()
+
+    save = attention_transfer._save
+
+    def save_then_interrupt(directory, variables, optimizer, epoch):
+        save(directory, variables, optimizer, epoch)
+        raise KeyboardInterrupt
+
     flags = transfer_flags(tiny_bert, reviews_file, output, "--learning-rate", "1e-4")
+    monkeypatch.setattr(attention_transfer, "_save", save_then_interrupt)
+    status, _ = run_in_process(finetune, flags)
+    assert status == 130
+    assert sorted(os.listdir(output)) == ["attention_transfer", "run.json"]
+    monkeypatch.undo()
+    # Resumed with another number of epochs, two transfers would mix.
+    other = [str(flag) for flag in flags]
+    other[other.index("--attention-transfer") + 1] = "2"
+    status, stderr = run_in_process(finetune, other)
+    assert status == 2 and "attention_transfer_epochs: 3 then, 2 now" in stderr
+    capsys.readouterr()
     assert finetune.main([str(flag) for flag in flags]) == 0
     assert read_summary(output)["steps"] == 1
+    checkpoint = output / "attention_transfer" / "attention_transfer.npz"
+    assert f"Attention transfer: resumed from {checkpoint} after epoch 1" in (
+        capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("flags, message", [
