@@ -470,21 +470,6 @@ def test_a_record_of_an_earlier_version_is_compared_on_what_it_holds(tmp_path):
         "warmup_fraction": 0.2, "mixed_precision": True})
 
 
-def test_a_short_sequence_rate_is_recorded_and_another_one_is_not_resumed(
-    reviews_file, tmp_path
-):
-    from keras_linformer.programs import pretrain
-
-    arguments = ["--table", reviews_file, *TINY_MODEL, "--sequence-length", 16,
-                 "--vocabulary-size", 100, "--batch-size", 8, "--max-steps", 2,
-                 "--max-eval-examples", 8, "--validation-batches", 1, "--output-dir", tmp_path]
-    pretrain.main([str(a) for a in [*arguments, "--short-sequence-rate", 0.3]])
-    assert json.loads((tmp_path / "run.json").read_text())["short_sequence_rate"] == 0.3
-    status, stderr = run_in_process(pretrain, arguments)
-    assert status == 2
-    assert "short_sequence_rate: 0.3 then, None now" in stderr
-
-
 REVIEWS = [(f"review number {i} was {'good' if i % 2 else 'bad'}", "pos" if i % 2 else "neg")
            for i in range(60)]
 
@@ -910,9 +895,11 @@ def text_files(tmp_path):
 
 
 @pytest.mark.slow
-def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resume(
+def test_data_files_are_read_before_training_and_changed_data_or_options_are_refused(
     text_files, tmp_path, monkeypatch
 ):
+    """The data files are not read again once training starts; a rerun on other data, or
+    without the run's --short-sequence-rate (recorded), is refused."""
     from keras_linformer.programs import pretrain
     from keras_linformer.training import loop
 
@@ -935,18 +922,24 @@ def test_data_files_are_read_before_training_and_changed_data_is_refused_on_resu
     # the corpus was read and checked before step 1, and training never reads them again.
     # In this process: what is tested is where the program reads its data, not a process.
     monkeypatch.setattr(loop.Trainer, "save", save_then_remove_the_files)
-    result = run_here(pretrain, arguments)
+    result = run_here(pretrain, [*arguments, "--short-sequence-rate", 0.3])
     monkeypatch.undo()
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert removed_after == [10] and read_summary(output_dir)["total_steps"] == 30
+    assert json.loads((output_dir / "run.json").read_text())["short_sequence_rate"] == 0.3
 
     # Run again on changed files, the checkpoints (of other data) are refused.
     shutil.move(saved, text_files)
     (text_files / "00.txt").write_text("a different first document")
-    result = run_here(pretrain, arguments)
+    result = run_here(pretrain, [*arguments, "--short-sequence-rate", 0.3])
     assert result.returncode == 2
     assert (
         "holds the checkpoints of a finished run with another configuration or data"
         in result.stderr
     )
     assert "data_sha256: '" in result.stderr
+    assert "short_sequence_rate" not in result.stderr
+    # So are they without the short sequences they were trained with.
+    result = run_here(pretrain, arguments)
+    assert result.returncode == 2
+    assert "short_sequence_rate: 0.3 then, None now" in result.stderr
