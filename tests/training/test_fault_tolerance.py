@@ -5,9 +5,9 @@ checkpoint, SIGTERM mid-epoch, SIGKILL while it resumes) and restarted
 with the same command each time, its `--output-dir` given as a relative
 path; it resumes from the right checkpoint each time, takes every step
 exactly once, and ends with the weights and optimizer state of an
-uninterrupted run with the same seed. The killed runs are processes; the run that
-finishes, and reruns on the checkpoints left (damaged, or holding every step), are code
-paths that run in this process.
+uninterrupted run with the same seed. The killed runs are processes; the uninterrupted
+run, the run that finishes, and reruns on the checkpoints left (damaged, or holding every
+step), are code paths that run in this process.
 """
 
 import os
@@ -24,14 +24,13 @@ from tests.training.harness import checkpoint_steps
 from tests.training.harness import checkpoint_values
 from tests.training.harness import read_summary
 from tests.training.harness import run_here
-from tests.training.harness import run_program
 
 # Starts training or export processes (setup.cfg's `slow` marker).
 pytestmark = pytest.mark.slow
 
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
-    "--epochs", 100, "--max-steps", 60, "--checkpoint-every", 10, "--learning-rate", 1e-2,
+    "--epochs", 100, "--max-steps", 30, "--checkpoint-every", 10, "--learning-rate", 1e-2,
     "--validation-batches", 1, "--max-eval-examples", 8, "--deterministic",
 ]
 
@@ -53,7 +52,7 @@ def runs(reviews_file, tmp_path_factory):
     """(uninterrupted output dir, interrupted output dir, outputs of the interrupted run's 4
     parts)."""
     uninterrupted = tmp_path_factory.mktemp("uninterrupted")
-    result = run_program("training.pretrain", *pretrain_arguments(reviews_file, uninterrupted))
+    result = rerun(pretrain_arguments(reviews_file, uninterrupted))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
 
     interrupted = tmp_path_factory.mktemp("interrupted")
@@ -63,14 +62,14 @@ def runs(reviews_file, tmp_path_factory):
     arguments = pretrain_arguments(reviews_file, relative)
     outputs = []
 
-    # 1. SIGKILL once the second epoch's checkpoint is written.
+    # 1. SIGKILL once the first epoch's checkpoint is written.
     run = Run(["training.pretrain", *arguments], interrupted / "part-1.log")
-    run.wait_for(lambda: 20 in checkpoint_steps(interrupted), "checkpoint 20")
+    run.wait_for(lambda: 10 in checkpoint_steps(interrupted), "checkpoint 10")
     outputs.append(run.stop(signal.SIGKILL))
 
-    # 2. SIGTERM after the fourth epoch's checkpoint: a mid-epoch save, exit 143.
+    # 2. SIGTERM after the second epoch's checkpoint: a mid-epoch save, exit 143.
     run = Run(["training.pretrain", *arguments], interrupted / "part-2.log")
-    run.wait_for(lambda: 40 in checkpoint_steps(interrupted), "checkpoint 40")
+    run.wait_for(lambda: 20 in checkpoint_steps(interrupted), "checkpoint 20")
     outputs.append(run.stop(signal.SIGTERM))
     assert run.process.returncode == 143, outputs[-1][-3000:]
 
@@ -89,7 +88,7 @@ def runs(reviews_file, tmp_path_factory):
 def test_sigkill_costs_at_most_the_round_since_the_last_checkpoint(runs):
     _, _, outputs = runs
     assert re.search(
-        r"Resuming from checkpoint \S+ckpt-20 at step 20", outputs[1]
+        r"Resuming from checkpoint \S+ckpt-10 at step 10", outputs[1]
     ), outputs[1][-3000:]
     # Every restart found its checkpoints through the relative --output-dir.
     assert not any("does not load" in output for output in outputs)
@@ -100,7 +99,7 @@ def test_sigterm_saves_a_mid_round_checkpoint_and_resumes_there(runs):
     saved = re.search(r"SIGTERM: saved \S+ckpt-(\d+) at step (\d+); stopping.", outputs[1])
     assert saved, outputs[1][-3000:]
     step = int(saved.group(1))
-    assert step == int(saved.group(2)) and 40 < step < 50
+    assert step == int(saved.group(2)) and 20 < step < 30
     assert "Run the same command again to resume" in outputs[1]
     # Killed while resuming, the run restarts from the SIGTERM checkpoint again.
     for resumed in outputs[2:4]:
@@ -108,7 +107,7 @@ def test_sigterm_saves_a_mid_round_checkpoint_and_resumes_there(runs):
 
 
 def test_resumed_run_takes_every_step_exactly_once(runs):
-    # Optimizer and global step both end at 60 after three interruptions:
+    # Optimizer and global step both end at 30 after three interruptions:
     # no step was lost or repeated, so the learning-rate schedule ended
     # where the uninterrupted run's did.
     import tensorflow as tf
@@ -117,12 +116,12 @@ def test_resumed_run_takes_every_step_exactly_once(runs):
     assert (
         read_summary(interrupted)["total_steps"]
         == read_summary(uninterrupted)["total_steps"]
-        == 60
+        == 30
     )
     for output_dir in (uninterrupted, interrupted):
         reader = tf.train.load_checkpoint(str(output_dir / "checkpoints"))
-        assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 60
-        assert reader.get_tensor("optimizer_variables/0/.ATTRIBUTES/VARIABLE_VALUE") == 60
+        assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 30
+        assert reader.get_tensor("optimizer_variables/0/.ATTRIBUTES/VARIABLE_VALUE") == 30
 
 
 def test_resumed_run_ends_with_the_weights_of_the_uninterrupted_run(runs):
@@ -177,7 +176,7 @@ def test_a_run_stopped_after_its_last_checkpoint_evaluates_and_finishes(runs, re
     (output_dir / "summary.json").unlink()
     result = rerun(pretrain_arguments(reviews_file, output_dir))
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Nothing to do: the checkpoint is at step 60 of 60" in result.stdout
+    assert "Nothing to do: the checkpoint is at step 30 of 30" in result.stdout
     assert "no step left to train (the checkpoints held them all)" in result.stdout
     summary = read_summary(output_dir)
     assert summary["steps"] == 0 and summary["tokens_per_second"] is None
