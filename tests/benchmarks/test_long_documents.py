@@ -99,20 +99,19 @@ def one_layer_bert(tiny_bert):  # noqa: F811
 @pytest.mark.slow
 @needs_data
 def test_runs_end_to_end_and_resumes_without_recomputing(one_layer_bert, tmp_path, capsys):
-    # The BERT reads 32 positions; the study reads 64. The fewest texts that 3 folds take, in
-    # one batch each: every reading compiles for one batch shape.
+    # The BERT reads 32 positions; the study reads 64. About the fewest texts that 3 folds
+    # take, in whole batches of 4: each reading compiles for one batch shape.
     flags = ["--bert", one_layer_bert, "--sequence-length", "64", "--projected-dims", "16",
-             "--max-texts", "30", "--folds", "3", "--neighbours", "3", "--bootstrap", "50",
+             "--max-texts", "32", "--folds", "3", "--neighbours", "3", "--bootstrap", "50",
              "--transfer-texts", "8", "--transfer-epochs", "1", "--throughput-rounds", "1",
-             "--throughput-texts", "4", "--batch-size", "64",
-             "--output-dir", str(tmp_path / "out")]
+             "--throughput-texts", "4", "--output-dir", str(tmp_path / "out")]
     long_documents.main(flags)
     rows, command = outputs.read_csv(tmp_path / "out" / "accuracy.csv")
     assert command.startswith("python -m benchmarks.long_documents --bert")
     assert [(r["model"], r["sequence_length"]) for r in rows] == [
         ("bert-truncated", 32), ("bert-chunks", 32), ("bert-n64", 64),
         ("linear-k16-transfer", 64), ("linear-k16", 64)]
-    assert all(r["texts"] == 30 and r["texts_per_second"] > 0
+    assert all(r["texts"] == 32 and r["texts_per_second"] > 0
                and r["trimmed_texts_per_second"] > 0 for r in rows)
     comparisons = outputs.read_csv(tmp_path / "out" / "comparisons.csv")[0]
     assert len(comparisons) == 2 * 3 * 2  # Two Linformers, three BERT readings, two scores.
