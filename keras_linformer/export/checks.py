@@ -16,6 +16,14 @@ from keras_linformer.export.report import Check
 
 CLI_LOADER = "saved_model_cli_with_text_ops"
 LOAD_LOADER = "load_and_run"
+# The names of the checks that load the export, and of the loader runs behind them.
+SHOW_CHECK = "saved_model_cli show --all"
+LOAD_CHECK = "tf.saved_model.load"
+
+
+def run_check(signature):
+    """The name of the `saved_model_cli run` check of one signature."""
+    return f"saved_model_cli run {signature}"
 
 
 def check_layout(export_dir):
@@ -145,7 +153,7 @@ def show_program(export_dir):
 
 def check_show(result, expected):
     """Returns `(Check, signatures found)` for the outcome of `show_program`."""
-    name = "saved_model_cli show --all"
+    name = SHOW_CHECK
     ok, stdout, error = result
     if not ok:
         return Check(name, False, error), {}
@@ -204,13 +212,13 @@ def run_cli(export_dir, signature, inputs, work, python=None):
     """`saved_model_cli run` on one signature in a fresh process; returns `(outputs or None,
     error)`."""
     program, out_dir = cli_program(export_dir, signature, inputs, work)
-    outcome = run_loader(*program, f"saved_model_cli run {signature}", python)
+    outcome = run_loader(*program, run_check(signature), python)
     return read_cli_outputs(outcome, out_dir)
 
 
 def check_run(signature, result, reference, atol, batch_size):
     """Returns `(Check, outputs or None)` for one `read_cli_outputs` result."""
-    name = f"saved_model_cli run {signature}"
+    name = run_check(signature)
     outputs, error = result
     if outputs is None:
         return Check(name, False, error), None
@@ -325,7 +333,7 @@ def read_load_outputs(result, cases):
 
 def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
     """Returns `(Check, {signature: outputs})` for the `read_load_outputs` result."""
-    name = "tf.saved_model.load"
+    name = LOAD_CHECK
     outputs_by_case, error, manifest, rows, refusals = result
     if outputs_by_case is None:
         return Check(name, False, error), {}

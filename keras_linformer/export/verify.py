@@ -150,28 +150,28 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     requests, warmup_check = checks.check_warmup(export_dir, info, expected)
     with tempfile.TemporaryDirectory(prefix="keras_linformer_verify_") as work:
         # One fresh process runs every loader: it mostly imports TensorFlow.
-        programs = {"saved_model_cli show --all": checks.show_program(export_dir)}
+        programs = {checks.SHOW_CHECK: checks.show_program(export_dir)}
         out_dirs = {}
         for signature, inputs in cases.items():
-            programs[f"saved_model_cli run {signature}"], out_dirs[signature] = (
+            programs[checks.run_check(signature)], out_dirs[signature] = (
                 checks.cli_program(export_dir, signature, inputs, work))
-        programs["tf.saved_model.load"], load_cases = checks.load_program(
+        programs[checks.LOAD_CHECK], load_cases = checks.load_program(
             export_dir, cases, requests, work, max_batch_size)
         outcomes = loaders.run_together(programs, python)
         check, report.signatures = checks.check_show(
-            outcomes["saved_model_cli show --all"], expected)
+            outcomes[checks.SHOW_CHECK], expected)
         add(check)
         for signature, out_dir in out_dirs.items():
             check, outputs = checks.check_run(
                 signature,
-                checks.read_cli_outputs(outcomes[f"saved_model_cli run {signature}"], out_dir),
+                checks.read_cli_outputs(outcomes[checks.run_check(signature)], out_dir),
                 reference, atol, len(batch),
             )
             if outputs is not None:
                 report.cli_outputs[signature] = outputs
             add(check)
         check, report.load_outputs = checks.check_load(
-            checks.read_load_outputs(outcomes["tf.saved_model.load"], load_cases),
+            checks.read_load_outputs(outcomes[checks.LOAD_CHECK], load_cases),
             report.cli_outputs, reference, atol, max_batch_size,
         )
         add(check)
