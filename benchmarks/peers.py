@@ -156,6 +156,32 @@ class _Jax:
     def sync(self, outputs):
         self.jax.block_until_ready(outputs)
 
+    def profile(self, calls):
+        """The device kernels' time over `calls` calls, and the compiled program."""
+        import glob
+        import gzip
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            with self.jax.profiler.trace(scratch, create_perfetto_trace=True):
+                for _ in range(calls):
+                    self.sync(self.call())
+            path = glob.glob(f"{scratch}/**/perfetto_trace.json.gz", recursive=True)[0]
+            with gzip.open(path) as file:
+                trace = json.load(file)
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        processes = {e["pid"]: e["args"]["name"] for e in events
+                     if e.get("ph") == "M" and e.get("name") == "process_name"}
+        device = {pid for pid, name in processes.items() if "GPU" in name or "device" in name}
+        totals = {}
+        for e in events:  # On a CPU (no device process), the host's XLA operations.
+            if e.get("ph") == "X" and (e["pid"] in device or not device):
+                totals[e["name"]] = totals.get(e["name"], 0.0) + e.get("dur", 0.0) / calls
+        program = self.function.as_text() if hasattr(self.function, "as_text") else ""
+        entry = program[program.find("ENTRY"):] if "ENTRY" in program else ""
+        return _kernel_table(totals, "device" if device else "host") + [
+            "", "Optimized HLO, entry computation:", "```", entry.strip(), "```"]
+
     def memory_in_use(self):
         stats = self.device.memory_stats() if self.device.platform == "gpu" else None
         return None if not stats else (stats["bytes_in_use"], stats["peak_bytes_in_use"])
@@ -189,6 +215,21 @@ class _Torch:
             self.sync(self.call())
         return any(e.key.startswith("aten::_scaled_dot_product_") and "_math" not in e.key
                    for e in profile.key_averages())
+
+    def profile(self, calls):
+        """The operators' device (or CPU) time over `calls` calls, from torch.profiler."""
+        profiler = self.torch.profiler
+        activities = [profiler.ProfilerActivity.CPU]
+        if self.cuda:
+            activities.append(profiler.ProfilerActivity.CUDA)
+        with profiler.profile(activities=activities) as profile:
+            for _ in range(calls):
+                self.sync(self.call())
+        averages = profile.key_averages()
+        sort = "self_device_time_total" if self.cuda else "self_cpu_time_total"
+        dispatched = sum(e.count for e in averages if e.key.startswith("aten::"))
+        return [f"ATen operator calls per call: {dispatched / calls:.0f}", "```",
+                averages.table(sort_by=sort, row_limit=30), "```"]
 
     def call(self):
         if not self.training:
@@ -242,6 +283,20 @@ class _TensorFlow:
     def memory_in_use(self):
         return None  # CPU only here: the peak RSS is the measure.
 
+    def profile(self, calls):
+        raise ValueError("--profile runs on the JAX and PyTorch backends; for TensorFlow, "
+                         "use tf.profiler with TensorBoard.")
+
+
+def _kernel_table(totals, where):
+    """Markdown: the 30 costliest kernels, microseconds per call and share of the total."""
+    total = sum(totals.values())
+    lines = [f"{where} time per call: {total:.0f} us in {len(totals)} kernels", "",
+             "| kernel | us per call | share |", "|---|---|---|"]
+    for name, us in sorted(totals.items(), key=lambda item: -item[1])[:30]:
+        lines.append(f"| `{name[:90]}` | {us:.1f} | {us / total:.1%} |")
+    return lines
+
 
 def _timed(runner, repeats, min_seconds):
     """Median and min over `repeats` of the mean seconds per call."""
@@ -281,6 +336,13 @@ def run_cell(spec):
     with PeakResidentMemory() as rss:
         median, fastest = _timed(runner, spec["repeats"], spec["min_seconds"])
     after = runner.memory_in_use()
+    if spec.get("profile"):
+        name = "-".join(str(spec[f]) for f in ("compile", "task", "model", "sequence_length"))
+        os.makedirs(spec["profile"], exist_ok=True)
+        with open(os.path.join(spec["profile"], f"{backend}-{name}.md"), "w") as file:
+            file.write("\n".join([f"# {backend} {name}, batch {spec['batch_size']}, "
+                                  f"{spec['dtype']}: {median * 1e3:.3f} ms per call", ""]
+                                 + runner.profile(calls=5)) + "\n")
     if in_use is not None:
         peak, measure = after[1] - in_use[0], "device allocator"
     else:
@@ -566,6 +628,10 @@ def parse_args(argv):
                         help="a cell whose RSS passes this is killed and recorded as OOM "
                              "(host memory; default: %(default)s)")
     parser.add_argument("--output", required=True, help="CSV, appended to and resumed")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="also profile each cell after timing it (JAX: device kernels "
+                             "and the optimized HLO; PyTorch: torch.profiler's operators) "
+                             "into DIR/BACKEND-COMPILE-TASK-MODEL-N.md")
     parser.add_argument("--report-only", action="store_true")
     cli.add_debug_flag(parser)
     return parser, parser.parse_args(argv)
@@ -613,7 +679,8 @@ def measure(args, argv):
                 spec = dict(model=model, task=task, sequence_length=n, batch_size=batch,
                             projected_dim=args.projected_dim, num_heads=12, head_dim=64,
                             dtype=args.dtype, compile=compile_mode, device=device,
-                            repeats=args.repeats, min_seconds=args.min_seconds)
+                            repeats=args.repeats, min_seconds=args.min_seconds,
+                            profile=args.profile and os.path.abspath(args.profile))
                 # The k that runs: at most n, and none for exact attention.
                 k = min(args.projected_dim, n) if model.startswith("linformer") else None
                 row = dict(backend=backend, device=device, compile=compile_mode,

@@ -32,10 +32,15 @@ def test_a_small_grid_on_jax_measures_every_cell_and_summarises(tmp_path, on_bac
     done = on_backend("jax", [
         "--lengths", "64", "--tokens", "128", "--models", "linformer", "mha-fused",
         "--tasks", "train", "--projected-dim", "128", "--repeats", "1", "--min-seconds", "0",
-        "--output", output])
+        "--output", output, "--profile", tmp_path / "profiles"])
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         rows = list(csv.DictReader(file))
+    # Each cell's profile: its kernels' time, and the compiled program it ran.
+    profile = (tmp_path / "profiles" / "jax-jit-train-linformer-64.md").read_text()
+    assert profile.startswith("# jax jit-train-linformer-64, batch 2, float32: ")
+    assert "| kernel | us per call | share |" in profile and "ENTRY " in profile
+    assert (tmp_path / "profiles" / "jax-jit-train-mha-fused-64.md").exists()
     assert [(r["task"], r["model"]) for r in rows] == [
         ("train", "linformer"), ("train", "mha-fused")]
     for row in rows:  # Appended to across commands, so each row names its own.
@@ -64,10 +69,12 @@ def test_on_torch_the_fused_kernel_is_read_off_the_profiled_call(tmp_path, on_ba
     done = on_backend("torch", [
         "--lengths", "64", "--tokens", "128", "--models", "mha-fused", "mha-explicit",
         "--tasks", "train", "--compile", "eager", "--repeats", "1", "--min-seconds", "0",
-        "--output", output])
+        "--output", output, "--profile", tmp_path])
     assert done.returncode == 0, done.stderr[-2000:]
     with open(output, newline="") as file:
         rows = {r["model"]: r for r in csv.DictReader(file)}
+    profile = (tmp_path / "torch-eager-train-mha-fused-64.md").read_text()
+    assert "ATen operator calls per call: " in profile and "aten::" in profile
     assert {m: (r["status"], r["backend"], r["compile"]) for m, r in rows.items()} == {
         "mha-fused": ("ok", "torch", "eager"), "mha-explicit": ("ok", "torch", "eager")}
     # Dropout in training takes the explicit path: softmax over materialised scores.
