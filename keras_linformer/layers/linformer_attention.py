@@ -412,14 +412,11 @@ class LinformerAttention(keras.layers.Layer):
 
         query = self._query_dense(query)  # (B, T, N, Hk)
         if self._projects_input:
-            if not key_is_value:
-                key_input = self._project(key, mask, key_projection)
-                value_input = self._project(value, mask, value_projection)
-            elif key_projection is value_projection:
-                key_input = value_input = self._project(key, mask, key_projection)
+            key_input = self._project(key, mask, key_projection)
+            if key_is_value and key_projection is value_projection:
+                value_input = key_input  # One projection serves both.
             else:
-                key_input, value_input = self._project(
-                    key, mask, (key_projection, value_projection))
+                value_input = self._project(value, mask, value_projection)
             key, slot_mask = self._dense_projected_input(key_input, self._key_dense)
             value, _ = self._dense_projected_input(value_input, self._value_dense)
         else:
@@ -528,15 +525,9 @@ class LinformerAttention(keras.layers.Layer):
         return projection_kernel, projection_kernel
 
     def _project(self, x, mask, kernel):
-        """Projects `(B, S, ...)` inputs, keys or values to k slots: see `project`.
-
-        A `(key_kernel, value_kernel)` pair projects `x` for both: see `project_pair`.
-        """
+        """Projects `(B, S, ...)` inputs, keys or values to k slots: see `project`."""
         if mask is not None:
             x = projections.zero_padding(x, mask)
-        if isinstance(kernel, tuple):
-            return self.projection.project_pair(
-                x, mask, kernel, self.sequence_length, self.projected_dim)
         return self.projection.project(
             x, mask, kernel, self.sequence_length, self.projected_dim
         )
@@ -547,7 +538,7 @@ class LinformerAttention(keras.layers.Layer):
         out = dense(x_bar)
         if self.use_bias:
             # dense() added the bias once per slot; the projected bias is (E m) b.
-            correction = ops.reshape(weight_sums - 1.0, (-1, weight_sums.shape[1], 1, 1))
+            correction = ops.expand_dims(ops.expand_dims(weight_sums - 1.0, -1), -1)
             out = out + correction * ops.cast(dense.bias, out.dtype)
         return out, slot_mask
 

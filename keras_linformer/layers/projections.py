@@ -170,14 +170,6 @@ class SequenceProjection:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement `project`.")
 
-    def project_pair(self, x, mask, kernels, sequence_length, projected_dim):
-        """`project` of one input with the keys' and the values' weights: two results.
-
-        A subclass may share the work between the two (a matrix does: one product).
-        """
-        return [self.project(x, mask, kernel, sequence_length, projected_dim)
-                for kernel in kernels]
-
     def get_config(self):
         return {}
 
@@ -229,16 +221,6 @@ class _Matrix(SequenceProjection):
         else:
             weight_sums = ops.einsum("bs,sk->bk", ops.cast(mask, x.dtype), e)
         return projected, weight_sums, None  # Every slot holds real positions.
-
-    def project_pair(self, x, mask, kernels, sequence_length, projected_dim):
-        if len(kernels[0].shape) != 2:  # E_i per head: applied after the kernels.
-            return super().project_pair(x, mask, kernels, sequence_length, projected_dim)
-        # One product with [E F]: x is read once, and one matmul runs instead of two.
-        width = kernels[0].shape[1]
-        projected, sums, _ = self.project(
-            x, mask, ops.concatenate(kernels, axis=1), sequence_length, projected_dim)
-        return [(projected[:, :width], sums[:, :width], None),
-                (projected[:, width:], sums[:, width:], None)]
 
 
 @register("linear")
