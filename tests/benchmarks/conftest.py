@@ -1,5 +1,5 @@
 """Shared by the benchmark tests: other processes that keep the machine busy, a quicker
-look at that load, and this machine's matmul rate."""
+look at that load, and a matmul rate for the programs that record one."""
 
 import functools
 import subprocess
@@ -20,14 +20,10 @@ def two_busy_processes():
 
 @pytest.fixture(scope="session")
 def matmul_rate():
-    """This machine's float32 matmul rate (`harness.runner.matmul_rate`, measured in a
-    TensorFlow process of its own), measured once for the programs run here that record it;
-    `test_runner.py` tests the measurement itself, beside NumPy's."""
-    from benchmarks.harness import runner
-
-    rate = runner.matmul_rate()
-    assert rate is not None and rate > 0
-    return rate
+    """A float32 matmul rate in GFLOP/s for the programs run here that record one (they
+    patch `harness.runner.matmul_rate` to it): the tests check what is recorded and
+    reported, not this machine's speed; `test_runner.py` measures it, beside NumPy's."""
+    return 250.0
 
 
 @pytest.fixture

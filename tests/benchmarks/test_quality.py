@@ -59,7 +59,7 @@ def study(tmp_path_factory, matmul_rate):
     matmul rates measured).
 
     Each training run is a process of its own; the study between them needs none. The
-    matmul rate is this machine's, measured once for the tests (`matmul_rate`)."""
+    matmul rate "measured" is conftest's `matmul_rate` (measuring it: harness/test_runner.py)."""
     root = tmp_path_factory.mktemp("quality")
     arguments = [*TOY, "--output-dir", root / "runs", "--results-dir", root / "results",
                  "--name", "toy"]

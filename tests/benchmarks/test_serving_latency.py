@@ -18,7 +18,7 @@ def test_both_models_answer_every_signature_and_batch(tmp_path, monkeypatch,
 
     Both models are toys of one small layer: exporting (a SavedModel, ONNX and OpenVINO's IR
     of each) costs less, and what is served and timed is the same."""
-    monkeypatch.setattr(runner, "matmul_rate", lambda: matmul_rate)  # Measured once.
+    monkeypatch.setattr(runner, "matmul_rate", lambda: matmul_rate)  # Not measured here.
     monkeypatch.setattr(serving_latency, "SHAPE", dict(
         num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32))
     monkeypatch.chdir(REPOSITORY)  # Where `python -m benchmarks.serving_latency --cell` runs.
