@@ -91,7 +91,7 @@ def export_models(n, projected_dim, base_dir, runtimes):
             projected_dim=projected_dim, projection="linear", sharing="layerwise",
             dropout=0.1, **SHAPE)
         classifier = LinformerTextClassifier(backbone, num_classes=5, activation="softmax")
-        classifier.predict(token_ids_batch(1, n), verbose=0)  # Keras exports a called model.
+        classifier(token_ids_batch(1, n))  # Keras exports a called model; eager: no tracing.
         if "tf_serving" in runtimes:
             paths["tf_serving"][model] = export_classifier(
                 classifier, vocabulary=vocabulary, label_names=[f"class{i}" for i in range(5)],
