@@ -1,11 +1,8 @@
 """SHA-256 fingerprints of what an export holds, recorded under `"fingerprints"` in
-`assets.extra/export_info.json`, and the checks of its files against them.
-
-- `"files"`: `vocab.txt` (and `labels.txt`): the files clients tokenize with and
-  `verify` builds its Keras model from, so a changed one would go unnoticed.
-- `"model"`: the Keras model's config and weights.
-- `"export"`: everything that makes the SavedModel; an equal one lets a rerun reuse it.
-- `"contents"`: every file the export wrote but `export_info.json`.
+`assets.extra/export_info.json`, and the checks of its files against them: `"files"`
+(`vocab.txt`, `labels.txt`), `"model"` (config and weights), `"export"` (everything that
+makes the SavedModel: an equal one lets a rerun reuse it) and `"contents"` (every file the
+export wrote but `export_info.json`).
 """
 
 import hashlib
@@ -37,11 +34,8 @@ def file_sha256(path):
 def read_lines(path):
     """The lines of a UTF-8 text file (invalid bytes replaced), without their line ends."""
     with open(path, encoding="utf-8", errors="replace", newline="") as file:
-        text = file.read()
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
+        lines = file.read().split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def model_sha256(model):
@@ -68,22 +62,24 @@ def short(sha256):
     return sha256[:12]
 
 
-def describe_line(line):
-    return repr(line if len(line) <= 40 else line[:40] + "...")
-
-
 def line_differences(found, recorded, limit=3):
     """`"line 12 is 'cat' (exported: 'the'); ..."` for the first lines that differ."""
+
+    def describe(lines, index, absent):
+        if index >= len(lines):
+            return absent
+        return repr(lines[index] if len(lines[index]) <= 40 else lines[index][:40] + "...")
+
     differing = [
         index
         for index in range(max(len(found), len(recorded)))
         if index >= len(found) or index >= len(recorded) or found[index] != recorded[index]
     ]
-    parts = []
-    for index in differing[:limit]:
-        now = describe_line(found[index]) if index < len(found) else "missing"
-        then = describe_line(recorded[index]) if index < len(recorded) else "no such line"
-        parts.append(f"line {index + 1} is {now} (exported: {then})")
+    parts = [
+        f"line {index + 1} is {describe(found, index, 'missing')} "
+        f"(exported: {describe(recorded, index, 'no such line')})"
+        for index in differing[:limit]
+    ]
     if len(differing) > limit:
         parts.append(f"and {len(differing) - limit} more lines differ")
     return "; ".join(parts)
@@ -130,10 +126,9 @@ def check_file(path, name, record, exported_lines=None):
     )
     if exported_lines is not None:
         differences = line_differences(lines, exported_lines)
-        if differences:
-            problem += f"; {differences}"
-        else:
-            problem += "; the same lines, different bytes (line ends or encoding)"
-    elif len(lines) == record["lines"]:
+        return problem + "; " + (
+            differences or "the same lines, different bytes (line ends or encoding)"
+        )
+    if len(lines) == record["lines"]:
         problem += " (same number of lines: lines were edited or reordered)"
     return problem

@@ -6,12 +6,17 @@ is written in a hidden temporary directory beside them and renamed into place.
 
 import os
 import re
-import shutil
 import tempfile
 
 MODEL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Its model server links the tensorflow-text ops the raw-text signatures use.
 SERVING_IMAGE = "tensorflow/serving:2.20.0"
+
+
+def check_int(name, value, low, high, words):
+    """Raises ValueError unless `value` is an int (not a bool) from `low` to `high`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"`{name}` must be {words}. Received: {name}={value!r}")
 
 
 def check_version_free(base_dir, model_name, version):
@@ -22,15 +27,12 @@ def check_version_free(base_dir, model_name, version):
             "that starts with a letter or digit (it becomes a directory and "
             f"TF Serving's MODEL_NAME). Received: model_name={model_name!r}"
         )
-    if version is not None and (
-        isinstance(version, bool) or not isinstance(version, int) or version < 1
-    ):
-        raise ValueError(
-            "`version` must be a positive integer (TF Serving's version "
-            f"directories), or None for the next one. Received: version={version!r}"
-        )
+    if version is None:
+        return
+    words = "a positive integer (TF Serving's version directories), or None for the next one"
+    check_int("version", version, 1, float("inf"), words)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
-    if version is not None and os.path.exists(os.path.join(model_dir, str(version))):
+    if os.path.exists(os.path.join(model_dir, str(version))):
         raise FileExistsError(
             f"version: {os.path.join(model_dir, str(version))!r} already exists; "
             "an export never replaces a version. Leave `version` unset "
@@ -51,8 +53,7 @@ def list_versions(model_dir):
 
 def next_version(model_dir):
     """One more than the highest version under `model_dir`, or 1."""
-    versions = list_versions(model_dir)
-    return versions[-1] + 1 if versions else 1
+    return max(list_versions(model_dir), default=0) + 1
 
 
 def docker_command(base_dir, model_name):
@@ -60,22 +61,17 @@ def docker_command(base_dir, model_name):
     with TF Serving's REST API."""
     model_dir = os.path.normpath(os.path.join(os.fspath(base_dir), model_name))
     mount = model_dir if os.path.isabs(model_dir) else f"$PWD/{model_dir}"
-    return (
-        f'docker run -p 8501:8501 -v "{mount}:/models/{model_name}" '
-        f"-e MODEL_NAME={model_name} {SERVING_IMAGE}"
-    )
+    return (f'docker run -p 8501:8501 -v "{mount}:/models/{model_name}" '
+            f"-e MODEL_NAME={model_name} {SERVING_IMAGE}")
 
 
 def latest_version_dir(path):
     """`path` itself if it holds a SavedModel, else its highest version subdirectory."""
     path = os.fspath(path)
     if os.path.exists(path) and not os.path.isdir(path):
-        parent = os.path.dirname(os.path.abspath(path))
-        hint = (
-            f" (the SavedModel is its directory, {parent!r})"
-            if os.path.basename(path) == "saved_model.pb"
-            else ""
-        )
+        hint = ""
+        if os.path.basename(path) == "saved_model.pb":
+            hint = f" (the SavedModel is its directory, {os.path.dirname(os.path.abspath(path))!r})"
         raise NotADirectoryError(
             f"export_dir: {path!r} is a file, not a directory{hint}. Expected an export "
             "directory: a version (saved_models/NAME/3, holding saved_model.pb and "
@@ -105,8 +101,9 @@ def write_version(base_dir, model_name, write, version=None):
     check_version_free(base_dir, model_name, version)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     os.makedirs(model_dir, exist_ok=True)
-    temporary = tempfile.mkdtemp(prefix=".tmp-export-", dir=model_dir)
-    try:
+    with tempfile.TemporaryDirectory(
+        prefix=".tmp-export-", dir=model_dir, ignore_cleanup_errors=True
+    ) as temporary:
         # The SavedModel writer creates its directory itself.
         written = os.path.join(temporary, "version")
         write(written)
@@ -127,5 +124,3 @@ def write_version(base_dir, model_name, write, version=None):
                     "replaces a version."
                 )
             number += 1  # Another export took this one in the meantime.
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)

@@ -35,10 +35,8 @@ def write_warmup_requests(export_dir, model_name, requests):
             request.model_spec.signature_name = signature_name
             for name, value in inputs.items():
                 request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
-            log = prediction_log_pb2.PredictionLog(
-                predict_log=prediction_log_pb2.PredictLog(request=request)
-            )
-            writer.write(log.SerializeToString())
+            log = prediction_log_pb2.PredictLog(request=request)
+            writer.write(prediction_log_pb2.PredictionLog(predict_log=log).SerializeToString())
     return path
 
 
@@ -66,21 +64,16 @@ def read_warmup_requests(export_dir):
         try:
             log.ParseFromString(record)
         except Exception as error:  # protobuf's DecodeError has no stable home.
-            raise ValueError(
-                f"{path}: record {index} is not a PredictionLog ({error})."
-            ) from None
-        if log.WhichOneof("log_type") != "predict_log":
-            raise ValueError(
-                f"{path}: record {index} holds a {log.WhichOneof('log_type')!r}, "
-                "not a predict_log."
-            )
+            raise ValueError(f"{path}: record {index} is not a PredictionLog ({error}).") from None
+        kind = log.WhichOneof("log_type")
+        if kind != "predict_log":
+            raise ValueError(f"{path}: record {index} holds a {kind!r}, not a predict_log.")
         request = log.predict_log.request
-        requests.append(
-            WarmupRequest(
-                request.model_spec.name,
-                request.model_spec.signature_name,
-                {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()},
-                {name: tf.as_dtype(proto.dtype).name for name, proto in request.inputs.items()},
-            )
-        )
+        inputs = request.inputs.items()
+        requests.append(WarmupRequest(
+            request.model_spec.name,
+            request.model_spec.signature_name,
+            {name: tf.make_ndarray(proto) for name, proto in inputs},
+            {name: tf.as_dtype(proto.dtype).name for name, proto in inputs},
+        ))
     return requests

@@ -25,23 +25,6 @@ def environment():
     }
 
 
-def _start(module, args, what, python):
-    """`python -m module args` run to its end: the CompletedProcess, or the error."""
-    try:
-        return subprocess.run(
-            [python or sys.executable, "-m", module, *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=SUBPROCESS_TIMEOUT,
-            env=environment(),
-        ), None
-    except subprocess.TimeoutExpired:
-        return None, f"{what} did not finish in {SUBPROCESS_TIMEOUT} s"
-    except OSError as error:
-        return None, f"{what} could not start {python or sys.executable!r}: {error}"
-
-
 def _outcome(what, status, stdout, stderr):
     """`(ok, stdout, stderr tail)` of a program that exited with `status`."""
     tail = " | ".join(line.strip() for line in stderr.strip().splitlines()[-3:] if line.strip())
@@ -55,9 +38,16 @@ def run(module, args, what, python=None):
 
     `what` names the run in errors; `python` (default: this one) is the interpreter.
     """
-    result, error = _start(module, args, what, python)
-    if result is None:
-        return False, "", error
+    python = python or sys.executable
+    try:
+        result = subprocess.run(
+            [python, "-m", module, *args], capture_output=True, text=True, errors="replace",
+            timeout=SUBPROCESS_TIMEOUT, env=environment(),
+        )
+    except subprocess.TimeoutExpired:
+        return False, "", f"{what} did not finish in {SUBPROCESS_TIMEOUT} s"
+    except OSError as error:
+        return False, "", f"{what} could not start {python!r}: {error}"
     return _outcome(what, result.returncode, result.stdout, result.stderr)
 
 
@@ -70,10 +60,7 @@ def run_together(programs, python=None):
         with open(plan_file, "w", encoding="utf-8") as file:
             json.dump([[module, [str(a) for a in args]] for module, args in programs.values()],
                       file)
-        whole = ", ".join(programs)
-        result, error = _start("in_one_process", [plan_file, results_file], whole, python)
-        if result is not None:
-            error = _outcome(whole, result.returncode, result.stdout, result.stderr)[2]
+        _, _, error = run("in_one_process", [plan_file, results_file], ", ".join(programs), python)
         finished = []
         if os.path.isfile(results_file):
             with open(results_file, encoding="utf-8") as file:
