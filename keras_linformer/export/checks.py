@@ -26,76 +26,66 @@ def run_check(signature):
     return f"saved_model_cli run {signature}"
 
 
+def outcome(name, problems, detail):
+    """A Check that fails with `problems` (joined), else passes with `detail`."""
+    if problems:
+        return Check(name, False, "; ".join(problems))
+    return Check(name, True, detail)
+
+
 def check_layout(export_dir):
-    name = "layout"
     problems = []
     version = os.path.basename(os.path.normpath(export_dir))
     if not version.isdigit():
         problems.append("the directory is not an integer version (TF Serving skips it)")
-    required = [
-        "saved_model.pb",
-        "variables",
-        os.path.join(warmup.EXTRA_DIR, warmup.WARMUP_FILE),
-        os.path.join(warmup.EXTRA_DIR, sources.VOCABULARY_FILE),
-        os.path.join(warmup.EXTRA_DIR, serving.INFO_FILE),
+    required = ["saved_model.pb", "variables"] + [
+        os.path.join(warmup.EXTRA_DIR, name)
+        for name in (warmup.WARMUP_FILE, sources.VOCABULARY_FILE, serving.INFO_FILE)
     ]
     missing = [path for path in required if not os.path.exists(os.path.join(export_dir, path))]
     if missing:
         problems.append(f"missing {missing}")
-    if problems:
-        return Check(name, False, "; ".join(problems))
-    return Check(name, True, f"version {version} holds " + ", ".join(required))
+    return outcome("layout", problems, f"version {version} holds " + ", ".join(required))
 
 
 def exported_lines(file_name, record, info):
     """The lines exported as `file_name` if their fingerprint matches: the recorded class
     names, or the vocabulary beside the source model."""
-    candidates = []
-    if file_name == sources.LABELS_FILE and info.get("label_names") is not None:
-        candidates.append(info["label_names"])
+    lines = None
+    if file_name == sources.LABELS_FILE:
+        lines = info.get("label_names")
     elif file_name == sources.VOCABULARY_FILE and info.get("source_model"):
         path = os.path.join(os.path.dirname(info["source_model"]), sources.VOCABULARY_FILE)
         if os.path.isfile(path):
-            candidates.append(fingerprints.read_lines(path))
-    for lines in candidates:
-        if fingerprints.lines_sha256(lines) == record["sha256"]:
-            return lines
+            lines = fingerprints.read_lines(path)
+    if lines is not None and fingerprints.lines_sha256(lines) == record["sha256"]:
+        return lines
     return None
 
 
 def check_fingerprints(export_dir, info):
     """The files beside the SavedModel against the fingerprints `export_info.json` records."""
-    name = "fingerprints"
     recorded = info.get("fingerprints")
     if not recorded:
-        return Check(
-            name,
-            True,
-            f"{serving.INFO_FILE} records no fingerprints (written before exports recorded "
-            "them): vocab.txt and labels.txt not checked",
-        )
+        return Check("fingerprints", True, f"{serving.INFO_FILE} records no fingerprints "
+                     "(written before exports recorded them): vocab.txt and labels.txt not checked")
     files = recorded.get("files") or {}
     problems, described = [], []
     for file_name, record in files.items():
         where = f"{warmup.EXTRA_DIR}/{file_name}"
-        problem = fingerprints.check_file(
-            os.path.join(export_dir, warmup.EXTRA_DIR, file_name),
-            where,
-            record,
-            exported_lines(file_name, record, info),
-        )
+        path = os.path.join(export_dir, warmup.EXTRA_DIR, file_name)
+        lines = exported_lines(file_name, record, info)
+        problem = fingerprints.check_file(path, where, record, lines)
         if problem is None:
-            described.append(
-                f"{where} ({record['lines']} lines, sha256 {fingerprints.short(record['sha256'])})"
-            )
+            sha256 = fingerprints.short(record["sha256"])
+            described.append(f"{where} ({record['lines']} lines, sha256 {sha256})")
         else:
             problems.append(problem)
     labels = files.get(sources.LABELS_FILE)
-    if labels is not None and (
-        fingerprints.lines_sha256(info.get("label_names") or []) != labels["sha256"]
-    ):
+    label_names = info.get("label_names")
+    if labels is not None and fingerprints.lines_sha256(label_names or []) != labels["sha256"]:
         problems.append(
-            f"{warmup.EXTRA_DIR}/{serving.INFO_FILE}: label_names {info.get('label_names')!r:.200} "
+            f"{warmup.EXTRA_DIR}/{serving.INFO_FILE}: label_names {label_names!r:.200} "
             f"do not match the fingerprint of the exported {sources.LABELS_FILE}"
         )
     contents = recorded.get("contents")
@@ -106,18 +96,13 @@ def check_fingerprints(export_dir, info):
         else:
             problems.append(problem + "; export again")
     if problems or not described:
-        return Check(
-            name,
-            False,
-            "; ".join(problems or [f"{serving.INFO_FILE} records fingerprints of no file"])
-            + ". The served model still holds what was exported, but clients and this check "
-            "read these files: restore them (from the training run) or export again",
+        problems = problems or [f"{serving.INFO_FILE} records fingerprints of no file"]
+        problems[-1] += (
+            ". The served model still holds what was exported, but clients and this check "
+            "read these files: restore them (from the training run) or export again"
         )
-    return Check(
-        name,
-        True,
-        " and ".join(described) + f" match the fingerprints in {serving.INFO_FILE}",
-    )
+    detail = " and ".join(described) + f" match the fingerprints in {serving.INFO_FILE}"
+    return outcome("fingerprints", problems, detail)
 
 
 SIGNATURE_RE = re.compile(r"^signature_def\['([^']+)'\]:", re.M)
@@ -137,29 +122,24 @@ def parse_show_all(text):
         entry = signatures[name] = {"inputs": {}, "outputs": {}}
         for side, key, dtype, shape in TENSOR_RE.findall(body):
             shape = shape.strip()
-            dims = (
-                shape
-                if shape == "unknown_rank"
-                else tuple(int(d) for d in shape.strip("()").split(",") if d.strip())
-            )
-            entry[side][key] = (DTYPE_NAMES.get(dtype, dtype), dims)
+            if shape != "unknown_rank":
+                shape = tuple(int(d) for d in shape.strip("()").split(",") if d.strip())
+            entry[side][key] = (DTYPE_NAMES.get(dtype, dtype), shape)
     return signatures
 
 
-def show_program(export_dir):
-    """`saved_model_cli show --all`: the loader program and its arguments."""
-    return CLI_LOADER, ["show", "--dir", export_dir, "--all"]
+def describe_specs(specs):
+    return ", ".join(f"{key}: {dtype}{list(shape)}" for key, (dtype, shape) in specs.items())
 
 
 def check_show(result, expected):
-    """Returns `(Check, signatures found)` for the outcome of `show_program`."""
-    name = SHOW_CHECK
+    """Returns `(Check, signatures found)` for the outcome of `saved_model_cli show --all`."""
     ok, stdout, error = result
     if not ok:
-        return Check(name, False, error), {}
+        return Check(SHOW_CHECK, False, error), {}
     found = parse_show_all(stdout)
     if "MetaGraphDef with tag-set: 'serve'" not in stdout:
-        return Check(name, False, "no MetaGraphDef with tag-set 'serve'"), found
+        return Check(SHOW_CHECK, False, "no MetaGraphDef with tag-set 'serve'"), found
     problems = []
     for signature, (inputs, outputs) in expected.items():
         if signature not in found:
@@ -170,14 +150,11 @@ def check_show(result, expected):
                 problems.append(
                     f"{signature} {side} are {found[signature][side]}, expected {specs}"
                 )
-    if problems:
-        return Check(name, False, "; ".join(problems)), found
     described = "; ".join(
-        f"{signature}({', '.join(f'{k}: {d}{list(s)}' for k, (d, s) in inputs.items())})"
-        f" -> {', '.join(f'{k}: {d}{list(s)}' for k, (d, s) in outputs.items())}"
+        f"{signature}({describe_specs(inputs)}) -> {describe_specs(outputs)}"
         for signature, (inputs, outputs) in expected.items()
     )
-    return Check(name, True, f"tag-set 'serve': {described}"), found
+    return outcome(SHOW_CHECK, problems, f"tag-set 'serve': {described}"), found
 
 
 def cli_program(export_dir, signature, inputs, work):
@@ -218,21 +195,14 @@ def run_cli(export_dir, signature, inputs, work, python=None):
 
 def check_run(signature, result, reference, atol, batch_size):
     """Returns `(Check, outputs or None)` for one `read_cli_outputs` result."""
-    name = run_check(signature)
     outputs, error = result
     if outputs is None:
-        return Check(name, False, error), None
+        return Check(run_check(signature), False, error), None
     passed, detail = reference.compare(outputs, atol)
     fed = "texts" if "text" in reference.cases_fed[signature] else "token-id rows"
-    return (
-        Check(
-            name,
-            passed,
-            f"fresh process, session loader, tensorflow_text imported; {batch_size} {fed} "
-            "(empty, non-ASCII, longer than n, whitespace, invalid UTF-8): " + detail,
-        ),
-        outputs,
-    )
+    detail = (f"fresh process, session loader, tensorflow_text imported; {batch_size} {fed} "
+              "(empty, non-ASCII, longer than n, whitespace, invalid UTF-8): " + detail)
+    return Check(run_check(signature), passed, detail), outputs
 
 
 def check_warmup(export_dir, info, expected):
@@ -242,9 +212,7 @@ def check_warmup(export_dir, info, expected):
         requests = warmup.read_warmup_requests(export_dir)
     except (OSError, ValueError) as error:
         return [], Check(name, False, str(error))
-    problems = []
-    if not requests:
-        problems.append("the file holds no record")
+    problems = [] if requests else ["the file holds no record"]
     for index, request in enumerate(requests):
         where = f"record {index} ({request.signature_name!r})"
         if request.model_name != info["model_name"]:
@@ -264,18 +232,13 @@ def check_warmup(export_dir, info, expected):
                 want != -1 and got != want for got, want in zip(value.shape, shape)
             ):
                 problems.append(f"{where}: {key} has shape {value.shape}, expected {shape}")
-    if problems:
-        return requests, Check(name, False, "; ".join(problems))
     described = ", ".join(
         f"{r.signature_name}("
         f"{', '.join(f'{k}: {r.dtypes[k]}{list(v.shape)}' for k, v in r.inputs.items())})"
         for r in requests
     )
-    return requests, Check(
-        name,
-        True,
-        f"{len(requests)} PredictionLog records match their signatures: {described}",
-    )
+    detail = f"{len(requests)} PredictionLog records match their signatures: {described}"
+    return requests, outcome(name, problems, detail)
 
 
 def load_program(export_dir, cases, requests, work, max_batch_size=None):
@@ -284,74 +247,75 @@ def load_program(export_dir, cases, requests, work, max_batch_size=None):
     `read_load_outputs` reads its outcome with)`."""
     case_dir = os.path.join(work, "load")
     os.makedirs(case_dir)
-    manifest, rows, refusals = {}, {}, {}
+    manifest, rows = {}, {}
+
+    def add(case, signature, inputs):
+        manifest[case] = signature
+        np.savez(os.path.join(case_dir, f"{case}.npz"), **inputs)
+
     for signature, inputs in cases.items():
-        manifest[f"verify_{signature}"] = signature
-        np.savez(os.path.join(case_dir, f"verify_{signature}.npz"), **inputs)
+        add(f"verify_{signature}", signature, inputs)
     for index, request in enumerate(requests):
         if request.signature_name in cases:
-            case = f"warmup_{index}"
-            manifest[case] = request.signature_name
-            rows[case] = len(next(iter(request.inputs.values())))
-            np.savez(os.path.join(case_dir, f"{case}.npz"), **request.inputs)
+            add(f"warmup_{index}", request.signature_name, request.inputs)
+            rows[f"warmup_{index}"] = len(next(iter(request.inputs.values())))
     if max_batch_size is not None:
         over = np.arange(max_batch_size + 1)  # Rows repeated to one too many.
         for signature, inputs in cases.items():
-            case = f"refused_{signature}"
-            manifest[case] = signature
-            np.savez(
-                os.path.join(case_dir, f"{case}.npz"),
-                **{key: np.take(value, over % len(value), axis=0) for key, value in inputs.items()},
-            )
+            add(f"refused_{signature}", signature,
+                {key: np.take(value, over % len(value), axis=0) for key, value in inputs.items()})
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
         json.dump({case: {"signature": signature, "refused": case.startswith("refused_")}
                    for case, signature in manifest.items()}, file)
-    return (LOAD_LOADER, [export_dir, case_dir]), (case_dir, manifest, rows, refusals)
+    return (LOAD_LOADER, [export_dir, case_dir]), (case_dir, manifest, rows)
+
+
+def read_file(path, read):
+    """`read(path)` if `path` is a file, else `None`."""
+    return read(path) if os.path.isfile(path) else None
 
 
 def read_load_outputs(result, cases):
     """Reads a `load_program` outcome: `(outputs by case or None, error, {case: signature},
     {case: rows}, {case: refusal message or None})`."""
     ok, _, error = result
-    case_dir, manifest, rows, refusals = cases
+    case_dir, manifest, rows = cases
     if not ok:
-        return None, error, manifest, rows, refusals
-    outputs = {}
-    for case in manifest:
-        path = os.path.join(case_dir, case + ".out.npz")
-        if os.path.isfile(path):
-            with np.load(path, allow_pickle=True) as archive:
-                outputs[case] = {key: archive[key] for key in archive.files}
-        if case.startswith("refused_"):
-            path = os.path.join(case_dir, case + ".error.txt")
-            refusals[case] = None
-            if os.path.isfile(path):
-                with open(path, encoding="utf-8") as file:
-                    refusals[case] = file.read()
-    return outputs, None, manifest, rows, refusals
+        return None, error, manifest, rows, {}
+
+    def outputs(path):
+        with np.load(path, allow_pickle=True) as archive:
+            return {key: archive[key] for key in archive.files}
+
+    def message(path):
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+
+    found = {case: read_file(os.path.join(case_dir, case + ".out.npz"), outputs)
+             for case in manifest}
+    refusals = {case: read_file(os.path.join(case_dir, case + ".error.txt"), message)
+                for case in manifest if case.startswith("refused_")}
+    found = {case: value for case, value in found.items() if value is not None}
+    return found, None, manifest, rows, refusals
 
 
 def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
     """Returns `(Check, {signature: outputs})` for the `read_load_outputs` result."""
-    name = LOAD_CHECK
     outputs_by_case, error, manifest, rows, refusals = result
     if outputs_by_case is None:
-        return Check(name, False, error), {}
+        return Check(LOAD_CHECK, False, error), {}
     problems, verified = [], {}
     for case, signature in manifest.items():
         outputs = outputs_by_case.get(case)
+        batch = f"{signature}: a batch of {max_batch_size and max_batch_size + 1}"
         if case.startswith("refused_"):
             message = refusals.get(case)
             if message is None:
-                problems.append(
-                    f"{signature}: a batch of {max_batch_size + 1} was not refused, but the "
-                    f"export records max_batch_size {max_batch_size}"
-                )
+                problems.append(f"{batch} was not refused, but the export records "
+                                f"max_batch_size {max_batch_size}")
             elif "max_batch_size" not in message:
-                problems.append(
-                    f"{signature}: a batch of {max_batch_size + 1} failed without naming the "
-                    f"cap: {message.strip().splitlines()[0][:200]}"
-                )
+                problems.append(f"{batch} failed without naming the cap: "
+                                f"{message.strip().splitlines()[0][:200]}")
         elif outputs is None:
             problems.append(f"{case}: no outputs")
         elif case.startswith("verify_"):
@@ -364,23 +328,12 @@ def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
                 problems.append(f"{signature}: outputs differ from saved_model_cli run's")
         elif any(len(value) != rows[case] for value in outputs.values()):
             problems.append(f"{case}: outputs do not have the request's {rows[case]} rows")
-    if problems:
-        return Check(name, False, "; ".join(problems)), verified
-    capped = (
-        f"; a batch of {max_batch_size + 1} is refused by every signature (max_batch_size "
-        f"{max_batch_size})"
-        if refusals
-        else ""
-    )
-    return (
-        Check(
-            name,
-            True,
-            f"fresh process; signatures {sorted(verified)} match Keras and saved_model_cli "
-            f"run; {len(rows)} warmup requests ran" + capped,
-        ),
-        verified,
-    )
+    detail = (f"fresh process; signatures {sorted(verified)} match Keras and saved_model_cli "
+              f"run; {len(rows)} warmup requests ran")
+    if refusals:
+        detail += (f"; a batch of {max_batch_size + 1} is refused by every signature "
+                   f"(max_batch_size {max_batch_size})")
+    return outcome(LOAD_CHECK, problems, detail), verified
 
 
 def same_outputs(first, second, atol):

@@ -48,9 +48,8 @@ def query(export_dir, texts, signature="serving_default", python=None):
             f"that take text. Received: signature={signature!r}"
         )
     with tempfile.TemporaryDirectory() as work:
-        outputs, error = checks.run_cli(
-            export_dir, signature, {"text": np.array(texts, dtype=object)}, work, python
-        )
+        inputs = {"text": np.array(texts, dtype=object)}
+        outputs, error = checks.run_cli(export_dir, signature, inputs, work, python)
     if outputs is None:
         raise RuntimeError(f"saved_model_cli run on {export_dir} failed: {error}")
     return outputs

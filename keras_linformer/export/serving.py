@@ -19,6 +19,8 @@ from keras_linformer.export import fingerprints
 from keras_linformer.export import layout
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
+from keras_linformer.training import run_directory
+from keras_linformer.utils.validation import check_bool
 
 INFO_FILE = "export_info.json"
 SERVE_TAG = "serve"
@@ -57,38 +59,37 @@ SIGNATURES = {
     },
 }
 
-# Empty, short, accented, non-Latin, longer than any sequence, not UTF-8.
-WARMUP_TEXTS = [
-    b"",
-    b"A short text.",
-    "Caf\u00e9 cr\u00e8me, na\u00efve \u00fcber \u65e5\u672c\u8a9e \u2014 ok.".encode(),
-    b"a long text " * 400,
-    b"not \xff\xfe valid \xc3 UTF-8",
-]
-WARMUP_MASK_TEXTS = [
-    b"The [MASK] sat on the mat.",
-    b"[MASK] [MASK], and one more [MASK].",
-    b"",
-    b"No mask here.",
-    b"a long text " * 400 + b"[MASK]",
-    b"\xff [MASK] \xc3",
-]
+
+def hard_texts(sequence_length, task):
+    """The texts a served model must survive, fed by its warmup requests and by `verify`."""
+    long_text = b"a sentence that goes on and on " * sequence_length
+    texts = [
+        b"",
+        b"A short text, not bad at all.",
+        "Caf\u00e9 na\u00efve \u00fcber \u65e5\u672c\u8a9e \U0001f600 \u00c5ngstr\u00f6m".encode(),
+        long_text,
+        b"invalid \xff\xfe UTF-8 \xc3(",
+        b"   \t\n ",
+    ]
+    if task == "masked_lm":
+        texts += [
+            b"The [MASK] sat on the [MASK].",
+            b"[MASK] " * (sequence_length + 4),
+            b"[MASK] " + long_text + b"[MASK]",
+            b"\xff [MASK] \xc3",
+            "Caf\u00e9 [MASK] \u65e5\u672c\u8a9e".encode(),
+        ]
+    return texts
 
 
 def expected_signatures(info):
     """`{signature: (inputs, outputs)}` of `{key: (dtype, shape)}` an export must have."""
-    sizes = {
-        "n": info["sequence_length"],
-        "C": len(info.get("label_names") or ()),
-        "P": info.get("max_masks"),
-        "K": info.get("top_k"),
-    }
+    sizes = {"n": info["sequence_length"], "C": len(info.get("label_names") or ()),
+             "P": info.get("max_masks"), "K": info.get("top_k")}
 
     def resolve(specs):
-        return {
-            key: (dtype, tuple(sizes.get(d, d) if isinstance(d, str) else d for d in shape))
-            for key, (dtype, shape) in specs.items()
-        }
+        return {key: (dtype, tuple(sizes.get(d, d) for d in shape))
+                for key, (dtype, shape) in specs.items()}
 
     return {
         name: (resolve(inputs), resolve(outputs))
@@ -116,44 +117,29 @@ def probabilities_from(source, outputs):
     return tf.nn.softmax(outputs, axis=-1)
 
 
-def export_classifier(
-    model,
-    vocabulary=None,
-    label_names=None,
-    base_dir="saved_models",
-    model_name="linformer_classifier",
-    version=None,
-    sequence_length=None,
-    max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-    reuse_existing=False,
-):
+def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_models",
+                      model_name="linformer_classifier", version=None, sequence_length=None,
+                      max_batch_size=DEFAULT_MAX_BATCH_SIZE, reuse_existing=False):
     """Exports a text classifier as a new version of a TF Serving model.
 
-    The classifier is a `LinformerTextClassifier` or any functional Keras
-    model taking integer `(B, n)` inputs named `token_ids` and optionally
-    `padding_mask` and `segment_ids` (by `keras.Input(name=...)` or dict
-    keys; segment ids are all 0), with one `(B, C)` output of logits or
-    softmax from its last layer (a Dense layer with activation None or
-    `"softmax"`, or a Softmax layer).
-
-    Writes `<base_dir>/<model_name>/<version>/`, the next free version
-    unless `version` is given, renamed into place once complete: a
-    SavedModel whose graph tokenizes raw text as fine-tuning did
-    (`keras_linformer.data.TextEncoder`), with warmup requests,
-    `vocab.txt`, `labels.txt` and `export_info.json` (their SHA-256
-    fingerprints and the model's, checked by `verify`) in `assets.extra/`.
-    Its signatures, listed in `saved_models/README.md`: `serving_default`
-    (`text` -> `probabilities`, `label_ids`, `labels`) and
-    `predict_token_ids` (`token_ids` and `padding_mask` as `TextEncoder`
-    makes them -> the same). A request of more than `max_batch_size` rows,
-    an id outside the vocabulary or a mask value other than 0/1 fails with
-    an InvalidArgumentError naming the input.
+    The classifier is a `LinformerTextClassifier` or a functional Keras model
+    taking integer `(B, n)` inputs named `token_ids` and optionally
+    `padding_mask` and `segment_ids` (all 0), with one `(B, C)` output of
+    logits or softmax from its last layer. Writes `<base_dir>/<model_name>/<version>/`
+    atomically: a SavedModel that tokenizes raw text in its graph as
+    fine-tuning did, with warmup requests, `vocab.txt`, `labels.txt` and
+    `export_info.json` (with fingerprints `verify` checks) in `assets.extra/`.
+    Its signatures (`saved_models/README.md`): `serving_default` (`text`)
+    and `predict_token_ids` (`token_ids`, `padding_mask`), both giving
+    `probabilities`, `label_ids` and `labels`. A request over
+    `max_batch_size` rows, an id outside the vocabulary or a mask value
+    other than 0/1 fails with an InvalidArgumentError naming the input.
 
     Args:
-        model: a classifier (see above), its `.keras` file, or the output
-            directory of `keras-linformer-finetune`.
-        vocabulary: list of str, a `vocab.txt` path, or a
-            `keras_hub.tokenizers.WordPieceTokenizer` with the options of
+        model: a classifier, its `.keras` file, or the output directory of
+            `keras-linformer-finetune`.
+        vocabulary: list of str, a `vocab.txt` path, or a keras-hub
+            `WordPieceTokenizer` with the options of
             `keras_linformer.data.make_tokenizer`; `None` reads the output
             directory's. Defaults to `None`.
         label_names: list of str (class-index order) or a `labels.txt`
@@ -165,16 +151,14 @@ def export_classifier(
         version: int or `None`, the version to write (must not exist);
             `None` takes the next one. Defaults to `None`.
         sequence_length: int or `None`, n; `None` means the fine-tuning
-            run's (its `run.json`), else the backbone's `max_sequence_length`,
-            the model's fixed input length, or the smallest
-            `sequence_length` of its Linformer layers. Defaults to `None`.
-        max_batch_size: int, the most texts (or token-id rows) one request
-            may hold, at least 16. Defaults to `1024`.
-        reuse_existing: bool. If `True` and the latest version of
-            `model_name` holds this same export (model, vocabulary, class
-            names, options) with its files intact, return it instead of
-            writing a new one. Cannot be combined with `version`.
-            Defaults to `False`.
+            run's, else the backbone's `max_sequence_length`, the model's
+            fixed input length, or the smallest `sequence_length` of its
+            Linformer layers. Defaults to `None`.
+        max_batch_size: int, the most texts (or rows) one request may hold,
+            at least 16. Defaults to `1024`.
+        reuse_existing: bool. If `True` and the latest version holds this
+            same export with its files intact, return it instead of writing
+            a new one. Cannot be combined with `version`. Defaults to `False`.
 
     Returns:
         str, the new version directory (or the reused one).
@@ -183,42 +167,26 @@ def export_classifier(
 
     ```python
     path = keras_linformer.export.export_classifier("artifacts/finetune")
-    # saved_models/linformer_classifier/1
     keras_linformer.export.verify(path)
     ```
     """
     check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
-    source = sources.load_source(
-        "classifier", model, vocabulary, label_names, sequence_length
-    )
+    source = sources.load_source("classifier", model, vocabulary, label_names, sequence_length)
     source.max_batch_size = max_batch_size
-    return write_export(
-        source, base_dir, model_name, version, build_classifier_archive, reuse_existing
-    )
+    return write_export(source, base_dir, model_name, version, reuse_existing)
 
 
-def export_masked_lm(
-    model,
-    vocabulary=None,
-    base_dir="saved_models",
-    model_name="linformer_masked_lm",
-    version=None,
-    sequence_length=None,
-    top_k=5,
-    max_masks=8,
-    max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-    reuse_existing=False,
-):
+def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
+                     model_name="linformer_masked_lm", version=None, sequence_length=None,
+                     top_k=5, max_masks=8, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+                     reuse_existing=False):
     """Exports a masked LM as a fill-mask TF Serving model (a new version).
 
-    Writes a version as `export_classifier` does. Its signatures
-    `fill_mask` and `serving_default` (the same) take `text`, in which a
-    literal `[MASK]` is the mask token, and give, for each of the first
-    `max_masks` mask tokens (after truncation to n), the `top_k` most
-    probable tokens: `mask_positions`, `num_masks`, `top_k_ids`,
-    `top_k_tokens` and `top_k_scores` (`saved_models/README.md` gives their
-    shapes and what unused slots hold). A request of more than
-    `max_batch_size` texts fails with an InvalidArgumentError naming the cap.
+    Writes a version as `export_classifier` does. Its signatures `fill_mask`
+    and `serving_default` (the same) take `text`, in which a literal `[MASK]`
+    is the mask token, and give the `top_k` most probable tokens for each of
+    the first `max_masks` masks: `mask_positions`, `num_masks`, `top_k_ids`,
+    `top_k_tokens` and `top_k_scores` (shapes in `saved_models/README.md`).
 
     Args:
         model: a `LinformerMaskedLM`, its `.keras` file, or the output
@@ -238,33 +206,16 @@ def export_masked_lm(
 
     Returns:
         str, the new version directory (or the reused one).
-
-    Example:
-
-    ```python
-    path = keras_linformer.export.export_masked_lm("artifacts/pretrain", top_k=3)
-    keras_linformer.export.verify(path)
-    ```
     """
     check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
     source = sources.load_source("masked_lm", model, vocabulary, None, sequence_length)
-    vocabulary_size = len(source.vocabulary)
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocabulary_size:
-        raise ValueError(
-            f"`top_k` must be an integer from 1 to the vocabulary size "
-            f"{vocabulary_size}. Received: top_k={top_k!r}"
-        )
+    size = len(source.vocabulary)
+    layout.check_int("top_k", top_k, 1, size, f"an integer from 1 to the vocabulary size {size}")
     most = source.sequence_length - 2
-    if isinstance(max_masks, bool) or not isinstance(max_masks, int) or not 1 <= max_masks <= most:
-        raise ValueError(
-            f"`max_masks` must be an integer from 1 to sequence_length - 2 = "
-            f"{most}. Received: max_masks={max_masks!r}"
-        )
-    source.top_k, source.max_masks = top_k, max_masks
-    source.max_batch_size = max_batch_size
-    return write_export(
-        source, base_dir, model_name, version, build_masked_lm_archive, reuse_existing
-    )
+    words = f"an integer from 1 to sequence_length - 2 = {most}"
+    layout.check_int("max_masks", max_masks, 1, most, words)
+    source.top_k, source.max_masks, source.max_batch_size = top_k, max_masks, max_batch_size
+    return write_export(source, base_dir, model_name, version, reuse_existing)
 
 
 def check_destination(base_dir, model_name, version, max_batch_size, reuse_existing=False):
@@ -273,21 +224,12 @@ def check_destination(base_dir, model_name, version, max_batch_size, reuse_exist
         raise TypeError(f"base_dir: expected a directory path. Received: {base_dir!r}")
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise ValueError(f"base_dir: {os.fspath(base_dir)!r} exists and is not a directory.")
-    if (
-        isinstance(max_batch_size, bool)
-        or not isinstance(max_batch_size, int)
-        or not MIN_MAX_BATCH_SIZE <= max_batch_size < 2**31
-    ):
-        raise ValueError(
-            f"`max_batch_size` must be an integer from {MIN_MAX_BATCH_SIZE} (the warmup "
-            "requests and `verify` send batches of up to 11 texts) to 2**31 - 1: the most "
-            "texts one request may hold. Received: "
-            f"max_batch_size={max_batch_size!r}"
-        )
-    if not isinstance(reuse_existing, bool):
-        raise ValueError(
-            f"`reuse_existing` must be True or False. Received: reuse_existing={reuse_existing!r}"
-        )
+    layout.check_int(
+        "max_batch_size", max_batch_size, MIN_MAX_BATCH_SIZE, 2**31 - 1,
+        f"an integer from {MIN_MAX_BATCH_SIZE} (the warmup requests and `verify` send "
+        "batches of up to 11 texts) to 2**31 - 1: the most texts one request may hold",
+    )
+    check_bool("reuse_existing", reuse_existing)
     if reuse_existing and version is not None:
         raise ValueError(
             "`version` and `reuse_existing` cannot be combined: `reuse_existing` returns "
@@ -297,34 +239,29 @@ def check_destination(base_dir, model_name, version, max_batch_size, reuse_exist
     layout.check_version_free(base_dir, model_name, version)
 
 
+# The `Source` attributes that make an export (with the model, files and library versions).
+EXPORT_FIELDS = ("task", "sequence_length", "top_k", "max_masks", "max_batch_size")
+
+
 def export_fingerprints(source, model_name):
     """The fingerprints an export of `source` records, computed before anything is written."""
     files = {sources.VOCABULARY_FILE: fingerprints.file_record(source.vocabulary)}
     if source.task == "classifier":
         files[sources.LABELS_FILE] = fingerprints.file_record(source.label_names)
     model = fingerprints.model_sha256(source.model)
-    export = fingerprints.export_sha256(
-        {
-            "task": source.task,
-            "model_name": model_name,
-            "model": model,
-            "files": {name: record["sha256"] for name, record in files.items()},
-            "sequence_length": source.sequence_length,
-            "top_k": source.top_k,
-            "max_masks": source.max_masks,
-            "max_batch_size": source.max_batch_size,
-            "versions": library_versions(),
-        }
-    )
+    export = fingerprints.export_sha256({
+        **{field: getattr(source, field) for field in EXPORT_FIELDS},
+        "model_name": model_name,
+        "model": model,
+        "files": {name: record["sha256"] for name, record in files.items()},
+        "versions": library_versions(),
+    })
     return {"files": files, "model": model, "export": export}
 
 
 def library_versions():
-    return {
-        "keras_linformer": keras_linformer.__version__,
-        "tensorflow": tf.__version__,
-        "keras": keras.__version__,
-    }
+    return {"keras_linformer": keras_linformer.__version__, "tensorflow": tf.__version__,
+            "keras": keras.__version__}
 
 
 def find_same_export(base_dir, model_name, export_fingerprint):
@@ -347,18 +284,20 @@ def find_same_export(base_dir, model_name, export_fingerprint):
     return path, fingerprints.check_contents(path, recorded["contents"])
 
 
-def write_export(source, base_dir, model_name, version, build_archive, reuse_existing=False,
-                 log=print):
+def write_export(source, base_dir, model_name, version, reuse_existing):
+    """Writes `source` as a new version, unless `reuse_existing` finds it intact in the latest."""
     recorded = export_fingerprints(source, model_name)
     if reuse_existing:
         existing, damage = find_same_export(base_dir, model_name, recorded["export"])
         if existing is not None and damage is None:
             return existing
         if existing is not None:
-            log(f"{existing} holds this export, but damaged: {damage}. Writing a new version.")
+            print(f"{existing} holds this export, but damaged: {damage}. Writing a new version.")
+
+    build = build_classifier_archive if source.task == "classifier" else build_masked_lm_archive
 
     def write(path):
-        archive, requests = build_archive(source)
+        archive, requests = build(source)
         archive.write_out(path, verbose=False)
         warmup.write_warmup_requests(path, model_name, requests)
         write_extras(path, source, model_name, recorded)
@@ -369,28 +308,24 @@ def write_export(source, base_dir, model_name, version, build_archive, reuse_exi
 def write_extras(path, source, model_name, recorded):
     extra = os.path.join(path, warmup.EXTRA_DIR)
     data.save_vocabulary(source.vocabulary, os.path.join(extra, sources.VOCABULARY_FILE))
+    source_model = source.model_path and os.path.abspath(source.model_path)
     info = {
         "task": source.task,
         "model_name": model_name,
         "sequence_length": source.sequence_length,
         "vocabulary_size": len(source.vocabulary),
         "max_batch_size": source.max_batch_size,
-        "source_model": None if source.model_path is None else os.path.abspath(source.model_path),
+        "source_model": source_model,
         "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": library_versions(),
     }
     if source.task == "classifier":
-        info["label_names"] = source.label_names
-        info["model_inputs"] = list(source.input_names)
-        with open(
-            os.path.join(extra, sources.LABELS_FILE), "w", encoding="utf-8", newline="\n"
-        ) as file:
-            file.writelines(f"{name}\n" for name in source.label_names)
+        info.update(label_names=source.label_names, model_inputs=list(source.input_names))
+        run_directory.write_labels(extra, source.label_names)
     else:
-        info["top_k"] = source.top_k
-        info["max_masks"] = source.max_masks
-    info["fingerprints"] = {**recorded, "contents": fingerprints.contents_sha256(
-        path, skip=[f"{warmup.EXTRA_DIR}/{INFO_FILE}"])}
+        info.update(top_k=source.top_k, max_masks=source.max_masks)
+    skip = [f"{warmup.EXTRA_DIR}/{INFO_FILE}"]
+    info["fingerprints"] = {**recorded, "contents": fingerprints.contents_sha256(path, skip)}
     info["signatures"] = {  # JSON writes each (dtype, shape) as [dtype, [...]].
         name: {"inputs": inputs, "outputs": outputs}
         for name, (inputs, outputs) in expected_signatures(info).items()
@@ -399,36 +334,48 @@ def write_extras(path, source, model_name, recorded):
         json.dump(info, file, indent=2, ensure_ascii=False)
 
 
+def guarded(inputs, conditions):
+    """`inputs` (a list of tensors), gated by graph ops that check each `(condition,
+    message)`: a False one fails the request with an InvalidArgumentError."""
+    checks = [tf.debugging.assert_equal(test, True, message=text) for test, text in conditions]
+    with tf.control_dependencies(checks):
+        return [tf.identity(tensor) for tensor in inputs]
+
+
 def capped(inputs, max_batch_size, name="text", unit="texts"):
     """`inputs` (a list of tensors), gated by a graph op that checks their batch size."""
-    check = tf.debugging.assert_less_equal(
-        tf.shape(inputs[0], out_type=tf.int64)[0],
-        tf.constant(max_batch_size, tf.int64),
-        message=(
-            f"{name}: a request may hold at most {max_batch_size} {unit} (max_batch_size of "
-            f"this export); split the batch into requests of at most {max_batch_size} {unit}"
-        ),
-    )
-    with tf.control_dependencies([check]):
-        return [tf.identity(tensor) for tensor in inputs]
+    return guarded(inputs, [(
+        tf.shape(inputs[0], out_type=tf.int64)[0] <= max_batch_size,
+        f"{name}: a request may hold at most {max_batch_size} {unit} (max_batch_size of "
+        f"this export); split the batch into requests of at most {max_batch_size} {unit}",
+    )])
+
+
+def new_archive(source, encoder, endpoints):
+    """An ExportArchive of the model and the encoder's tokenizer with `{name: (function,
+    input signature)}` endpoints."""
+    archive = keras.export.ExportArchive()
+    archive.track(source.model)
+    archive.track(encoder.tokenizer)
+    for name, (function, signature) in endpoints.items():
+        archive.add_endpoint(name, function, input_signature=signature)
+    return archive
 
 
 def build_classifier_archive(source):
     """The ExportArchive of a classifier, and its warmup requests."""
     model, n = source.model, source.sequence_length
     encoder = data.TextEncoder(data.make_tokenizer(source.vocabulary), n)
-    warmup_inputs = encoder(WARMUP_TEXTS)  # Also builds the tokenizer for tracking.
+    texts = np.array(hard_texts(n, "classifier"), dtype=object)
+    warmup_inputs = encoder(texts)  # Also builds the tokenizer for tracking.
     label_names = tf.constant(source.label_names)
+    id_inputs = ("token_ids", "padding_mask")
 
     def predict(token_ids, padding_mask):
-        features = {
-            "token_ids": token_ids,
-            "segment_ids": tf.zeros_like(token_ids),
-            "padding_mask": padding_mask,
-        }
-        probabilities = probabilities_from(
-            source, model(source.model_inputs(features), training=False)
-        )
+        features = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
+                    "padding_mask": padding_mask}
+        outputs = model(source.model_inputs(features), training=False)
+        probabilities = probabilities_from(source, outputs)
         label_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {
             "probabilities": probabilities,
@@ -445,52 +392,28 @@ def build_classifier_archive(source):
         token_ids, padding_mask = capped(
             [token_ids, padding_mask], source.max_batch_size, "token_ids", "rows"
         )
-        # Else a bad id would fail deep in the embedding lookup.
+        # Else a bad id would fail deep in the embedding lookup, and a (1, n) mask would be
+        # broadcast over every row.
         vocabulary_size = len(source.vocabulary)
-        checks = [
-            tf.debugging.assert_non_negative(
-                token_ids, message="token_ids: ids must be >= 0"
-            ),
-            tf.debugging.assert_less(
-                token_ids,
-                vocabulary_size,
-                message=f"token_ids: ids must be < the vocabulary size {vocabulary_size}",
-            ),
-            tf.debugging.assert_equal(
-                tf.logical_or(tf.equal(padding_mask, 0), tf.equal(padding_mask, 1)),
-                True,
-                message="padding_mask: values must be 0 or 1",
-            ),
-            # Else a (1, n) mask would be broadcast over every row.
-            tf.debugging.assert_equal(
-                tf.shape(padding_mask)[0], tf.shape(token_ids)[0],
-                message="padding_mask: must have one row per row of token_ids",
-            ),
-        ]
-        with tf.control_dependencies(checks):
-            return predict(tf.identity(token_ids), tf.identity(padding_mask))
+        token_ids, padding_mask = guarded([token_ids, padding_mask], [
+            (token_ids >= 0, "token_ids: ids must be >= 0"),
+            (token_ids < vocabulary_size,
+             f"token_ids: ids must be < the vocabulary size {vocabulary_size}"),
+            ((padding_mask == 0) | (padding_mask == 1), "padding_mask: values must be 0 or 1"),
+            (tf.equal(tf.shape(padding_mask)[0], tf.shape(token_ids)[0]),
+             "padding_mask: must have one row per row of token_ids"),
+        ])
+        return predict(token_ids, padding_mask)
 
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(encoder.tokenizer)
-    archive.add_endpoint("serving_default", serve_text, input_signature=[TEXT_SPEC])
-    archive.add_endpoint(
-        "predict_token_ids",
-        serve_token_ids,
-        input_signature=[
-            tf.TensorSpec([None, n], tf.int32, name="token_ids"),
-            tf.TensorSpec([None, n], tf.int32, name="padding_mask"),
-        ],
-    )
-    requests = [
-        ("serving_default", {"text": np.array(WARMUP_TEXTS, dtype=object)}),
-        (
-            "predict_token_ids",
-            {
-                "token_ids": warmup_inputs["token_ids"].numpy(),
-                "padding_mask": warmup_inputs["padding_mask"].numpy(),
-            },
+    archive = new_archive(source, encoder, {
+        "serving_default": (serve_text, [TEXT_SPEC]),
+        "predict_token_ids": (
+            serve_token_ids, [tf.TensorSpec([None, n], tf.int32, name=key) for key in id_inputs]
         ),
+    })
+    requests = [
+        ("serving_default", {"text": texts}),
+        ("predict_token_ids", {key: warmup_inputs[key].numpy() for key in id_inputs}),
     ]
     return archive, requests
 
@@ -513,7 +436,8 @@ def build_masked_lm_archive(source):
     model, n = source.model, source.sequence_length
     top_k, max_masks = source.top_k, source.max_masks
     encoder = data.TextEncoder(data.make_tokenizer(source.vocabulary, mask_token_in_text=True), n)
-    encoder(WARMUP_MASK_TEXTS)  # Builds the tokenizer for tracking.
+    texts = np.array(hard_texts(n, "masked_lm"), dtype=object)
+    encoder(texts)  # Builds the tokenizer for tracking.
     mask_token_id = source.vocabulary.index(MASK)
     tokens = tf.constant(source.vocabulary)
 
@@ -536,13 +460,6 @@ def build_masked_lm_archive(source):
             "top_k_scores": tf.where(valid_k, scores, 0.0),
         }
 
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(encoder.tokenizer)
-    archive.add_endpoint("fill_mask", fill_mask, input_signature=[TEXT_SPEC])
+    archive = new_archive(source, encoder, {"fill_mask": (fill_mask, [TEXT_SPEC])})
     # Written out as `serving_default` too (the first endpoint is aliased).
-    requests = [
-        (name, {"text": np.array(WARMUP_MASK_TEXTS, dtype=object)})
-        for name in ("fill_mask", "serving_default")
-    ]
-    return archive, requests
+    return archive, [(name, {"text": texts}) for name in ("fill_mask", "serving_default")]

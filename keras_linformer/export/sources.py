@@ -10,8 +10,8 @@ import keras_hub
 
 from keras_linformer import data
 from keras_linformer import layers
+from keras_linformer.export import layout
 from keras_linformer.models import LinformerMaskedLM
-from keras_linformer.models import LinformerTextClassifier
 from keras_linformer.training import run_directory
 from keras_linformer.training.run_directory import CLASSIFIER_FILE
 from keras_linformer.training.run_directory import LABELS_FILE
@@ -19,7 +19,6 @@ from keras_linformer.training.run_directory import MASKED_LM_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 
 TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
-TASK_CLASSES = {"classifier": LinformerTextClassifier, "masked_lm": LinformerMaskedLM}
 # The `TextEncoder` outputs a classifier may take (by input name); `token_ids` is required.
 TEXT_INPUTS = ("token_ids", "padding_mask", "segment_ids")
 # Layers whose `sequence_length` bounds the inputs of a model built on them.
@@ -43,12 +42,9 @@ class Source:
     """
 
     def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path):
-        self.task = task
-        self.model = model
-        self.vocabulary = vocabulary
-        self.label_names = label_names
+        self.task, self.model, self.model_path = task, model, model_path
+        self.vocabulary, self.label_names = vocabulary, label_names
         self.sequence_length = sequence_length
-        self.model_path = model_path
         self.top_k = self.max_masks = self.max_batch_size = None
         self.input_names = self.activation = None
 
@@ -79,49 +75,47 @@ def task_of_directory(directory):
     )
 
 
+def model_file(task, path):
+    """`(the .keras file, the output directory or None)` that `path` names for `task`."""
+    kind, program, _ = TASK_PROGRAMS[task]
+    program = f"keras-linformer-{program}"
+    if os.path.isdir(path):
+        found = task_of_directory(path)
+        if found != task:
+            other = TASK_PROGRAMS[found]
+            raise ValueError(
+                f"model: {path!r} is {other[0]} output directory (it has "
+                f"{TASK_FILES[found]}, not {TASK_FILES[task]}); export it "
+                f"with `{other[2]}` (or `keras-linformer-export`, which "
+                "tells them apart)."
+            )
+        return os.path.join(path, TASK_FILES[task]), path
+    if os.path.isfile(path) and path.endswith(".keras"):
+        return path, None
+    if os.path.exists(path):
+        raise ValueError(
+            f"model: {path!r} is neither a .keras file nor {kind} output "
+            f"directory (written by `{program}`)."
+        )
+    expected = "a Keras classifier" if task == "classifier" else "a LinformerMaskedLM"
+    raise FileNotFoundError(
+        f"model: {path!r} does not exist. Pass {kind} output directory "
+        f"(written by `{program}`), a .keras file or {expected}."
+    )
+
+
 def load_source(task, model, vocabulary=None, label_names=None, sequence_length=None):
     """A `Source` from the arguments of `export_classifier` or `export_masked_lm` (see there)."""
-    cls = TASK_CLASSES[task]
-    kind, program, function = TASK_PROGRAMS[task]
-    program = f"keras-linformer-{program}"
     directory = model_path = None
     if isinstance(model, (str, os.PathLike)):
-        path = os.fspath(model)
-        if os.path.isdir(path):
-            found = task_of_directory(path)
-            if found != task:
-                other = TASK_PROGRAMS[found]
-                raise ValueError(
-                    f"model: {path!r} is {other[0]} output directory (it has "
-                    f"{TASK_FILES[found]}, not {TASK_FILES[task]}); export it "
-                    f"with `{other[2]}` (or `keras-linformer-export`, which "
-                    "tells them apart)."
-                )
-            directory = path
-            model_path = os.path.join(path, TASK_FILES[task])
-        elif os.path.isfile(path) and path.endswith(".keras"):
-            model_path = path
-        elif os.path.exists(path):
-            raise ValueError(
-                f"model: {path!r} is neither a .keras file nor {kind} output "
-                f"directory (written by `{program}`)."
-            )
-        else:
-            raise FileNotFoundError(
-                f"model: {path!r} does not exist. Pass {kind} output directory "
-                f"(written by `{program}`), a .keras file or "
-                + ("a Keras classifier." if task == "classifier" else f"a {cls.__name__}.")
-            )
-        with warnings.catch_warnings():
-            # Serving needs no optimizer; Keras warns that it skips its state.
-            warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
-            model = load_keras_file(model_path)
+        model_path, directory = model_file(task, os.fspath(model))
+        model = load_keras_file(model_path)
     if task == "classifier":
         input_names, num_classes = classifier_inputs(model)
         activation = output_activation(model)
-    elif not isinstance(model, cls):
+    elif not isinstance(model, LinformerMaskedLM):
         raise TypeError(
-            f"model: expected a {cls.__name__}, its .keras file or {kind} "
+            f"model: expected a LinformerMaskedLM, its .keras file or a pretraining "
             f"output directory. Received: {type(model).__name__}"
         )
 
@@ -163,16 +157,9 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
             "length and holds no Linformer layer with a `sequence_length`. Pass the "
             "number of tokens per text it was trained on, [CLS] and [SEP] included."
         )
-    if (
-        isinstance(sequence_length, bool)
-        or not isinstance(sequence_length, int)
-        or not 3 <= sequence_length <= (longest or 2**31 - 1)
-    ):
-        raise ValueError(
-            "`sequence_length` must be an integer from 3 ([CLS], a token, [SEP]) "
-            + (f"to {where} {longest}. " if longest else "to 2**31 - 1. ")
-            + f"Received: sequence_length={sequence_length!r}"
-        )
+    bound = f"{where} {longest}" if longest else "2**31 - 1"
+    layout.check_int("sequence_length", sequence_length, 3, longest or 2**31 - 1,
+                     f"an integer from 3 ([CLS], a token, [SEP]) to {bound}")
     source = Source(task, model, vocabulary, label_names, sequence_length, model_path)
     if task == "classifier":
         source.input_names, source.activation = input_names, activation
@@ -198,22 +185,20 @@ def classifier_inputs(model):
     if not isinstance(model, keras.Model):
         raise TypeError(f"model: expected {accepted}. Received: {type(model).__name__}")
     try:
-        structure = input_structure(model)
+        names = keras.tree.flatten(input_structure(model))
     except (AttributeError, ValueError):
         raise TypeError(
             f"model: expected {accepted}. Received: {type(model).__name__} "
             f"{model.name!r}, which declares no inputs (a subclassed model never "
             "called, or not built from keras.Input)."
         ) from None
-    names = keras.tree.flatten(structure)
-    tensors = dict(zip(names, model.inputs))
-    unknown = [name for name in names if name not in TEXT_INPUTS]
+    unknown = set(names) - set(TEXT_INPUTS)
     if unknown or "token_ids" not in names or len(set(names)) != len(names):
         raise ValueError(
             f"model: its inputs {names} cannot all be made from text. Expected "
             f"{accepted}; the accepted input names are {list(TEXT_INPUTS)}."
         )
-    for name, tensor in tensors.items():
+    for name, tensor in zip(names, model.inputs):
         if len(tensor.shape) != 2 or "int" not in str(tensor.dtype):
             raise ValueError(
                 f"model: input {name!r} is {tensor.dtype} of shape {tuple(tensor.shape)}; "
@@ -238,20 +223,18 @@ def output_activation(model):
     if gives_output and isinstance(layer, keras.layers.Softmax):
         return "softmax"
     activation = getattr(layer, "activation", None) if gives_output else None
-    activation = None if activation is None else keras.activations.serialize(activation)
-    if activation not in ("linear", "softmax"):
-        found = (
-            f"its last layer {layer.name!r} ({type(layer).__name__}) has activation="
-            f"{activation!r}"
-            if gives_output
-            else "its output does not come from its last layer"
-        )
-        raise ValueError(
-            f"model: the served probabilities come from the model's logits or "
-            f"softmax, but {found}. End the model with a Dense layer with "
-            "activation=None (logits) or 'softmax', or a Softmax layer."
-        )
-    return activation
+    activation = activation and keras.activations.serialize(activation)
+    if activation in ("linear", "softmax"):
+        return activation
+    found = "its output does not come from its last layer"
+    if gives_output:
+        found = f"its last layer {layer.name!r} ({type(layer).__name__}) has activation="
+        found += repr(activation)
+    raise ValueError(
+        f"model: the served probabilities come from the model's logits or "
+        f"softmax, but {found}. End the model with a Dense layer with "
+        "activation=None (logits) or 'softmax', or a Softmax layer."
+    )
 
 
 def resolve_vocabulary(vocabulary):
@@ -330,7 +313,10 @@ def longest_sequence(model):
 def load_keras_file(path):
     """`keras.saving.load_model(path)`; Keras calls a truncated file "File not found"."""
     try:
-        return keras.saving.load_model(path, compile=False)
+        with warnings.catch_warnings():
+            # Serving needs no optimizer; Keras warns that it skips its state.
+            warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+            return keras.saving.load_model(path, compile=False)
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
         lines = str(error).strip().splitlines()
         raise ValueError(

@@ -14,7 +14,6 @@ from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
 from keras_linformer.export.reference import KerasReference
-from keras_linformer.export.reference import verification_texts
 from keras_linformer.export.report import VerificationReport
 from keras_linformer.utils.validation import check_number
 
@@ -22,27 +21,18 @@ from keras_linformer.utils.validation import check_number
 def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None):
     """Loads an export the way TF Serving does and compares it with the Keras model.
 
-    Checks, each a line of the report:
-
-    1. layout: a SavedModel in an integer version directory, with the
-       warmup file, `vocab.txt` and `export_info.json` in `assets.extra/`.
-    2. fingerprints: `vocab.txt`, `labels.txt` and the recorded class names
-       match the SHA-256 fingerprints recorded at export (naming the lines
-       that differ when the exported ones are known). The checks below
-       compare with a Keras model built from these files, so they are
-       skipped when this one fails.
-    3. `saved_model_cli show --all`: every expected signature, with its
-       input and output dtypes and shapes, under tag-set `serve`.
-    4. `saved_model_cli run` of each signature (session loader) on texts
-       that include an empty one, non-ASCII, one longer than n, whitespace
-       only and invalid UTF-8: the outputs match the Keras model's within
-       `atol` (ids and names exactly, up to ties within `atol`).
-    5. `tf.saved_model.load`: every signature gives the same outputs,
-       every warmup request runs, and a batch one larger than the export's
-       `max_batch_size` is refused.
-    6. warmup: the `PredictionLog` records fit their signatures.
-
-    Checks 3 to 5 run in one fresh process, one program after another.
+    Each check is a line of the report: (1) layout: a SavedModel in an integer
+    version directory with its `assets.extra/` files; (2) fingerprints:
+    `vocab.txt`, `labels.txt` and the recorded class names match those
+    recorded at export (else the checks below, which build the Keras model
+    from them, are skipped); (3) `saved_model_cli show --all`: every
+    signature's dtypes and shapes under tag-set `serve`; (4)
+    `saved_model_cli run` of each signature on awkward texts (empty,
+    non-ASCII, longer than n, whitespace, invalid UTF-8) matches the Keras
+    model within `atol`; (5) `tf.saved_model.load`: the same outputs, every
+    warmup request runs, and a batch over `max_batch_size` is refused; (6)
+    the warmup records fit their signatures. Checks 3 to 5 share one fresh
+    process. See `docs/serving.md`.
 
     Args:
         export_dir: str, a version directory (`saved_models/NAME/3`), or a
@@ -50,17 +40,15 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         model: the Keras model to compare with: a model object, its `.keras`
             file or its training output directory. `None` means the
             `.keras` file recorded at export time. Defaults to `None`.
-        texts: optional list of extra str or bytes texts to feed (with
-            the 6 to 11 built-in ones, at most the export's
-            `max_batch_size`).
+        texts: optional list of extra str or bytes texts to feed (with the
+            6 to 11 built-in ones, at most the export's `max_batch_size`).
         atol: float, the largest difference allowed for probabilities and
             scores. Defaults to `1e-5`.
         log: callable that receives each report line as it is known, or
             `None`. Defaults to `print`.
-        python: str or `None`, the Python interpreter of the loading
-            processes: one with TensorFlow, tensorflow-text and NumPy (e.g.
-            of the TensorFlow a TF Serving release is built on). `None`
-            uses this one. Defaults to `None`.
+        python: str or `None`, the Python interpreter (with TensorFlow,
+            tensorflow-text and NumPy) of the loading process; `None` uses
+            this one. Defaults to `None`.
 
     Returns:
         A `VerificationReport`; `report.passed` tells the outcome.
@@ -81,13 +69,8 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     """
     log = log or (lambda line: None)
     check_number("atol", atol, 0, include_low=False)
-    if texts is not None and (
-        isinstance(texts, (str, bytes))
-        or not all(isinstance(text, (str, bytes)) for text in texts)
-    ):
-        raise ValueError(
-            f"`texts` must be a list of str or bytes. Received: texts={texts!r:.100}"
-        )
+    if isinstance(texts, (str, bytes)) or not all(isinstance(t, (str, bytes)) for t in texts or []):
+        raise ValueError(f"`texts` must be a list of str or bytes. Received: texts={texts!r:.100}")
     export_dir = layout.latest_version_dir(export_dir)
     info = serving.read_export_info(export_dir)
     task = info["task"]
@@ -95,11 +78,10 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         model = info.get("source_model")
         if model is None or not os.path.isfile(model):
             raise ValueError(
-                f"model: the export records no readable source model "
-                f"({model!r}); pass the Keras model (or its .keras file) it "
-                "was exported from."
+                f"model: the export records no readable source model ({model!r}); pass the "
+                "Keras model (or its .keras file) it was exported from."
             )
-    built_in = verification_texts(info["sequence_length"], task)
+    built_in = serving.hard_texts(info["sequence_length"], task)
     extra_texts = [text.encode("utf-8") if isinstance(text, str) else text for text in texts or []]
     batch = built_in + extra_texts
     max_batch_size = info.get("max_batch_size")
@@ -114,13 +96,10 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         if task == "classifier"
         else f"masked LM, top_k={info['top_k']}, max_masks={info['max_masks']}"
     )
-    report = VerificationReport(
-        export_dir,
-        info,
-        f"Verifying {export_dir} ({what}, sequence length {info['sequence_length']}, "
-        f"model name {info['model_name']!r})",
-    )
-    log(report.header)
+    header = (f"Verifying {export_dir} ({what}, sequence length {info['sequence_length']}, "
+              f"model name {info['model_name']!r})")
+    report = VerificationReport(export_dir, info, header)
+    log(header)
 
     def add(check):
         report.checks.append(check)
@@ -133,16 +112,13 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
             ". The other checks were skipped: they compare the served model with one built "
             "from these files"
         )
-    add(fingerprints)
-    if not fingerprints.passed:
+        add(fingerprints)
         log(report.summary())
         return report
+    add(fingerprints)
+    vocabulary = os.path.join(export_dir, warmup.EXTRA_DIR, sources.VOCABULARY_FILE)
     source = sources.load_source(
-        task,
-        model,
-        os.path.join(export_dir, warmup.EXTRA_DIR, sources.VOCABULARY_FILE),
-        info.get("label_names"),
-        info["sequence_length"],
+        task, model, vocabulary, info.get("label_names"), info["sequence_length"]
     )
     expected = serving.expected_signatures(info)
     reference = KerasReference(source, info)
@@ -150,7 +126,7 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     requests, warmup_check = checks.check_warmup(export_dir, info, expected)
     with tempfile.TemporaryDirectory(prefix="keras_linformer_verify_") as work:
         # One fresh process runs every loader: it mostly imports TensorFlow.
-        programs = {checks.SHOW_CHECK: checks.show_program(export_dir)}
+        programs = {checks.SHOW_CHECK: (checks.CLI_LOADER, ["show", "--dir", export_dir, "--all"])}
         out_dirs = {}
         for signature, inputs in cases.items():
             programs[checks.run_check(signature)], out_dirs[signature] = (
@@ -158,21 +134,17 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         programs[checks.LOAD_CHECK], load_cases = checks.load_program(
             export_dir, cases, requests, work, max_batch_size)
         outcomes = loaders.run_together(programs, python)
-        check, report.signatures = checks.check_show(
-            outcomes[checks.SHOW_CHECK], expected)
+        check, report.signatures = checks.check_show(outcomes[checks.SHOW_CHECK], expected)
         add(check)
         for signature, out_dir in out_dirs.items():
-            check, outputs = checks.check_run(
-                signature,
-                checks.read_cli_outputs(outcomes[checks.run_check(signature)], out_dir),
-                reference, atol, len(batch),
-            )
+            result = checks.read_cli_outputs(outcomes[checks.run_check(signature)], out_dir)
+            check, outputs = checks.check_run(signature, result, reference, atol, len(batch))
             if outputs is not None:
                 report.cli_outputs[signature] = outputs
             add(check)
+        result = checks.read_load_outputs(outcomes[checks.LOAD_CHECK], load_cases)
         check, report.load_outputs = checks.check_load(
-            checks.read_load_outputs(outcomes[checks.LOAD_CHECK], load_cases),
-            report.cli_outputs, reference, atol, max_batch_size,
+            result, report.cli_outputs, reference, atol, max_batch_size
         )
         add(check)
     add(warmup_check)
