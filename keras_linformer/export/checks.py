@@ -270,11 +270,6 @@ def load_program(export_dir, cases, requests, work, max_batch_size=None):
     return (LOAD_LOADER, [export_dir, case_dir]), (case_dir, manifest, rows)
 
 
-def read_file(path, read):
-    """`read(path)` if `path` is a file, else `None`."""
-    return read(path) if os.path.isfile(path) else None
-
-
 def read_load_outputs(result, cases):
     """Reads a `load_program` outcome: `(outputs by case or None, error, {case: signature},
     {case: rows}, {case: refusal message or None})`."""
@@ -282,21 +277,18 @@ def read_load_outputs(result, cases):
     case_dir, manifest, rows = cases
     if not ok:
         return None, error, manifest, rows, {}
-
-    def outputs(path):
-        with np.load(path, allow_pickle=True) as archive:
-            return {key: archive[key] for key in archive.files}
-
-    def message(path):
-        with open(path, encoding="utf-8") as file:
-            return file.read()
-
-    found = {case: read_file(os.path.join(case_dir, case + ".out.npz"), outputs)
-             for case in manifest}
-    refusals = {case: read_file(os.path.join(case_dir, case + ".error.txt"), message)
-                for case in manifest if case.startswith("refused_")}
-    found = {case: value for case, value in found.items() if value is not None}
-    return found, None, manifest, rows, refusals
+    outputs, refusals = {}, {}
+    for case in manifest:
+        path = os.path.join(case_dir, case)
+        if os.path.isfile(path + ".out.npz"):
+            with np.load(path + ".out.npz", allow_pickle=True) as archive:
+                outputs[case] = {key: archive[key] for key in archive.files}
+        if case.startswith("refused_"):
+            refusals[case] = None
+            if os.path.isfile(path + ".error.txt"):
+                with open(path + ".error.txt", encoding="utf-8") as file:
+                    refusals[case] = file.read()
+    return outputs, None, manifest, rows, refusals
 
 
 def check_load(result, cli_outputs, reference, atol, max_batch_size=None):

@@ -24,12 +24,11 @@ class KerasReference:
         self.texts = np.array(texts, dtype=object)
         self.predictions = None
         self.x = {k: v.numpy() for k, v in self.encoder(self.texts).items()}
-        text = {"text": self.texts}
-        if self.task == "classifier":
-            token_ids = {key: self.x[key] for key in ("token_ids", "padding_mask")}
-            self.cases_fed = {"serving_default": text, "predict_token_ids": token_ids}
-        else:
-            self.cases_fed = {"fill_mask": text, "serving_default": text}
+        feeds = {"text": self.texts, **self.x}
+        self.cases_fed = {
+            name: {key: feeds[key] for key in inputs}
+            for name, (inputs, _) in serving.SIGNATURES[self.task].items()
+        }
         return self.cases_fed
 
     def classifier_probabilities(self):

@@ -35,9 +35,8 @@ def main(argv=None):
             with open(os.path.join(cases_dir, case + ".error.txt"), "w", encoding="utf-8") as file:
                 file.write(error.message)
             continue
-        np.savez(
-            os.path.join(cases_dir, case + ".out.npz"), **{k: v.numpy() for k, v in outputs.items()}
-        )
+        outputs = {k: v.numpy() for k, v in outputs.items()}
+        np.savez(os.path.join(cases_dir, case + ".out.npz"), **outputs)
     print("ran", len(cases), "cases on signatures", sorted(loaded.signatures))
 
 
