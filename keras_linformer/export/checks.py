@@ -232,11 +232,9 @@ def check_warmup(export_dir, info, expected):
                 want != -1 and got != want for got, want in zip(value.shape, shape)
             ):
                 problems.append(f"{where}: {key} has shape {value.shape}, expected {shape}")
-    described = ", ".join(
-        f"{r.signature_name}("
-        f"{', '.join(f'{k}: {r.dtypes[k]}{list(v.shape)}' for k, v in r.inputs.items())})"
-        for r in requests
-    )
+    specs = [(r.signature_name, {k: (r.dtypes[k], v.shape) for k, v in r.inputs.items()})
+             for r in requests]
+    described = ", ".join(f"{name}({describe_specs(spec)})" for name, spec in specs)
     detail = f"{len(requests)} PredictionLog records match their signatures: {described}"
     return requests, outcome(name, problems, detail)
 

@@ -172,8 +172,7 @@ def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_
     """
     check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
     source = sources.load_source("classifier", model, vocabulary, label_names, sequence_length)
-    source.max_batch_size = max_batch_size
-    return write_export(source, base_dir, model_name, version, reuse_existing)
+    return write_export(source, base_dir, model_name, version, max_batch_size, reuse_existing)
 
 
 def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
@@ -214,11 +213,11 @@ def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
     most = source.sequence_length - 2
     words = f"an integer from 1 to sequence_length - 2 = {most}"
     layout.check_int("max_masks", max_masks, 1, most, words)
-    source.top_k, source.max_masks, source.max_batch_size = top_k, max_masks, max_batch_size
-    return write_export(source, base_dir, model_name, version, reuse_existing)
+    source.top_k, source.max_masks = top_k, max_masks
+    return write_export(source, base_dir, model_name, version, max_batch_size, reuse_existing)
 
 
-def check_destination(base_dir, model_name, version, max_batch_size, reuse_existing=False):
+def check_destination(base_dir, model_name, version, max_batch_size, reuse_existing):
     """Checks the cheap arguments before any model is loaded."""
     if not isinstance(base_dir, (str, os.PathLike)):
         raise TypeError(f"base_dir: expected a directory path. Received: {base_dir!r}")
@@ -284,8 +283,9 @@ def find_same_export(base_dir, model_name, export_fingerprint):
     return path, fingerprints.check_contents(path, recorded["contents"])
 
 
-def write_export(source, base_dir, model_name, version, reuse_existing):
+def write_export(source, base_dir, model_name, version, max_batch_size, reuse_existing):
     """Writes `source` as a new version, unless `reuse_existing` finds it intact in the latest."""
+    source.max_batch_size = max_batch_size
     recorded = export_fingerprints(source, model_name)
     if reuse_existing:
         existing, damage = find_same_export(base_dir, model_name, recorded["export"])
