@@ -6,11 +6,18 @@ from keras_hub.src.utils.keras_utils import clone_initializer
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
-from keras_linformer.layers.block_utils import check_block_options
-from keras_linformer.layers.block_utils import check_heads_divide
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.utils import validation
+
+
+def check_heads_divide(num_heads, hidden_dim):
+    """Raises ValueError unless `num_heads` divides the hidden size of a block's inputs."""
+    if hidden_dim % num_heads:
+        raise ValueError(
+            f"`num_heads` must divide the hidden size ({hidden_dim}, the last "
+            f"dimension of the inputs). Received: num_heads={num_heads}"
+        )
 
 
 @keras_linformer_export("keras_linformer.layers.LinformerEncoderBlock")
@@ -92,8 +99,11 @@ class LinformerEncoderBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_block_options(intermediate_dim, num_heads, dropout, layer_norm_epsilon,
-                            normalize_first)
+        validation.check_positive_int("intermediate_dim", intermediate_dim)
+        validation.check_positive_int("num_heads", num_heads)
+        validation.check_number("dropout", dropout, 0, 1, include_high=False)
+        validation.check_number("layer_norm_epsilon", layer_norm_epsilon, 0, include_low=False)
+        validation.check_bool("normalize_first", normalize_first)
         validation.check_positive_int("null_slots", null_slots, minimum=0)
         validation.check_bool("padding_compensation", padding_compensation)
         projection_initializer = projection_initializers.get(projection_initializer)

@@ -5,9 +5,9 @@ import keras
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
-from keras_linformer.layers.block_utils import call_in_sequence
-from keras_linformer.layers.block_utils import check_heads_divide
+from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
+from keras_linformer.layers.linformer_encoder_block import check_heads_divide
 from keras_linformer.utils import validation
 
 
@@ -173,8 +173,16 @@ class LinformerEncoderStack(keras.layers.Layer):
     def call(
         self, inputs, padding_mask=None, training=None, return_attention_scores=False
     ):
-        return call_in_sequence(self.blocks, inputs, padding_mask, training,
-                                return_attention_scores, projection_kernel=self.shared_projection)
+        mask = padding_mask_of(inputs, padding_mask)
+        x, all_scores = inputs, []
+        for block in self.blocks:
+            x = block(x, padding_mask=mask, training=training,
+                      return_attention_scores=return_attention_scores,
+                      projection_kernel=self.shared_projection)
+            if return_attention_scores:
+                x, scores = x
+                all_scores.append(scores)
+        return (x, all_scores) if return_attention_scores else x
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
