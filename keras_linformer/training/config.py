@@ -10,8 +10,7 @@ True
 >>> PretrainingConfig.of(config, seed=1).seed
 1
 
-Each option is declared once, here: its default, bounds and help; the programs offer every
-option with help as a flag.
+Each option is declared once, here; the programs offer every option with help as a flag.
 """
 
 import argparse
@@ -46,8 +45,8 @@ def option(default=dataclasses.MISSING, help=None, bounds=None, group=TRAINING, 
            metavar=None, parse=None):
     """A config field with its `bounds` (a `validation.Bounds`) and, with `help`, its flag
     (`--NAME` or `flag`, in `group`; `parse` reads its text where `bounds` cannot)."""
-    return dataclasses.field(default=default, metadata=dict(
-        help=help, bounds=bounds, group=group, flag=flag, metavar=metavar, parse=parse))
+    metadata = dict(help=help, bounds=bounds, group=group, flag=flag, metavar=metavar, parse=parse)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def again(name, default, source=None):
@@ -157,10 +156,9 @@ class RunConfig:
                 validation.check_bool(field.name, value)
         epochs, from_bert = self.attention_transfer_epochs, getattr(self, "from_bert", None)
         if epochs and from_bert is None:
-            raise ValueError(
-                "attention_transfer_epochs: attention transfer trains a BERT conversion; it "
-                f"needs from_bert. Received: attention_transfer_epochs={epochs}, from_bert=None"
-            )
+            raise ValueError("attention_transfer_epochs: attention transfer trains a BERT "
+                             "conversion; it needs from_bert. Received: "
+                             f"attention_transfer_epochs={epochs}, from_bert=None")
         pretrained = getattr(self, "pretrained", None)
         if pretrained is not None and from_bert is not None:
             raise ValueError("pretrained and from_bert are two starting points; give one. "
@@ -176,12 +174,8 @@ class RunConfig:
 
     @classmethod
     def of(cls, config=None, **options):
-        """A config of this class from a config, or an output directory, and keyword options.
-
-        Args:
-            config: an instance (`options` replace its fields), an output directory (str
-                or path), or `None` (`options` must then hold `output_dir`).
-            **options: fields of the config.
+        """A config of this class from an instance (`options` replace its fields), an output
+        directory or `None` (then `options` hold `output_dir`), and keyword `options`.
 
         Raises:
             TypeError: an unknown option, or a config of another class.

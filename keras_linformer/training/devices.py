@@ -16,10 +16,8 @@ from keras_linformer.utils.validation import check_positive_int
 
 
 def configure_cpu_replicas(cpu_replicas):
-    """Splits the CPU into `cpu_replicas` logical devices, for MirroredStrategy without GPUs.
-
-    The replicas share the same cores: this is for testing distributed code, not for speed.
-    Call it before the first TensorFlow op.
+    """Splits the CPU into `cpu_replicas` logical devices, for MirroredStrategy without GPUs
+    (to test distributed code: they share the cores). Call it before any TensorFlow op.
 
     Args:
         cpu_replicas: int, the number of logical CPU devices; `1` leaves the CPU as it is.
@@ -39,8 +37,7 @@ def configure_cpu_replicas(cpu_replicas):
     cpu = tf.config.list_physical_devices("CPU")[0]
     try:
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas
-        )
+            cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas)
     except RuntimeError as error:
         if len(tf.config.list_logical_devices("CPU")) == cpu_replicas:
             return  # Already split this way (e.g. a second call).
@@ -50,23 +47,17 @@ def configure_cpu_replicas(cpu_replicas):
 
 
 def make_strategy():
-    """Returns the strategy for the visible devices.
-
-    `tf.distribute.MirroredStrategy` over every visible GPU, else over several logical CPU
-    devices (`configure_cpu_replicas`), else TensorFlow's default strategy.
-    """
+    """The strategy for the visible devices: `MirroredStrategy` over every GPU, else over
+    several logical CPU devices (`configure_cpu_replicas`), else the default strategy."""
     gpus = tf.config.list_logical_devices("GPU")
-    if gpus:
-        return tf.distribute.MirroredStrategy([device.name for device in gpus])
     cpus = tf.config.list_logical_devices("CPU")
-    if len(cpus) > 1:
-        return tf.distribute.MirroredStrategy([device.name for device in cpus])
+    if gpus or len(cpus) > 1:
+        return tf.distribute.MirroredStrategy([device.name for device in gpus or cpus])
     return tf.distribute.get_strategy()
 
 
 def check_jit_compile(strategy, jit_compile):
-    """Raises ValueError for XLA with several replicas on logical CPU devices, where it fails
-    in TensorFlow 2.21."""
+    """Raises ValueError for XLA with several CPU replicas (it fails in TensorFlow 2.21)."""
     if not jit_compile or strategy.num_replicas_in_sync == 1:
         return
     devices = strategy.extended.worker_devices
@@ -81,8 +72,8 @@ def check_jit_compile(strategy, jit_compile):
 def resolve_jit_compile(strategy, jit_compile=None):
     """Whether a run under `strategy` compiles its training step with XLA.
 
-    `None` chooses XLA for one replica in one process on a GPU only (on CPU it measured no
-    faster: benchmarks/RESULTS.md). `True` is checked with `check_jit_compile`.
+    `None`: XLA for one replica in one process on a GPU only (benchmarks/RESULTS.md); `True`
+    is checked with `check_jit_compile`.
 
     >>> resolve_jit_compile(tf.distribute.get_strategy(), False)
     False
@@ -99,17 +90,12 @@ def resolve_jit_compile(strategy, jit_compile=None):
 
 
 def set_mixed_precision(enabled):
-    """Sets Keras's global dtype policy and returns its name.
-
-    `"mixed_float16"` (with loss scaling by `Model.compile`) when GPUs are visible,
+    """Sets Keras's global dtype policy and returns its name: `"mixed_float16"` on GPUs,
     `"mixed_bfloat16"` on CPU, `"float32"` when not `enabled`. Call it before building models.
     """
-    if not enabled:
-        name = "float32"
-    elif tf.config.list_logical_devices("GPU"):
-        name = "mixed_float16"
-    else:
-        name = "mixed_bfloat16"
+    name = "float32"
+    if enabled:
+        name = "mixed_float16" if tf.config.list_logical_devices("GPU") else "mixed_bfloat16"
     keras.config.set_dtype_policy(name)
     return name
 
@@ -118,9 +104,8 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
                    connect_timeout=300.0, log=print):
     """Configures TensorFlow's devices for a training run and returns its strategy.
 
-    With `TF_CONFIG`, this process is a worker of a `MultiWorkerMirroredStrategy`; without
-    it, the CPU is split (`configure_cpu_replicas`) and `make_strategy` mirrors over what is
-    visible. Then XLA is checked and the dtype policy set. Call it before any TensorFlow op.
+    With `TF_CONFIG`: a `MultiWorkerMirroredStrategy` worker; without: `make_strategy` after
+    `configure_cpu_replicas`. Call it before any TensorFlow op.
 
     Args:
         cpu_replicas: int, logical CPU devices without GPUs; `1` with `TF_CONFIG`.
@@ -157,8 +142,7 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
 def read_tf_config(environ=None):
     """Parses and checks `TF_CONFIG` (TensorFlow would fail much later, or hang); returns it
     as a dict, or `None` when unset. Raises ValueError naming the wrong field and value."""
-    environ = os.environ if environ is None else environ
-    text = environ.get("TF_CONFIG", "").strip()
+    text = (os.environ if environ is None else environ).get("TF_CONFIG", "").strip()
     if not text:
         return None
     try:
@@ -172,17 +156,14 @@ def read_tf_config(environ=None):
     cluster, task = config["cluster"], config.get("task")
     unknown = sorted(set(cluster) - {"chief", "worker"})
     if unknown or not cluster.get("worker") and not cluster.get("chief"):
-        raise ValueError(
-            'TF_CONFIG["cluster"] must have "worker" (and optionally one "chief") '
-            f"lists of addresses for MultiWorkerMirroredStrategy. Received: {cluster!r}"
-        )
+        raise ValueError('TF_CONFIG["cluster"] must have "worker" (and optionally one "chief") '
+                         "lists of addresses for MultiWorkerMirroredStrategy. Received: "
+                         f"{cluster!r}")
     addresses = []
     for job, jobs_addresses in cluster.items():
         if not isinstance(jobs_addresses, list) or not jobs_addresses:
-            raise ValueError(
-                f'TF_CONFIG["cluster"]["{job}"] must be a non-empty list of "host:port" '
-                f"strings. Received: {jobs_addresses!r}"
-            )
+            raise ValueError(f'TF_CONFIG["cluster"]["{job}"] must be a non-empty list of '
+                             f'"host:port" strings. Received: {jobs_addresses!r}')
         for address in jobs_addresses:
             host, _, port = str(address).rpartition(":")
             if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
@@ -194,15 +175,12 @@ def read_tf_config(environ=None):
         raise ValueError(f"TF_CONFIG lists the same address twice: {repeated}.")
     if len(cluster.get("chief", [])) > 1:
         raise ValueError(f'TF_CONFIG may have one "chief". Received: {cluster["chief"]!r}')
-    if (not isinstance(task, dict)
-        or task.get("type") not in cluster
-        or isinstance(task.get("index"), bool)
-        or not isinstance(task.get("index"), int)
-        or not 0 <= task["index"] < len(cluster[task["type"]])):
-        raise ValueError(
-            f'TF_CONFIG["task"] must name this process\'s job and index in the cluster '
-            f"({ {job: len(a) for job, a in cluster.items()} }). Received: {task!r}"
-        )
+    if (not isinstance(task, dict) or task.get("type") not in cluster
+            or type(task.get("index")) is not int
+            or not 0 <= task["index"] < len(cluster[task["type"]])):
+        sizes = {job: len(a) for job, a in cluster.items()}
+        raise ValueError(f'TF_CONFIG["task"] must name this process\'s job and index in the '
+                         f"cluster ({sizes}). Received: {task!r}")
     return config
 
 
@@ -217,9 +195,8 @@ def is_chief(strategy=None, environ=None):
         config = read_tf_config(environ) if strategy is None else None
         if config is None:
             return True
-        cluster, task_type, task_id = (
-            config["cluster"], config["task"]["type"], config["task"]["index"]
-        )
+        cluster, task = config["cluster"], config["task"]
+        task_type, task_id = task["type"], task["index"]
     return task_type == "chief" or (task_type == "worker" and task_id == 0
                                     and "chief" not in cluster)
 
@@ -232,13 +209,10 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
     other task's address accepts a connection, within `connect_timeout` seconds.
 
     Raises:
-        ValueError: `TF_CONFIG` is unset or wrong, this task's port is taken, or a task
-            did not answer in time (naming its address).
+        ValueError: `TF_CONFIG` is wrong, this task's port is taken, or a task did not
+            answer in time (naming its address).
     """
     config = read_tf_config()
-    if config is None:
-        raise ValueError("TF_CONFIG is not set: a multi-worker run needs it in every worker's "
-                         "environment (see `keras-linformer-launch --help`).")
     check_number("connect_timeout", connect_timeout, 0, include_low=False)
     task = config["task"]
     address = config["cluster"][task["type"]][task["index"]]
@@ -250,12 +224,10 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
             try:
                 listener.bind(("", port))
             except OSError as error:
-                raise ValueError(
-                    f'TF_CONFIG: this task ({task["type"]} {task["index"]}, {address}) cannot '
-                    f"listen on port {port}: {error.strerror}. Another process holds it; stop "
-                    "it or give this task another port (the same TF_CONFIG cluster on every "
-                    "worker)."
-                ) from None
+                raise ValueError(f'TF_CONFIG: this task ({task["type"]} {task["index"]}, '
+                                 f"{address}) cannot listen on port {port}: {error.strerror}. "
+                                 "Another process holds it; stop it or give this task another "
+                                 "port (the same TF_CONFIG cluster on every worker).") from None
             listener.listen(128)
             peers = [peer for addresses in config["cluster"].values() for peer in addresses
                      if peer != address]
@@ -282,21 +254,17 @@ def wait_for_addresses(addresses, deadline, connect_timeout):
     while missing:
         for address in list(missing):
             host, _, port = address.rpartition(":")
-            try:
+            with contextlib.suppress(OSError):
                 socket.create_connection((host, int(port)), timeout=1.0).close()
-            except OSError:
-                continue
-            missing.remove(address)
+                missing.remove(address)
         if not missing:
             return
         if time.monotonic() > deadline:
-            raise ValueError(
-                f"TF_CONFIG: no answer from {', '.join(missing)} within "
-                f"connect_timeout={connect_timeout:g} s: "
-                + ("that task has" if len(missing) == 1 else "those tasks have")
-                + " not started, or cannot be reached from here. Start every task with "
-                "the same TF_CONFIG cluster (or raise the timeout)."
-            )
+            those = "that task has" if len(missing) == 1 else "those tasks have"
+            raise ValueError(f"TF_CONFIG: no answer from {', '.join(missing)} within "
+                             f"connect_timeout={connect_timeout:g} s: {those} not started, or "
+                             "cannot be reached from here. Start every task with the same "
+                             "TF_CONFIG cluster (or raise the timeout).")
         time.sleep(0.2)
 
 

@@ -1,9 +1,7 @@
 """Distillation of a converted BERT: the Linformer learns to reproduce the BERT's outputs.
 
-A conversion's projections change what each attention layer computes. Here the converted
-model (the student) learns, on unlabelled text, the sequence output of the frozen BERT
-(the teacher) over the real tokens: loss the squared relative error, metrics the relative
-error and the sentence-embedding cosine (the measures of `benchmarks.conversion`).
+The converted model (the student) learns, on unlabelled text, the sequence output of the
+frozen BERT (the teacher) over the real tokens (docs/conversion.md).
 
 ```python
 from keras_linformer import data, training
@@ -31,10 +29,8 @@ from keras_linformer.training.config import DistillationConfig
 
 
 class SquaredRelativeError(keras.losses.Loss):
-    """`squared_relative_error` as a Keras loss, averaged over the texts of a batch.
-
-    `y_true` is the padding mask, `y_pred` the `Distiller`'s output.
-    """
+    """`squared_relative_error` as a Keras loss (`y_true`: the padding mask, `y_pred`: the
+    `Distiller`'s output), averaged over the texts of a batch."""
 
     def __init__(self, name="squared_relative_error", reduction="sum_over_batch_size",
                  dtype=None):
@@ -47,14 +43,12 @@ class SquaredRelativeError(keras.losses.Loss):
 class Distiller(keras.Model):
     """A student backbone trained to reproduce a frozen teacher backbone's sequence output.
 
-    Called on a backbone's inputs, it returns both sequence outputs stacked, `(B, S, 2, H)`:
-    the student's at `[:, :, 0]`, the teacher's (frozen, in inference mode) at `[:, :, 1]`.
-    The two must have the same hidden size: a BERT and its conversion.
+    Returns both sequence outputs stacked, `(B, S, 2, H)`: the student's at `[:, :, 0]`, the
+    teacher's (in inference mode) at `[:, :, 1]`; so both need the same hidden size.
 
     Args:
         student: the backbone to train, e.g. a `LinformerBackbone`.
-        teacher: the backbone to reproduce, e.g. a
-            `keras_hub.models.BertBackbone`.
+        teacher: the backbone to reproduce, e.g. a `keras_hub.models.BertBackbone`.
     """
 
     def __init__(self, student, teacher, **kwargs):
@@ -88,23 +82,19 @@ def build_distiller(student, teacher, optimizer, jit_compile=False):
     model = Distiller(student, teacher)
     if hasattr(student, "pooled_dense"):
         student.pooled_dense.trainable = False
-    model.compile(
-        optimizer=optimizer,
-        loss=SquaredRelativeError(),
-        metrics=[keras.metrics.MeanMetricWrapper(relative_error, name="token_error"),
-                 keras.metrics.MeanMetricWrapper(embedding_cosine, name="embedding_cosine")],
-        jit_compile=jit_compile,
-    )
+    model.compile(optimizer=optimizer, loss=SquaredRelativeError(), jit_compile=jit_compile,
+                  metrics=[keras.metrics.MeanMetricWrapper(relative_error, name="token_error"),
+                           keras.metrics.MeanMetricWrapper(embedding_cosine,
+                                                           name="embedding_cosine")])
     return model
 
 
 def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Distils a BERT into its Linformer conversion on the texts of `corpus`.
 
-    Converts `from_bert` (with the options in `architecture`) and trains the conversion to
-    reproduce the BERT on the training documents, cut as for pretraining (`runs.run`).
-    Writes what `finetune(pretrained=output_dir)` needs, and `summary.json` with
-    `test_token_error` and `test_embedding_cosine`.
+    Converts `from_bert` (with `architecture`'s options) and trains the conversion to
+    reproduce it on the training documents, cut as for pretraining. Writes what
+    `finetune(pretrained=output_dir)` needs, and `summary.json`.
 
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
@@ -152,8 +142,8 @@ class DistillationTask(pretraining.MaskedLMTask):
     def describe(self, model, plan, strategy, jit_compile, start):
         return (f"Distilling BERT {self.config.from_bert} into its "
                 f"{self.architecture['attention']} conversion: "
-                f"{model.student.count_params():,} student parameters; dtype policy "
-                f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}.")
+                f"{model.student.count_params():,} student parameters; "
+                f"{runs.precision_words(jit_compile)}.")
 
     def check_results(self, results):
         for name in ("loss", "token_error", "embedding_cosine"):

@@ -39,16 +39,13 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
 def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
-    The backbone starts from `pretrained` (a pretraining output directory, whose
-    configuration must match `architecture`), from `from_bert` (a BERT converted by
-    `backbones.backbone_from_bert`), or from scratch with a new vocabulary. Training works as
-    in `pretraining.pretrain`, validating on the whole validation split every epoch; the
-    test split is evaluated with the last epoch's weights or, with `restore_best`, the best
+    The backbone starts from `pretrained` (a pretraining output directory), from `from_bert`
+    (a converted BERT) or from scratch. Training works as in `pretraining.pretrain`; the test
+    split is evaluated with the last epoch's weights or, with `restore_best`, the best
     epoch's. Writes `vocab.txt`, `classifier.keras`, `labels.txt` and `summary.json`.
 
     ```python
     finetune(corpus, "runs/finetune", pretrained="runs/pretrain")
-    finetune(corpus, FinetuningConfig(output_dir="runs/finetune", pretrained="runs/pretrain"))
     ```
 
     Args:
@@ -74,7 +71,6 @@ class ClassificationTask(runs.Task):
     labelled = True
 
     def check(self):
-        # The options were checked as `FinetuningConfig` was made.
         if self.corpus.label_names is None:
             raise ValueError(f"corpus: {self.corpus.name!r} has no labels; fine-tuning needs a "
                              "labelled corpus (e.g. a table with a label column).")
@@ -83,39 +79,30 @@ class ClassificationTask(runs.Task):
         config, corpus = self.config, self.corpus
         sequence_length = config.sequence_length
         if config.from_bert is not None:
-            backbone_config = self.convert_bert(
-                config.architecture, sequence_length, config.dropout
-            )
+            backbone_config = self.convert_bert(config.architecture, sequence_length,
+                                                config.dropout)
             sequence_length = self.sequence_length
         elif config.pretrained is not None:
-            backbone_config = starting_points.read_pretrained_config(
-                config.pretrained, config.architecture
-            )
-            if sequence_length is None:
-                sequence_length = backbone_config["max_sequence_length"]
-            elif sequence_length > backbone_config["max_sequence_length"]:
+            backbone_config = starting_points.read_pretrained_config(config.pretrained,
+                                                                     config.architecture)
+            longest = backbone_config["max_sequence_length"]
+            if sequence_length is not None and sequence_length > longest:
                 raise ValueError(f"sequence_length: {sequence_length} is longer than the "
-                                 "pretrained backbone's max_sequence_length "
-                                 f"{backbone_config['max_sequence_length']} (in "
+                                 f"pretrained backbone's max_sequence_length {longest} (in "
                                  f"{config.pretrained!r}).")
+            sequence_length = sequence_length or longest
         else:
             sequence_length = sequence_length or DEFAULT_ARCHITECTURE["max_sequence_length"]
-            self.vocabulary = runs.vocabulary_for(
-                config.output_dir, corpus.train.texts, config.vocabulary_size,
-                config.vocabulary_characters, config.seed,
-            )
+            self.vocabulary = runs.vocabulary_for(config, corpus.train.texts)
             backbone_config = {**DEFAULT_ARCHITECTURE, **(config.architecture or {}),
                                "max_sequence_length": sequence_length,
                                "vocabulary_size": len(self.vocabulary), "dropout": config.dropout}
         self.sequence_length = sequence_length
         self.backbone_config = backbone_config
         steps_per_pass = math.ceil(len(corpus.train) / config.batch_size)
-        plan = runs.plan_run(steps_per_pass, config.epochs, config.max_steps,
-                             config.checkpoint_every or steps_per_pass)
+        plan = runs.plan_run(config, steps_per_pass, config.checkpoint_every or steps_per_pass)
         record = {
-            "pretrained": (
-                None if config.pretrained is None else os.path.abspath(config.pretrained)
-            ),
+            "pretrained": None if config.pretrained is None else os.path.abspath(config.pretrained),
             "from_bert": starting_points.preset_record(config.from_bert),
             "backbone": starting_points.architecture_of(backbone_config),
             "sequence_length": sequence_length,
@@ -131,8 +118,7 @@ class ClassificationTask(runs.Task):
             backbone = self.converted_backbone(config.dropout)
         elif config.pretrained is not None:
             backbone, self.vocabulary = starting_points.load_pretrained(
-                config.pretrained, architecture=config.architecture, dropout=config.dropout
-            )
+                config.pretrained, architecture=config.architecture, dropout=config.dropout)
         else:
             backbone = backbones.backbone_for(**self.backbone_config)
         self.attention = backbones.attention_of(backbone)
@@ -161,8 +147,8 @@ class ClassificationTask(runs.Task):
                 f"{model.backbone.count_params():,} backbone parameters, "
                 f"n={self.sequence_length}; {plan.total_steps} steps of {config.batch_size} on "
                 f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
-                f"{plan.steps_per_epoch}; dtype policy {keras.config.dtype_policy().name}"
-                f"{', XLA' if jit_compile else ''} ({time.perf_counter() - start:.0f} s).")
+                f"{plan.steps_per_epoch}; {runs.precision_words(jit_compile)} "
+                f"({time.perf_counter() - start:.0f} s).")
 
     def save(self, model, output_dir):
         run_directory.save_model(model, output_dir, run_directory.CLASSIFIER_FILE)
@@ -177,11 +163,10 @@ class ClassificationTask(runs.Task):
                 "attention": self.attention}
 
     def report(self, summary):
-        return (
-            f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
-            f"majority class {summary['majority_accuracy']:.4f}) on "
-            f"{len(self.corpus.test)} held-out examples"
-            + (f" with the weights of epoch {summary['selected_round']} (validation accuracy "
-               f"{summary['selected_val_accuracy']:.4f})" if "selected_round" in summary else "")
-            + f" | {self.attention} {self.source()} | {runs.speed_words(summary)}"
-        )
+        selected = (f" with the weights of epoch {summary['selected_round']} (validation "
+                    f"accuracy {summary['selected_val_accuracy']:.4f})"
+                    if "selected_round" in summary else "")
+        return (f"Test accuracy: {summary['test_accuracy']:.4f} (loss {summary['test_loss']:.4f}; "
+                f"majority class {summary['majority_accuracy']:.4f}) on "
+                f"{len(self.corpus.test)} held-out examples{selected} | {self.attention} "
+                f"{self.source()} | {runs.speed_words(summary)}")

@@ -55,7 +55,7 @@ def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=Non
         dataset = make_dataset(input_context)
         if repeat:
             dataset = dataset.repeat()
-        batches_per_step = (input_context.num_replicas_in_sync // input_context.num_input_pipelines)
+        batches_per_step = input_context.num_replicas_in_sync // input_context.num_input_pipelines
         if skip_steps:
             dataset = dataset.skip(skip_steps * batches_per_step)
         if max_steps is not None:
@@ -68,10 +68,7 @@ def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=Non
 def count_sequences(texts, tokenizer, sequence_length):
     """The number of sequences `data.pretraining_dataset` cuts `texts` into:
     `ceil(tokens / (sequence_length - 2))` per document."""
-    lengths = (
-        tf.data.Dataset.from_tensor_slices(list(texts))
-        .batch(256)
-        .map(lambda batch: tokenizer(batch).row_lengths(), num_parallel_calls=tf.data.AUTOTUNE)
-    )
+    lengths = tf.data.Dataset.from_tensor_slices(list(texts)).batch(256).map(
+        lambda batch: tokenizer(batch).row_lengths(), num_parallel_calls=tf.data.AUTOTUNE)
     chunk = sequence_length - 2
     return int(sum(np.sum((np.asarray(batch) + chunk - 1) // chunk) for batch in lengths))

@@ -1,16 +1,9 @@
-"""A training loop on `tf.distribute` that serves every strategy, multi-worker included.
+"""A training loop on `tf.distribute` for every strategy, multi-worker included.
 
-Keras 3's `Model.fit` cannot run under `tf.distribute.MultiWorkerMirroredStrategy`
-(keras-team/keras#20585). `Trainer` drives the compiled model's own `train_step` and
-`test_step` through `strategy.run`, and calls Keras callbacks where `fit` calls them.
-
-Fault tolerance: checkpoints (every epoch, and on SIGTERM, at the same step on every
-worker) hold the model's and optimizer's variables and the global step; TensorFlow writes
-them atomically, and one that does not restore is skipped for the one before. The input
-pipelines are deterministic, so a resumed run skips the batches already consumed. A NaN
-loss stops the run before saving. With `monitor`, the best epoch's variables also go to
-`checkpoints/best/`. Under several workers, the workers check before each checkpoint that
-their variables agree. Only the chief writes events, logs and the real checkpoints.
+Keras 3's `Model.fit` cannot run under `MultiWorkerMirroredStrategy` (keras-team/keras#20585),
+so `Trainer` runs the model's `train_step` and `test_step` through `strategy.run` and calls
+Keras callbacks where `fit` does. Checkpoints (every epoch, and on SIGTERM) let a killed run
+resume; docs/training.md describes the fault tolerance.
 """
 
 import math
@@ -43,8 +36,12 @@ def has_checkpoint(output_dir):
     return tf.train.get_checkpoint_state(os.path.join(output_dir, CHECKPOINT_DIR)) is not None
 
 
+def first_line(error, limit=None):
+    """The first line of an error's text (or of a str), cut to `limit` characters."""
+    return (str(error).strip().splitlines() or [""])[0][:limit]
+
+
 def _reduce(strategy, logs):
-    # Per step, for progress and the NaN check; results come from `_metric_results`.
     return {name: strategy.reduce("MEAN", value, axis=None) for name, value in logs.items()}
 
 
@@ -64,12 +61,11 @@ def _test_function(model, strategy):
 def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
     """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
 
-    `test_function` is one made earlier (a `Trainer`'s, traced once); `callbacks` a
-    `keras.callbacks.CallbackList` whose `on_test_*` hooks are called as `Model.evaluate` does.
+    `test_function`: a `Trainer`'s, traced once; `callbacks`: a `CallbackList` whose
+    `on_test_*` hooks are called as `Model.evaluate` calls them.
     """
     test_function = test_function or _test_function(model, strategy)
-    if callbacks is None:
-        callbacks = keras.callbacks.CallbackList()
+    callbacks = callbacks or keras.callbacks.CallbackList()
     for metric in model.metrics:
         metric.reset_state()
     callbacks.on_test_begin()
@@ -100,8 +96,8 @@ class CheckpointWriteError(OSError):
 class Trainer:
     """Trains a compiled Keras model with `strategy.run`, checkpointing every epoch.
 
-    Build and compile the model inside `strategy.scope()` first. Over an `output_dir` with
-    checkpoints of an interrupted run, it continues from the latest usable one.
+    Build and compile the model inside `strategy.scope()` first. Over the checkpoints of an
+    interrupted run it continues from the latest usable one.
 
     Args:
         model: a compiled `keras.Model` built under `strategy`.
@@ -115,8 +111,7 @@ class Trainer:
             when there is no progress bar.
 
     Attributes:
-        test_function: the `tf.function` of the test step that validation runs; pass it to
-            `evaluate` for the model's later evaluations (one trace for all).
+        test_function: the traced test step; pass it to `evaluate` to trace it once only.
     """
 
     def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
@@ -136,9 +131,8 @@ class Trainer:
         self.strategy = strategy
         self.output_dir = os.fspath(output_dir)
         self.chief = devices.is_chief(strategy)
-        self.multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
-            strategy.extended._num_workers > 1  # noqa: SLF001 (no public count)
-        )
+        self.multi_worker = (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+                             and strategy.extended._num_workers > 1)
         self.log = log if self.chief else (lambda message: None)
         with strategy.scope():
             if not model.optimizer.built:
@@ -153,13 +147,9 @@ class Trainer:
             tracked.update(best_value=self.best_value, best_step=self.best_step)
         self.checkpoint = tf.train.Checkpoint(**tracked)
         self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, max_to_keep)
-        self.best_manager = None
-        if monitor is not None:
-            # Two: a kill between a best and the epoch's checkpoint leaves a newer best.
-            self.best_manager = self._manager(
-                tf.train.Checkpoint(model_variables=list(model.variables)), BEST_DIR, 2
-            )
-        # One trace of the test step serves validation and a final `evaluate`.
+        # Two: a kill between a best and the epoch's checkpoint leaves a newer best.
+        best = tf.train.Checkpoint(model_variables=list(model.variables))
+        self.best_manager = self._manager(best, BEST_DIR, 2) if monitor else None
         self.test_function = _test_function(model, strategy)
         self._terminate_requested = False
         self._agree_function = None
@@ -167,10 +157,8 @@ class Trainer:
 
     def _manager(self, checkpoint, subdirectory, max_to_keep):
         """A CheckpointManager writing under output_dir (chief) or a scratch directory."""
-        if self.chief:
-            directory = os.path.join(self.output_dir, subdirectory)
-        else:
-            directory = tempfile.mkdtemp(prefix="keras_linformer_worker_checkpoints_")
+        directory = (os.path.join(self.output_dir, subdirectory) if self.chief
+                     else tempfile.mkdtemp(prefix="keras_linformer_worker_checkpoints_"))
         return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=max_to_keep)
 
     def restore(self):
@@ -186,9 +174,8 @@ class Trainer:
                 self.checkpoint.read(path).assert_existing_objects_matched()
             except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as error:
                 # A truncated file raises IndexError, a corrupted one DataLossError.
-                first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
                 self.log(f"Checkpoint {path} does not load ({type(error).__name__}: "
-                         f"{first_line[:200]}); trying the one before it.")
+                         f"{first_line(error, 200)}); trying the one before it.")
                 continue
             step = int(self.step.numpy())
             self.log(f"Resuming from checkpoint {path} at step {step}.")
@@ -213,17 +200,15 @@ class Trainer:
                         tf.io.gfile.rmtree(leftover)
                     else:
                         tf.io.gfile.remove(leftover)
-            message = getattr(error, "message", None) or str(error)
-            message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
-            raise CheckpointWriteError(
-                f"Could not write the checkpoint of step {step} to "
-                f"{manager.directory!r}: {message.strip().splitlines()[0][:300]}. "
-                + (f"The last complete checkpoint, {os.path.basename(previous)}, is "
-                   "intact: free space (or fix the directory) and run the same "
-                   "command again to resume from it."
-                   if previous
-                   else "No earlier checkpoint exists; a restart begins at step 0.")
-            ) from None
+            message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "",
+                             getattr(error, "message", None) or str(error))
+            after = (f"The last complete checkpoint, {os.path.basename(previous)}, is intact: "
+                     "free space (or fix the directory) and run the same command again to "
+                     "resume from it." if previous
+                     else "No earlier checkpoint exists; a restart begins at step 0.")
+            raise CheckpointWriteError(f"Could not write the checkpoint of step {step} to "
+                                       f"{manager.directory!r}: {first_line(message, 300)}. "
+                                       f"{after}") from None
         if not self.chief:
             shutil.rmtree(manager.directory, ignore_errors=True)
         return path
@@ -261,9 +246,8 @@ class Trainer:
             raise ValueError(f"restore_best: the best epoch's checkpoint {path!r} is missing; the "
                              "run directory was changed after it was written.")
         # Every model variable must load; the writer's save counter is not wanted.
-        tf.train.Checkpoint(model_variables=list(self.model.variables)).read(
-            path
-        ).assert_existing_objects_matched().expect_partial()
+        checkpoint = tf.train.Checkpoint(model_variables=list(self.model.variables))
+        checkpoint.read(path).assert_existing_objects_matched().expect_partial()
         value = float(self.best_value.numpy())
         self.log(f"Restored the best epoch's variables: step {step}, {self.monitor} {value:.4g}.")
         return step, value
@@ -284,8 +268,8 @@ class Trainer:
         return tuple(bool(value > 0) for value in summed.numpy())
 
     def check_workers_agree(self):
-        """Raises RuntimeError unless every worker holds the same variables (multi-worker only),
-        comparing all-gathered position-weighted sums of every variable."""
+        """Raises RuntimeError unless every worker holds the same variables (by all-gathered
+        position-weighted sums); multi-worker only."""
         if not self.multi_worker:
             return
         if self._fingerprints_function is None:
@@ -332,36 +316,31 @@ class Trainer:
             Preempted: SIGTERM arrived; a checkpoint was saved first.
             FloatingPointError: the loss became NaN or infinite; nothing was saved.
         """
-        if not (update_freq in ("epoch", "batch") or (
-                isinstance(update_freq, int) and not isinstance(update_freq, bool)
-                and update_freq >= 1)):
+        if update_freq not in ("epoch", "batch") and not (
+                type(update_freq) is int and update_freq >= 1):
             raise ValueError("update_freq: expected 'epoch', 'batch' or a positive int (steps "
                              f"between TensorBoard points). Received: update_freq={update_freq!r}")
         callbacks = list(callbacks or [])
         if self.chief:
-            callbacks.append(TensorBoard(
-                os.path.join(self.output_dir, LOG_DIR), write_graph=False,
-                update_freq=update_freq, profile_batch=profile_batches or 0,
-            ))
-        callbacks = keras.callbacks.CallbackList(
-            callbacks, add_history=True, model=self.model, verbose=0, epochs=plan.epochs,
-            steps=plan.steps_per_epoch,
-        )
-        start_step = self.restore()
-        strategy, model = self.strategy, self.model
+            callbacks.append(TensorBoard(os.path.join(self.output_dir, LOG_DIR),
+                                         write_graph=False, update_freq=update_freq,
+                                         profile_batch=profile_batches or 0))
+        callbacks = keras.callbacks.CallbackList(callbacks, add_history=True, model=self.model,
+                                                 verbose=0, epochs=plan.epochs,
+                                                 steps=plan.steps_per_epoch)
+        step = start_step = self.restore()
+        train_step = self.model.train_step
         # As in Keras's fit, XLA compiles the per-replica step, not the loop around it.
-        train_step = model.train_step
-        if model.jit_compile:
+        if self.model.jit_compile:
             train_step = tf.function(train_step, jit_compile=True, reduce_retracing=True)
 
         @tf.function
         def train_function(iterator):
-            logs = _reduce(strategy, strategy.run(train_step, args=(next(iterator),)))
+            logs = _reduce(self.strategy, self.strategy.run(train_step, args=(next(iterator),)))
             self.step.assign_add(1)
             return logs
 
         start = time.perf_counter()
-        step = start_step
         if step >= plan.total_steps:
             self.log(f"Nothing to do: the checkpoint is at step {step} of {plan.total_steps}.")
             return {}, 0, 0.0
@@ -385,9 +364,8 @@ class Trainer:
                 for metric in self.model.metrics:
                     metric.reset_state()
                 first = step  # Of this call: a resumed epoch starts inside.
-                progress = keras.utils.Progbar(epoch_end - step,
-                                               verbose=progress_verbosity() if self.chief else 0,
-                                               unit_name="step")
+                progress = keras.utils.Progbar(epoch_end - step, unit_name="step",
+                                               verbose=progress_verbosity() if self.chief else 0)
                 self.log(f"Epoch {epoch + 1}/{plan.epochs} (steps {step + 1}-{epoch_end})")
                 callbacks.on_epoch_begin(epoch)
                 epoch_start = last_line = time.perf_counter()
@@ -396,29 +374,25 @@ class Trainer:
                     logs = {k: float(v) for k, v in train_function(iterator).items()}
                     if not math.isfinite(logs.get("loss", 0.0)):
                         latest = self.manager.latest_checkpoint if self.chief else None
+                        last = (f"The last good checkpoint is {latest!r}." if latest
+                                else "No checkpoint was written before it.")
                         raise FloatingPointError(
                             f"The training loss became {logs['loss']} at step {step + 1}; "
-                            "stopped without saving. "
-                            + (f"The last good checkpoint is {latest!r}. "
-                               if latest
-                               else "No checkpoint was written before it. ")
-                            + "The optimizer diverged: check the optimizer's settings "
-                            "(learning rate, warmup, weight decay) and the data."
-                        )
+                            f"stopped without saving. {last} The optimizer diverged: check the "
+                            "optimizer's settings (learning rate, warmup, weight decay) and the "
+                            "data.")
                     callbacks.on_train_batch_end(step - epoch_first, logs)
                     step += 1
                     progress.update(step - first, list(logs.items()))
                     now = time.perf_counter()
                     if (self.progress_every is not None and progress_verbosity() == 2
                             and step < epoch_end and now - last_line >= self.progress_every):
-                        done = step - first
-                        self.log(f"  step {step} ({done}/{epoch_end - first} of epoch "
-                                 f"{epoch + 1}; {(now - epoch_start) / done:.2f} s/step; "
-                                 f"loss {logs.get('loss', math.nan):.4g})")
+                        self.log(f"  step {step} ({step - first}/{epoch_end - first} of epoch "
+                                 f"{epoch + 1}; {(now - epoch_start) / (step - first):.2f} "
+                                 f"s/step; loss {logs.get('loss', math.nan):.4g})")
                         last_line = now
-                    terminate, stop = self._agreed(
-                        self._terminate_requested, self.model.stop_training
-                    )
+                    terminate, stop = self._agreed(self._terminate_requested,
+                                                   self.model.stop_training)
                     if terminate:
                         path = self.save()
                         self.log(f"SIGTERM: saved {path} at step {step}; stopping.")
@@ -426,8 +400,8 @@ class Trainer:
                     self.model.stop_training = stop
                 epoch_logs = _metric_results(self.model)
                 if validation is not None:
-                    results = evaluate(model, strategy, validation, self.test_function,
-                                       callbacks)
+                    results = evaluate(self.model, self.strategy, validation,
+                                       self.test_function, callbacks)
                     epoch_logs.update({f"val_{k}": v for k, v in results.items()})
                 callbacks.on_epoch_end(epoch, epoch_logs)
                 (self.model.stop_training,) = self._agreed(self.model.stop_training)

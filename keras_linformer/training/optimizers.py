@@ -30,12 +30,10 @@ def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay
     if warmup_steps:
         schedule = keras.optimizers.schedules.CosineDecay(
             initial_learning_rate=0.0, decay_steps=max(1, total_steps - warmup_steps),
-            alpha=end_fraction, warmup_target=learning_rate, warmup_steps=warmup_steps
-        )
+            alpha=end_fraction, warmup_target=learning_rate, warmup_steps=warmup_steps)
     else:
-        schedule = keras.optimizers.schedules.CosineDecay(
-            learning_rate, decay_steps=total_steps, alpha=end_fraction
-        )
+        schedule = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps=total_steps,
+                                                          alpha=end_fraction)
     optimizer = keras.optimizers.AdamW(schedule, weight_decay=weight_decay)
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer

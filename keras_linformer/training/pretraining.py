@@ -19,10 +19,10 @@ from keras_linformer.utils.validation import check_positive_int
 
 
 def build_masked_lm(backbone_config, optimizer, jit_compile=False):
-    """A compiled `LinformerMaskedLM`. Call it inside the strategy's scope.
+    """A compiled `LinformerMaskedLM`, its pooler frozen. Call it inside the strategy's scope.
 
-    The pooler (`pooled_dense`) is frozen. The loss is the mean cross-entropy over the
-    masked tokens only, so `exp(loss)` is the perplexity; metrics: perplexity and accuracy.
+    The loss is the mean cross-entropy over the masked tokens only (`exp(loss)` is the
+    perplexity); metrics: perplexity and accuracy.
 
     Args:
         backbone_config: dict of `backbones.backbone_for` arguments, or a backbone.
@@ -33,17 +33,13 @@ def build_masked_lm(backbone_config, optimizer, jit_compile=False):
     if isinstance(backbone, dict):
         backbone = backbones.backbone_for(**backbone_config)
     model = LinformerMaskedLM(backbone)
-    # No masked-LM loss reaches the pooled [CLS] output.
     model.backbone.pooled_dense.trainable = False
-    model.compile(
-        optimizer=optimizer,
-        loss=keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight"
-        ),
-        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-                          keras_hub.metrics.Perplexity(from_logits=True, name="perplexity")],
-        jit_compile=jit_compile,
-    )
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                      reduction="mean_with_sample_weight")
+    model.compile(optimizer=optimizer, loss=loss, jit_compile=jit_compile,
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+                                    keras_hub.metrics.Perplexity(from_logits=True,
+                                                                 name="perplexity")])
     return model
 
 
@@ -60,15 +56,13 @@ def check_results(results, mask_selection_rate):
 def pretrain(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Pretrains a LinformerBackbone as a masked language model on `corpus`.
 
-    Trains a WordPiece vocabulary on the training documents (with `from_bert`: converts
-    that BERT and keeps its vocabulary, with a new masked-LM head), cuts them into sequences
-    with dynamic masking (`data.pretraining_dataset`) and trains (`runs.run`: a validation
-    pass, a checkpoint and a log line every epoch). Reports the test perplexity and writes
-    `vocab.txt`, `config.json`, `model.weights.h5`, `masked_lm.keras` and `summary.json`.
+    Trains a WordPiece vocabulary (or, with `from_bert`, converts that BERT and keeps its
+    vocabulary), cuts the documents into dynamically masked sequences and trains
+    (`runs.run`). Writes `vocab.txt`, the preset files, `masked_lm.keras` and `summary.json`
+    (docs/training.md).
 
     ```python
     pretrain(corpus, "runs/pretrain", max_steps=100)
-    pretrain(corpus, PretrainingConfig(output_dir="runs/pretrain", max_steps=100))
     ```
 
     Args:
@@ -101,7 +95,6 @@ class MaskedLMTask(runs.Task):
         self.sequence_length = self.architecture.get("max_sequence_length")
 
     def check(self):
-        # The config's own options were checked as it was made; the architecture's length:
         if self.sequence_length is not None:  # [CLS], a token and [SEP] at least.
             check_positive_int("max_sequence_length", self.sequence_length, minimum=3)
 
@@ -111,23 +104,16 @@ class MaskedLMTask(runs.Task):
         if config.from_bert is not None:
             options = {key: value for key, value in self.architecture.items()
                        if key not in ("max_sequence_length", "dropout")}
-            self.architecture = self.convert_bert(
-                options, self.sequence_length,
-                self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"]),
-            )
+            dropout = self.architecture.get("dropout", DEFAULT_ARCHITECTURE["dropout"])
+            self.architecture = self.convert_bert(options, self.sequence_length, dropout)
             record["from_bert"] = starting_points.preset_record(config.from_bert)
         else:
-            self.vocabulary = runs.vocabulary_for(
-                config.output_dir, corpus.train.texts, config.vocabulary_size,
-                config.vocabulary_characters, config.seed,
-            )
+            self.vocabulary = runs.vocabulary_for(config, corpus.train.texts)
         if config.short_sequence_rate:  # Only when used: older runs resume.
             record["short_sequence_rate"] = config.short_sequence_rate
-        sequences = inputs.count_sequences(
-            corpus.train.texts, self.tokenizer(), self.sequence_length
-        )
-        plan = runs.plan_run(sequences / config.batch_size, config.epochs, config.max_steps,
-                             config.checkpoint_every)
+        sequences = inputs.count_sequences(corpus.train.texts, self.tokenizer(),
+                                           self.sequence_length)
+        plan = runs.plan_run(config, sequences / config.batch_size, config.checkpoint_every)
         self.backbone_config = {**self.architecture, "vocabulary_size": len(self.vocabulary)}
         log(f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
             f"sequences of {self.sequence_length} tokens; vocabulary of "
@@ -150,27 +136,19 @@ class MaskedLMTask(runs.Task):
 
     def sequences(self, split, shuffle, input_context, mask_selection_rate):
         """`split`'s documents as masked sequences of n tokens."""
+        # Only training sequences are cut: evaluation stays comparable.
+        short_rate = self.config.short_sequence_rate if split is self.corpus.train else 0.0
         return data.pretraining_dataset(
-            split.texts,
-            self.tokenizer(),
-            sequence_length=self.sequence_length,
-            batch_size=self.config.batch_size,
-            mask_selection_rate=mask_selection_rate,
-            shuffle=shuffle,
-            seed=self.config.seed,
-            input_context=input_context,
-            # Only training sequences are cut: evaluation stays comparable.
-            short_sequence_rate=(
-                self.config.short_sequence_rate if split is self.corpus.train else 0.0
-            ),
-        )
+            split.texts, self.tokenizer(), sequence_length=self.sequence_length,
+            batch_size=self.config.batch_size, mask_selection_rate=mask_selection_rate,
+            shuffle=shuffle, seed=self.config.seed, input_context=input_context,
+            short_sequence_rate=short_rate)
 
     def describe(self, model, plan, strategy, jit_compile, start):
-        return (f"{self.architecture['attention']} masked LM"
-                + (f" converted from BERT {self.config.from_bert}" if self.bert is not None else "")
-                + ": "
-                f"{model.backbone.count_params():,} backbone parameters; dtype policy "
-                f"{keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}.")
+        source = f" converted from BERT {self.config.from_bert}" if self.bert is not None else ""
+        return (f"{self.architecture['attention']} masked LM{source}: "
+                f"{model.backbone.count_params():,} backbone parameters; "
+                f"{runs.precision_words(jit_compile)}.")
 
     def check_results(self, results):
         check_results(results, self.config.mask_selection_rate)
@@ -181,15 +159,12 @@ class MaskedLMTask(runs.Task):
 
     def summary(self, results):
         corpus = self.corpus
-        return {
-            "test_perplexity": float(results["perplexity"]),
-            "unigram_test_perplexity": data.unigram_perplexity(
-                self.tokenizer(), corpus.train.texts, corpus.test.texts
-            ),
-            "test_loss": float(results["loss"]),
-            "test_accuracy": float(results["accuracy"]),
-            "test_documents": len(corpus.test),
-        }
+        unigram = data.unigram_perplexity(self.tokenizer(), corpus.train.texts, corpus.test.texts)
+        return {"test_perplexity": float(results["perplexity"]),
+                "unigram_test_perplexity": unigram,
+                "test_loss": float(results["loss"]),
+                "test_accuracy": float(results["accuracy"]),
+                "test_documents": len(corpus.test)}
 
     def report(self, summary):
         return (f"Pretraining done: test perplexity {summary['test_perplexity']:.2f} "

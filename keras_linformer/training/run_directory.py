@@ -125,10 +125,10 @@ def logged_scalars(log_dir):
         for record in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
             event = tf.compat.v1.Event.FromString(record.numpy())
             for value in event.summary.value:
-                if value.metadata.plugin_data.plugin_name != "scalars":
-                    continue  # E.g. the graph traced with a profile.
-                number = float(tf.make_ndarray(value.tensor))
-                points.setdefault(value.tag, {})[event.step] = number
+                # Not the graph traced with a profile.
+                if value.metadata.plugin_data.plugin_name == "scalars":
+                    number = float(tf.make_ndarray(value.tensor))
+                    points.setdefault(value.tag, {})[event.step] = number
     return {tag: sorted(by_epoch.items()) for tag, by_epoch in points.items()}
 
 

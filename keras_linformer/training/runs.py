@@ -47,7 +47,6 @@ def start_run(output_dir, run_config, chief=True):
     """Records `run_config`, what a resumed run must share (the `chief` writes); returns
     whether the run resumes. Raises ValueError for a differing `run.json`, or checkpoints
     without one."""
-    os.makedirs(output_dir, exist_ok=True)
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
     resuming = loop_lib.has_checkpoint(output_dir)
     previous = run_directory.read_run(output_dir)
@@ -63,32 +62,30 @@ def start_run(output_dir, run_config, chief=True):
                        and (key in previous or key not in RECORDED_LATER)]
         if differences:
             state = ("the checkpoints of " if resuming else "the record of ") + (
-                "a finished run" if run_directory.is_finished(output_dir) else "an unfinished run"
-            )
-            raise ValueError(f"output_dir: {output_dir!r} holds {state} "
-                             "with another configuration or data ("
-                             + "; ".join(differences)
-                             + "). Resume it with the same options and data, or use another "
-                             "output directory (or remove this one) to start over.")
+                "a finished run" if run_directory.is_finished(output_dir) else "an unfinished run")
+            raise ValueError(f"output_dir: {output_dir!r} holds {state} with another configuration "
+                             f"or data ({'; '.join(differences)}). Resume it with the same options "
+                             "and data, or use another output directory (or remove this one) to "
+                             "start over.")
     if chief and previous is None:
         run_directory.write_run(output_dir, run_config)
     return resuming
 
 
-def vocabulary_for(output_dir, texts, vocabulary_size, vocabulary_characters, seed):
-    """The saved vocabulary when resuming, else one trained on `texts`."""
-    vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
-    if loop_lib.has_checkpoint(output_dir) and os.path.isfile(vocabulary_path):
+def vocabulary_for(config, texts):
+    """The saved vocabulary when resuming, else one trained on `texts` as `config` says."""
+    vocabulary_path = os.path.join(config.output_dir, run_directory.VOCABULARY_FILE)
+    if loop_lib.has_checkpoint(config.output_dir) and os.path.isfile(vocabulary_path):
         return data.load_vocabulary(vocabulary_path)
-    return data.train_vocabulary(texts, vocabulary_size=vocabulary_size,
-                                 max_characters=vocabulary_characters, seed=seed)
+    return data.train_vocabulary(texts, vocabulary_size=config.vocabulary_size,
+                                 max_characters=config.vocabulary_characters, seed=config.seed)
 
 
-def plan_run(batches_per_pass, epochs, max_steps, checkpoint_every):
-    """`epochs` passes of `batches_per_pass` global batches, capped at `max_steps`."""
-    total_steps = math.ceil(epochs * batches_per_pass)
-    if max_steps is not None:
-        total_steps = min(total_steps, max_steps)
+def plan_run(config, batches_per_pass, checkpoint_every):
+    """`config.epochs` passes of `batches_per_pass` global batches, capped at `max_steps`."""
+    total_steps = math.ceil(config.epochs * batches_per_pass)
+    if config.max_steps is not None:
+        total_steps = min(total_steps, config.max_steps)
     return inputs.plan_steps(total_steps, checkpoint_every)
 
 
@@ -127,10 +124,8 @@ class Task:
 
     def convert_bert(self, architecture, sequence_length, dropout):
         """Loads the config's `from_bert` to convert; returns the backbone config."""
-        self.bert, self.vocabulary, self.conversion, backbone_config = (
-            starting_points.bert_start(self.config.from_bert, architecture, sequence_length,
-                                       dropout)
-        )
+        self.bert, self.vocabulary, self.conversion, backbone_config = starting_points.bert_start(
+            self.config.from_bert, architecture, sequence_length, dropout)
         self.sequence_length = backbone_config["max_sequence_length"]
         return backbone_config
 
@@ -146,11 +141,15 @@ class Task:
     def converted_backbone(self, dropout):
         """The backbone converted from `convert_bert`'s BERT, with the transferred projections."""
         backbone = backbones.backbone_from_bert(
-            self.bert, max_sequence_length=self.sequence_length, dropout=dropout, **self.conversion
-        )
+            self.bert, max_sequence_length=self.sequence_length, dropout=dropout, **self.conversion)
         if self.config.attention_transfer_epochs:
             starting_points.assign_transferred(backbone, self.transferred)
         return backbone
+
+
+def precision_words(jit_compile):
+    """`dtype policy NAME` and `, XLA` with `jit_compile`, for a run's description."""
+    return f"dtype policy {keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}"
 
 
 def speed_words(summary):
@@ -206,38 +205,29 @@ def run(task, strategy=None, log=print, callbacks=None):
 
         task.transfer_attention(log)
         with strategy.scope():
-            model = task.build_model(
-                optimizers.make_optimizer(
-                    config.learning_rate, plan.total_steps, config.warmup_fraction,
-                    config.weight_decay,
-                ),
-                jit_compile,
-            )
-        if chief:
-            # Written after run.json, which marks the directory as this run's.
-            data.save_vocabulary(
-                task.vocabulary, os.path.join(output_dir, run_directory.VOCABULARY_FILE)
-            )
+            optimizer = optimizers.make_optimizer(config.learning_rate, plan.total_steps,
+                                                  config.warmup_fraction, config.weight_decay)
+            model = task.build_model(optimizer, jit_compile)
+        if chief:  # After run.json, which marks the directory as this run's.
+            vocabulary_path = os.path.join(output_dir, run_directory.VOCABULARY_FILE)
+            data.save_vocabulary(task.vocabulary, vocabulary_path)
 
         def distributed(split, shuffle, **options):
             return inputs.distribute(
-                strategy, lambda context: task.dataset(split, shuffle, context), **options
-            )
+                strategy, lambda context: task.dataset(split, shuffle, context), **options)
 
         def make_train(skip_steps):
             return distributed(corpus.train, True, repeat=True, skip_steps=skip_steps)
 
-        validation = distributed(
-            corpus.validation, False, max_steps=getattr(config, "validation_batches", None)
-        )
+        validation = distributed(corpus.validation, False,
+                                 max_steps=getattr(config, "validation_batches", None))
         test = distributed(corpus.test, False)
         log(task.describe(model, plan, strategy, jit_compile, start))
 
         fit_start, fit_cpu_start = time.perf_counter(), time.process_time()
         trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor)
-        history, steps, _ = trainer.fit(
-            make_train, plan, validation, callbacks, config.update_freq, config.profile_batches
-        )
+        history, steps, _ = trainer.fit(make_train, plan, validation, callbacks,
+                                        config.update_freq, config.profile_batches)
         # CPU time counts only this run's work on a shared machine.
         fit_seconds = time.perf_counter() - fit_start
         fit_cpu_seconds = time.process_time() - fit_cpu_start
@@ -250,9 +240,8 @@ def run(task, strategy=None, log=print, callbacks=None):
             **task.summary(results),
             "steps": steps,
             "total_steps": plan.total_steps,
-            "tokens_per_second": (
-                steps * config.batch_size * task.sequence_length / fit_seconds if steps else None
-            ),
+            "tokens_per_second": (steps * config.batch_size * task.sequence_length / fit_seconds
+                                  if steps else None),
             "fit_seconds": fit_seconds,
             "fit_cpu_seconds": fit_cpu_seconds,
             "seconds": time.perf_counter() - start,

@@ -17,16 +17,15 @@ from keras_linformer.models import attention_transfer
 from keras_linformer.models import backbones
 from keras_linformer.models import pretrained_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
+from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+from keras_linformer.training.loop import first_line
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.training.run_directory import WEIGHTS_FILE
 
 # The backbone arguments that decide which weights exist and what they mean.
-ARCHITECTURE_KEYS = (
-    "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-    "projected_dim", "max_sequence_length", "projection", "sharing", "attention",
-    "num_segments", "projection_initializer", "padding_compensation", "null_slots",
-)
+ARCHITECTURE_KEYS = ("vocabulary_size", *(key for key in DEFAULT_ARCHITECTURE if key != "dropout"),
+                     "num_segments", "projection_initializer", "padding_compensation", "null_slots")
 
 # The backbone classes a pretrained directory may hold, by name, and their attention.
 _ATTENTION_OF_CLASS = {backbone_class.__name__: attention
@@ -77,13 +76,8 @@ def save_pretrained(backbone, vocabulary, directory):
 
 def read_pretrained_config(directory, architecture=None):
     """The backbone config saved in `directory`, with its `attention`, checked against its
-    vocabulary and `architecture` before any weight is read.
-
-    Raises:
-        FileNotFoundError: `directory` lacks `config.json`, `vocab.txt` or `model.weights.h5`.
-        ValueError: `config.json` is not a LinformerBackbone's or BertBackbone's, or differs
-            from `vocab.txt` or `architecture`.
-    """
+    vocabulary and `architecture` (raising FileNotFoundError or ValueError) before any weight
+    is read."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"pretrained: {directory!r} is not a directory. Pass the "
@@ -128,7 +122,6 @@ def read_pretrained_config(directory, architecture=None):
 def load_pretrained(directory, architecture=None, dropout=None):
     """Loads a pretrained backbone and its vocabulary; returns `(backbone, vocabulary)`.
 
-    The config is checked first (`read_pretrained_config`), then the weights must fit it.
     Call it inside the strategy's scope; the backbone takes the global dtype policy.
 
     Args:
@@ -151,37 +144,28 @@ def load_pretrained(directory, architecture=None, dropout=None):
     try:
         backbone.load_weights(path)
     except OSError as error:  # h5py: "Unable to open file (truncated file ...)"
-        raise ValueError(
-            f"pretrained: {path!r} is unreadable or truncated ({str(error).splitlines()[0]})."
-        ) from None
+        raise ValueError(f"pretrained: {path!r} is unreadable or truncated "
+                         f"({first_line(error)}).") from None
     except ValueError as error:
         raise ValueError(f"pretrained: the weights in {directory!r} do not fit its "
-                         f"config.json ({str(error).splitlines()[0]}).") from None
+                         f"config.json ({first_line(error)}).") from None
     return backbone, vocabulary
 
 
 # The options a BERT conversion takes; the rest of the architecture is the BERT's.
-CONVERSION_KEYS = (
-    "attention", "projection", "projection_initializer", "padding_compensation",
-    "null_slots", "projected_dim", "sharing",
-)
+CONVERSION_KEYS = ("attention", "projection", "projection_initializer", "padding_compensation",
+                   "null_slots", "projected_dim", "sharing")
 
 
 def preset_record(preset):
     """A BERT preset as run.json records it: directories by absolute path."""
-    if preset is None:
-        return None
-    return os.path.abspath(preset) if os.path.isdir(preset) else preset
+    return os.path.abspath(preset) if preset is not None and os.path.isdir(preset) else preset
 
 
 def bert_start(preset, architecture, sequence_length, dropout):
-    """Loads a BERT to convert, checking the conversion options and k against n first.
-
-    `architecture` holds only `CONVERSION_KEYS` (default: `from_bert`'s); `sequence_length`
-    defaults to the BERT's positions. Returns `(bert, vocabulary, conversion, config)`: the
-    keras-hub backbone, its tokens, `from_bert`'s keyword arguments and the converted
-    backbone's arguments.
-    """
+    """Loads a BERT to convert, checking the conversion options (`CONVERSION_KEYS`) and k
+    against n (default: the BERT's positions) first. Returns `(bert, vocabulary,
+    conversion, config)`: `from_bert`'s keyword arguments and the converted backbone's."""
     architecture = dict(architecture or {})
     fixed = sorted(set(architecture) - set(CONVERSION_KEYS))
     if fixed:
@@ -203,29 +187,19 @@ def bert_start(preset, architecture, sequence_length, dropout):
     dims = conversion.get("projected_dim")
     for k in dims if isinstance(dims, (list, tuple)) else [dims] if dims else []:
         projections.get_checked(conversion["projection"], conversion["sharing"], sequence_length, k)
-    config = {
-        **{key: getattr(bert, key) for key in (
-            "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-            "num_segments")},
-        "projected_dim": None,
-        **conversion,
-        "max_sequence_length": sequence_length,
-        "dropout": dropout,
-    }
+    kept = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+            "num_segments")
+    config = {**{key: getattr(bert, key) for key in kept}, "projected_dim": None, **conversion,
+              "max_sequence_length": sequence_length, "dropout": dropout}
     return bert, vocabulary, conversion, config
 
 
 def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,
                      log=print):
-    """Converts `bert` and transfers its attention on a run's first `TRANSFER_TEXTS` texts.
-
-    What `--attention-transfer` does: `bert` converted with the `conversion`
-    options of `backbones.backbone_from_bert` at n = `sequence_length`, `texts`
-    encoded by `tokenizer` as fine-tuning encodes them, `epochs` of
-    `attention_transfer.transfer_attention` checkpointed to
-    `output_dir/attention_transfer`. Returns the values of its
-    `linformer_only_variables`, for `assign_transferred`.
-    """
+    """What `--attention-transfer` does: `bert` converted with `conversion` at n =
+    `sequence_length`, then `epochs` of `attention_transfer.transfer_attention` on the first
+    `TRANSFER_TEXTS` texts, checkpointed to `output_dir/attention_transfer`. Returns the
+    values of its `linformer_only_variables`, for `assign_transferred`."""
     linformer = backbones.backbone_from_bert(bert, max_sequence_length=sequence_length,
                                              **conversion)
     encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:TRANSFER_TEXTS])
