@@ -65,7 +65,7 @@ def __getattr__(name):
     if name in __all__:
         for module in _MODULES:
             module = importlib.import_module(f"{__name__}.{module}")
-            if name in getattr(module, "__dict__", {}):
+            if name in vars(module):
                 return getattr(module, name)
     try:
         return importlib.import_module(f"{__name__}.{name}")

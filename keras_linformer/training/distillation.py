@@ -28,18 +28,6 @@ from keras_linformer.training import starting_points
 from keras_linformer.training.config import DistillationConfig
 
 
-class SquaredRelativeError(keras.losses.Loss):
-    """`squared_relative_error` as a Keras loss (`y_true`: the padding mask, `y_pred`: the
-    `Distiller`'s output), averaged over the texts of a batch."""
-
-    def __init__(self, name="squared_relative_error", reduction="sum_over_batch_size",
-                 dtype=None):
-        super().__init__(name=name, reduction=reduction, dtype=dtype)
-
-    def call(self, y_true, y_pred):
-        return squared_relative_error(y_true, y_pred)
-
-
 class Distiller(keras.Model):
     """A student backbone trained to reproduce a frozen teacher backbone's sequence output.
 
@@ -70,7 +58,8 @@ class Distiller(keras.Model):
 
 
 def build_distiller(student, teacher, optimizer, jit_compile=False):
-    """A compiled `Distiller` (loss `SquaredRelativeError`; metrics `token_error`,
+    """A compiled `Distiller` (loss `squared_relative_error` of the padding mask and the
+    `Distiller`'s output, averaged over the texts of a batch; metrics `token_error`,
     `embedding_cosine`), the student's pooler frozen. Call it inside the strategy's scope.
 
     Args:
@@ -82,7 +71,7 @@ def build_distiller(student, teacher, optimizer, jit_compile=False):
     model = Distiller(student, teacher)
     if hasattr(student, "pooled_dense"):
         student.pooled_dense.trainable = False
-    model.compile(optimizer=optimizer, loss=SquaredRelativeError(), jit_compile=jit_compile,
+    model.compile(optimizer=optimizer, loss=squared_relative_error, jit_compile=jit_compile,
                   metrics=[keras.metrics.MeanMetricWrapper(relative_error, name="token_error"),
                            keras.metrics.MeanMetricWrapper(embedding_cosine,
                                                            name="embedding_cosine")])
@@ -130,7 +119,7 @@ class DistillationTask(pretraining.MaskedLMTask):
         return build_distiller(self.new_backbone(), self.bert, optimizer, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
-        sequences = self.sequences(split, shuffle, input_context, mask_selection_rate=0.0)
+        sequences = super().dataset(split, shuffle, input_context)
 
         def inputs_and_mask(x, y, sample_weight):
             del y, sample_weight  # Nothing is masked: no masked-LM targets.

@@ -152,8 +152,6 @@ class Trainer:
         self.best_manager = self._manager(best, BEST_DIR, 2) if monitor else None
         self.test_function = _test_function(model, strategy)
         self._terminate_requested = False
-        self._agree_function = None
-        self._fingerprints_function = None
 
     def _manager(self, checkpoint, subdirectory, max_to_keep):
         """A CheckpointManager writing under output_dir (chief) or a scratch directory."""
@@ -222,9 +220,8 @@ class Trainer:
                              f"{sorted(epoch_logs)}. (Validation metrics need a validation "
                              "dataset.)")
         value, best = epoch_logs[self.monitor], float(self.best_value.numpy())
-        if math.isfinite(value) and (
-            math.isnan(best) or (value < best if "loss" in self.monitor else value > best)
-        ):
+        better = value < best if "loss" in self.monitor else value > best
+        if math.isfinite(value) and (math.isnan(best) or better):
             self.best_value.assign(value)
             self.best_step.assign(self.step)
             self.save(self.best_manager)
@@ -256,36 +253,35 @@ class Trainer:
         """Each flag OR-ed over the workers, so that they all stop, or go on, together."""
         if not self.multi_worker:
             return flags
-        if self._agree_function is None:
-
-            @tf.function
-            def agree(values):
-                per_replica = self.strategy.run(lambda: tf.identity(values))
-                return self.strategy.reduce("SUM", per_replica, axis=None)
-
-            self._agree_function = agree
-        summed = self._agree_function(tf.constant([int(bool(flag)) for flag in flags]))
+        summed = self._sum_over_workers(tf.constant([int(bool(flag)) for flag in flags]))
         return tuple(bool(value > 0) for value in summed.numpy())
+
+    @tf.function
+    def _sum_over_workers(self, values):
+        per_replica = self.strategy.run(lambda: tf.identity(values))
+        return self.strategy.reduce("SUM", per_replica, axis=None)
+
+    @tf.function
+    def _fingerprints(self):
+        variables = list(self.model.variables) + list(self.model.optimizer.variables)
+
+        def fingerprint():
+            total = tf.constant(0.0, "float64")
+            for index, variable in enumerate(variables):
+                values = tf.reshape(tf.cast(variable.value, "float64"), [-1])
+                positions = tf.cast(tf.range(tf.size(values)), "float64")
+                total += tf.reduce_sum(values * tf.sin(positions + index + 1.0))
+            context = tf.distribute.get_replica_context()
+            return context.all_gather(tf.reshape(total, [1]), axis=0)
+
+        return self.strategy.run(fingerprint)
 
     def check_workers_agree(self):
         """Raises RuntimeError unless every worker holds the same variables (by all-gathered
         position-weighted sums); multi-worker only."""
         if not self.multi_worker:
             return
-        if self._fingerprints_function is None:
-            variables = list(self.model.variables) + list(self.model.optimizer.variables)
-
-            def fingerprint():
-                total = tf.constant(0.0, "float64")
-                for index, variable in enumerate(variables):
-                    values = tf.reshape(tf.cast(variable.value, "float64"), [-1])
-                    positions = tf.cast(tf.range(tf.size(values)), "float64")
-                    total += tf.reduce_sum(values * tf.sin(positions + index + 1.0))
-                context = tf.distribute.get_replica_context()
-                return context.all_gather(tf.reshape(total, [1]), axis=0)
-
-            self._fingerprints_function = tf.function(lambda: self.strategy.run(fingerprint))
-        gathered = self.strategy.experimental_local_results(self._fingerprints_function())
+        gathered = self.strategy.experimental_local_results(self._fingerprints())
         fingerprints = [float(value) for value in gathered[0].numpy()]
         if len(set(fingerprints)) != 1:
             raise RuntimeError(f"The workers' variables diverged at step {int(self.step.numpy())} "

@@ -132,15 +132,13 @@ class MaskedLMTask(runs.Task):
         return backbones.backbone_for(**self.backbone_config)
 
     def dataset(self, split, shuffle, input_context):
-        return self.sequences(split, shuffle, input_context, self.config.mask_selection_rate)
-
-    def sequences(self, split, shuffle, input_context, mask_selection_rate):
-        """`split`'s documents as masked sequences of n tokens."""
+        """`split`'s documents as masked sequences of n tokens (none masked to distil)."""
         # Only training sequences are cut: evaluation stays comparable.
         short_rate = self.config.short_sequence_rate if split is self.corpus.train else 0.0
+        mask_rate = getattr(self.config, "mask_selection_rate", 0.0)
         return data.pretraining_dataset(
             split.texts, self.tokenizer(), sequence_length=self.sequence_length,
-            batch_size=self.config.batch_size, mask_selection_rate=mask_selection_rate,
+            batch_size=self.config.batch_size, mask_selection_rate=mask_rate,
             shuffle=shuffle, seed=self.config.seed, input_context=input_context,
             short_sequence_rate=short_rate)
 

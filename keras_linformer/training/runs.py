@@ -44,9 +44,8 @@ RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision"
 
 
 def start_run(output_dir, run_config, chief=True):
-    """Records `run_config`, what a resumed run must share (the `chief` writes); returns
-    whether the run resumes. Raises ValueError for a differing `run.json`, or checkpoints
-    without one."""
+    """Records `run_config` (the `chief` writes); returns whether the run resumes. Raises
+    ValueError for a differing `run.json`, or checkpoints without one."""
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
     resuming = loop_lib.has_checkpoint(output_dir)
     previous = run_directory.read_run(output_dir)
@@ -90,15 +89,11 @@ def plan_run(config, batches_per_pass, checkpoint_every):
 
 
 class Task:
-    """One kind of training run. `run` calls, in order: `check()` (raises for bad options),
-    `prepare(strategy, log, start)` (sets `vocabulary` and `sequence_length`; returns the
-    `inputs.StepPlan` and the task's fields of `run.json`), `transfer_attention(log)`,
-    `build_model(optimizer, jit_compile)`, `dataset(split, shuffle, input_context)`,
-    `describe(...)` (the log line before training), `check_results(results)`,
-    `save(model, output_dir)` (chief only), `summary(results)` and `report(summary)`.
-
-    A subclass sets `name`, the `task` of `run.json` (a key of `run_directory.PROGRAMS`).
-    """
+    """One kind of training run; `run` calls, in order: `check`, `prepare` (sets `vocabulary`
+    and `sequence_length`; returns the `StepPlan` and the task's fields of `run.json`),
+    `transfer_attention`, `build_model`, `dataset`, `describe` (the log line before training),
+    `check_results`, `save` (chief only), `summary` and `report`. A subclass sets `name`,
+    the `task` of `run.json` (a key of `run_directory.PROGRAMS`)."""
 
     name = None
     # Whether the training labels are part of the data the run record digests.
