@@ -115,9 +115,6 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
         connect_timeout: float, with `TF_CONFIG`: seconds to wait for the other workers.
         log: callable for progress messages.
 
-    Returns:
-        The `tf.distribute.Strategy` to train under.
-
     Raises:
         ValueError: a wrong `TF_CONFIG`, `cpu_replicas` other than 1 with it, or XLA
             where it cannot work.

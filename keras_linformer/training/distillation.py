@@ -83,7 +83,7 @@ def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **
 
     Converts `from_bert` (with `architecture`'s options) and trains the conversion to
     reproduce it on the training documents, cut as for pretraining. Writes what
-    `finetune(pretrained=output_dir)` needs, and `summary.json`.
+    `finetune(pretrained=output_dir)` needs, and `summary.json`; returns that summary dict.
 
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
@@ -92,9 +92,6 @@ def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **
         log: callable for progress messages.
         callbacks: list of `keras.callbacks.Callback`, or `None`.
         **options: `DistillationConfig` fields, replacing `config`'s.
-
-    Returns:
-        The summary dict (also in `summary.json`).
     """
     config = DistillationConfig.of(config, **options)
     return runs.run(DistillationTask(corpus, config), strategy, log, callbacks)

@@ -36,8 +36,9 @@ def plan_steps(total_steps, checkpoint_every):
 
 
 def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=None):
-    """`strategy.distribute_datasets_from_function` over a data-layer pipeline; each step
-    feeds one per-replica batch to every replica.
+    """A `tf.distribute.DistributedDataset` over a data-layer pipeline
+    (`strategy.distribute_datasets_from_function`); each step feeds one per-replica batch to
+    every replica.
 
     Args:
         strategy: a `tf.distribute.Strategy`.
@@ -46,9 +47,6 @@ def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=Non
         repeat: bool, whether to repeat the data forever.
         skip_steps: int, global steps to skip first (to resume).
         max_steps: int or `None`, the most global steps to yield.
-
-    Returns:
-        A `tf.distribute.DistributedDataset`.
     """
 
     def dataset_fn(input_context):

@@ -39,8 +39,7 @@ _UNFINISHED = set()  # Output directories of this process's unfinished `transfer
 def architecture_of(config):
     """The `ARCHITECTURE_KEYS` of a backbone config, with lists for tuples (JSON's view)."""
     return {key: list(config[key]) if isinstance(config[key], tuple) else config[key]
-            for key in ARCHITECTURE_KEYS
-            if key in config}
+            for key in ARCHITECTURE_KEYS if key in config}
 
 
 def architecture_differences(expected, found):
@@ -50,8 +49,7 @@ def architecture_differences(expected, found):
     if found.get("attention") == "transformer":
         expected = {k: v for k, v in expected.items() if k not in LINFORMER_ARGUMENTS}
     return [f"{key}: {expected[key]!r} requested, {found.get(key)!r} in the checkpoint"
-            for key in expected
-            if expected[key] != found.get(key)]
+            for key in expected if expected[key] != found.get(key)]
 
 
 def save_pretrained(backbone, vocabulary, directory):
@@ -82,8 +80,7 @@ def read_pretrained_config(directory, architecture=None):
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"pretrained: {directory!r} is not a directory. Pass the "
                                 "--output-dir of a finished pretraining run.")
-    missing = [name
-               for name in (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE)
+    missing = [name for name in (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE)
                if not os.path.isfile(os.path.join(directory, name))]
     if missing:
         raise FileNotFoundError(f"pretrained: {directory!r} lacks {', '.join(missing)}. Pass the "
@@ -112,10 +109,8 @@ def read_pretrained_config(directory, architecture=None):
     differences = architecture_differences(architecture or {}, config)
     if differences:
         raise ValueError(f"pretrained: the checkpoint in {directory!r} has a different "
-                         "configuration than requested ("
-                         + "; ".join(differences)
-                         + "). Drop those options to use the checkpoint's values, or "
-                         "pretrain a model with them.")
+                         f"configuration than requested ({'; '.join(differences)}). Drop those "
+                         "options to use the checkpoint's values, or pretrain a model with them.")
     return config
 
 
