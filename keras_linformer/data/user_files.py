@@ -4,9 +4,11 @@ A file is read as meant or refused with an error naming the argument, the file a
 what is skipped on purpose (blank lines, non-.txt files) is counted in a printed line.
 """
 
+import collections
 import csv
 import decimal
 import io
+import itertools
 import json
 import os
 import re
@@ -14,12 +16,14 @@ import sys
 import unicodedata
 
 from keras_linformer.data.splits import split_corpus
+from keras_linformer.utils.validation import check_choice
 from keras_linformer.utils.validation import shorten
 
 csv.field_size_limit(sys.maxsize)
 
 DOCUMENT_UNITS = ("file", "paragraph")
-TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+# The delimiter of each extension; None for JSON Lines.
+TABLE_FORMATS = {".csv": ",", ".tsv": "\t", ".jsonl": None, ".ndjson": None}
 
 
 def read_text(path, encoding, argument):
@@ -75,14 +79,12 @@ def expand_paths(paths, exclude=None):
             continue
         found, skipped, own = [], [], []
         for root, directories, names in os.walk(path):
-            entered = []
-            for name in sorted(directories):
+            directories.sort()  # Walked in this order, as the files are read.
+            for name in list(directories):
                 folder = os.path.join(root, name)
                 if name.startswith(".") or os.path.islink(folder):
                     skipped.append(os.path.relpath(folder, path) + os.sep)
-                else:
-                    entered.append(name)
-            directories[:] = entered
+                    directories.remove(name)
             for name in sorted(names):
                 file = os.path.join(root, name)
                 if exclude is not None and _inside(file, exclude):
@@ -110,7 +112,8 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
     """Loads plain text files as an unlabelled pretraining corpus.
 
     A document is a whole file (`documents="file"`) or a block of lines between blank lines
-    (`"paragraph"`, for one large file). The 80/10/10 split is by document (`split_corpus`).
+    (`"paragraph"`, for one large file), split 80/10/10 by `split_corpus`; ids are `"<path>"`
+    or `"<path>#<paragraph index>"`.
 
     Args:
         paths: str, path-like, or a list of them: files, or directories whose `*.txt` files
@@ -120,27 +123,12 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
         exclude: str or None, a directory never read (the run's output directory).
 
-    Returns:
-        A `Corpus` with `labels=None`; ids are `"<path>"` or `"<path>#<paragraph index>"`.
-
     Raises:
         FileNotFoundError: a path does not exist.
         ValueError: bad `documents`, an empty or undecodable file, a directory without .txt
             files, or too few documents for three non-empty splits.
-
-    Example:
-
-    ```python
-    corpus = keras_linformer.data.load_text_files("my_articles/")
-    tokenizer = keras_linformer.data.make_tokenizer(
-        keras_linformer.data.train_vocabulary(corpus.train.texts)
-    )
-    ```
     """
-    if documents not in DOCUMENT_UNITS:
-        raise ValueError(
-            f"`documents` must be one of {list(DOCUMENT_UNITS)}. Received: documents={documents!r}"
-        )
+    check_choice("documents", documents, DOCUMENT_UNITS)
     texts, ids = [], []
     for path in expand_paths(paths, exclude=exclude):
         text = read_text(path, encoding, "paths")
@@ -148,13 +136,8 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
             texts.append(text)
             ids.append(path)
             continue
-        paragraphs, lines = [], []
-        for line in text.splitlines() + [""]:
-            if line.strip():
-                lines.append(line)
-            elif lines:
-                paragraphs.append("\n".join(lines))
-                lines = []
+        blocks = itertools.groupby(text.splitlines(), key=lambda line: bool(line.strip()))
+        paragraphs = ["\n".join(lines) for filled, lines in blocks if filled]
         texts.extend(paragraphs)
         ids.extend(f"{path}#{i}" for i in range(len(paragraphs)))
     return split_corpus("text_files", texts, ids, seed=seed)
@@ -168,35 +151,39 @@ def read_table_rows(path, encoding):
             f"path: {path!r} has extension {extension!r}; expected one of {sorted(TABLE_FORMATS)}."
         )
     text = read_text(path, encoding, "path")
+    delimiter = TABLE_FORMATS[extension]
+    rows = _delimited_rows(path, text, delimiter) if delimiter else _json_rows(path, text)
     blank = 0
-    if TABLE_FORMATS[extension] == "jsonl":
-        for line_number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                blank += 1
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(
-                    f"path: {path!r} line {line_number} is not valid JSON: {error}"
-                ) from None
-            if not isinstance(row, dict):
-                raise ValueError(
-                    f"path: {path!r} line {line_number} must be a JSON object, "
-                    f"got {type(row).__name__}."
-                )
-            yield f"line {line_number}", row
-    else:
-        yield from _delimited_rows(path, text, "\t" if extension == ".tsv" else ",")
-        return
+    for line, row in rows:
+        if row is None:
+            blank += 1
+        else:
+            yield f"line {line}", row
     if blank:
         print(f"path: {path!r}: skipped {blank} blank line(s).", flush=True)
 
 
+def _json_rows(path, text):
+    """Yields `(line, row)`, `row` None for a blank line."""
+    for line, record in enumerate(text.splitlines(), start=1):
+        if not record.strip():
+            yield line, None
+            continue
+        try:
+            row = json.loads(record)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"path: {path!r} line {line} is not valid JSON: {error}") from None
+        if not isinstance(row, dict):
+            raise ValueError(
+                f"path: {path!r} line {line} must be a JSON object, got {type(row).__name__}."
+            )
+        yield line, row
+
+
 def _delimited_rows(path, text, delimiter):
+    """Yields `(line, row)` after the header, `row` None for a blank line."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     name = "tab" if delimiter == "\t" else "comma"
-    blank, line = 0, 1
     try:
         header = next(reader)
         empty = [i + 1 for i, column in enumerate(header) if not column.strip()]
@@ -208,21 +195,19 @@ def _delimited_rows(path, text, delimiter):
             )
         line = reader.line_num + 1
         for fields in reader:
-            where, line = f"line {line}", reader.line_num + 1
             if not any(field.strip() for field in fields):
-                blank += 1
-                continue
-            if len(fields) != len(header):
+                yield line, None
+            elif len(fields) != len(header):
                 raise ValueError(
-                    f"path: {path!r} {where} has {len(fields)} fields, the header has "
+                    f"path: {path!r} line {line} has {len(fields)} fields, the header has "
                     f"{len(header)} ({shorten(header)}). A field holding a {name} must be "
                     f'quoted, e.g. "great film, really good". Fields read: {shorten(fields, 4)}'
                 )
-            yield where, dict(zip(header, fields))
+            else:
+                yield line, dict(zip(header, fields))
+            line = reader.line_num + 1
     except csv.Error as error:
         raise ValueError(f"path: {path!r} line {reader.line_num}: {error}.") from None
-    if blank:
-        print(f"path: {path!r}: skipped {blank} blank line(s).", flush=True)
 
 
 NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -265,7 +250,7 @@ def encode_labels(values, path):
 
 def check_label_counts(corpus, path):
     """Refuses a label column that cannot be one (see `load_table`'s `check_labels`)."""
-    rows = len(corpus.train) + len(corpus.validation) + len(corpus.test)
+    rows = sum(map(len, corpus.splits().values()))
     names = corpus.label_names
     override = "If this is really the label, pass check_labels=False (--no-label-check)."
     if len(names) > rows / 2:
@@ -273,10 +258,8 @@ def check_label_counts(corpus, path):
             f"label_column: {path!r} has {len(names)} classes in {rows} rows, more than half the "
             f"rows: {shorten(names)}. This looks like an id or text column, not a label. {override}"
         )
-    counts = [0] * len(names)
-    for label in corpus.train.labels:
-        counts[label] += 1
-    rare = [name for name, count in zip(names, counts) if count < 2]
+    counts = collections.Counter(corpus.train.labels)
+    rare = [name for label, name in enumerate(names) if counts[label] < 2]
     if rare:
         raise ValueError(
             f"label_column: {path!r}: {len(rare)} of {len(names)} classes have fewer than "
@@ -293,8 +276,8 @@ def load_table(
 
     CSV and TSV files need a header row; JSONL files hold one JSON object per line. Blank
     lines are skipped and counted. Labels (strings or integers) become indices into the sorted
-    `label_names` (numerically if every label is a numeral). Rows are split 80/10/10 by a hash
-    of their text (`split_corpus`).
+    `label_names` (numerically if every label is a numeral). Rows are split 80/10/10 by
+    `split_corpus`; ids are `"line <N>"`, the row's line in the file.
 
     Args:
         path: str or path-like, a `.csv`, `.tsv`, `.jsonl` or `.ndjson` file.
@@ -307,24 +290,11 @@ def load_table(
             fewer than 2 training examples. Defaults to `True`.
         exclude: str or None, the run's output directory: a `path` inside it is refused.
 
-    Returns:
-        A `Corpus`; ids are `"line <N>"`, the row's line in the file.
-
     Raises:
         FileNotFoundError: `path` does not exist.
-        ValueError: an unknown extension; an empty or undecodable file, or one without data
-            rows; a missing column, an empty field or a row that does not fit the header; a
-            text or label of the wrong type; one label class, classes spelled alike, or (with
-            `check_labels`) too many or too rare classes; too few rows to split.
-
-    Example:
-
-    ```python
-    corpus = keras_linformer.data.load_table(
-        "reviews.csv", text_column="review", label_column="sentiment"
-    )
-    corpus.label_names  # e.g. ("negative", "positive")
-    ```
+        ValueError: a file that cannot be read as a table of texts and labels; one label
+            class, classes spelled alike, or (with `check_labels`) too many or too rare
+            classes; too few rows to split.
     """
     path = os.fspath(path)
     check_outside(path, exclude, "path")
