@@ -1,7 +1,4 @@
-"""Data for Linformer pretraining and fine-tuning: corpora, vocabulary, tf.data.
-
-The pipelines' docstrings show typical use (`pretraining_dataset`, `classification_dataset`).
-"""
+"""Data for Linformer pretraining and fine-tuning: corpora, vocabulary, tf.data."""
 
 from keras_linformer.data.corpora import load_bbc_news
 from keras_linformer.data.corpora import load_news_articles
@@ -27,24 +24,9 @@ from keras_linformer.data.vocabulary import save_vocabulary
 from keras_linformer.data.vocabulary import train_vocabulary
 
 __all__ = [
-    "SPECIAL_TOKENS",
-    "SPLIT_FRACTIONS",
-    "Corpus",
-    "Split",
-    "TextEncoder",
-    "classification_dataset",
-    "concatenate_corpora",
-    "limit_examples",
-    "load_bbc_news",
-    "load_news_articles",
-    "load_rotten_tomatoes",
-    "load_table",
-    "load_text_files",
-    "load_vocabulary",
-    "make_tokenizer",
-    "mask_tokens",
-    "pretraining_dataset",
-    "save_vocabulary",
-    "split_corpus",
-    "train_vocabulary",
+    "SPECIAL_TOKENS", "SPLIT_FRACTIONS", "Corpus", "Split", "TextEncoder",
+    "classification_dataset", "concatenate_corpora", "limit_examples", "load_bbc_news",
+    "load_news_articles", "load_rotten_tomatoes", "load_table", "load_text_files",
+    "load_vocabulary", "make_tokenizer", "mask_tokens", "pretraining_dataset", "save_vocabulary",
+    "split_corpus", "train_vocabulary",
 ]

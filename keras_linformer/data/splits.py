@@ -33,13 +33,11 @@ class Split:
 
 @dataclasses.dataclass(frozen=True)
 class Corpus:
-    """A corpus split into `train`, `validation` and `test` `Split`s.
+    """A corpus split into `train`, `validation` and `test` `Split`s (about 80/10/10%).
 
     Args:
         name: str, a short name for messages and logs.
-        train: `Split`, about 80% of the documents.
-        validation: `Split`, about 10% of the documents.
-        test: `Split`, about 10% of the documents.
+        train, validation, test: `Split`.
     """
 
     name: str
@@ -60,12 +58,9 @@ class Corpus:
 def split_of(text, seed=0):
     """Returns "train", "validation" or "test" for one document.
 
-    SHA-256 of `"{seed}:{text}"` (Python's `hash()` is salted per process), read as a
-    fraction in [0, 1), picks the split by the cumulative `SPLIT_FRACTIONS`.
-
-    Args:
-        text: str, the document.
-        seed: int; another seed gives another, equally fixed split. Defaults to `0`.
+    SHA-256 of `"{seed}:{text}"` (Python's `hash()` is salted per process), read as a fraction
+    in [0, 1), picks the split by the cumulative `SPLIT_FRACTIONS`; another seed gives another,
+    equally fixed split.
     """
     digest = hashlib.sha256(f"{seed}:{text}".encode("utf-8")).digest()
     fraction = int.from_bytes(digest[:8], "big") / 2**64
@@ -76,9 +71,9 @@ def split_of(text, seed=0):
 def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
     """Splits documents into a `Corpus` of about 80/10/10 percent.
 
-    Each document's split depends only on its text (`split_of`): the same in every run,
-    copies of a document share a split, and adding documents never moves others; sizes are
-    80/10/10 only approximately. Order within a split is the input order.
+    Each document's split depends only on its text (`split_of`): the same in every run, copies
+    of a document share a split, and adding documents never moves others. Order within a split
+    is the input order.
 
     Args:
         name: str, the corpus name used in messages.
@@ -87,9 +82,6 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
         labels: list of int or `None`, one class index per document.
         label_names: tuple of str or `None`, the class names.
         seed: int, see `split_of`. Defaults to `0`.
-
-    Returns:
-        A `Corpus`.
 
     Raises:
         ValueError: if `texts` is empty or a split comes out empty.
@@ -143,12 +135,8 @@ def limit_examples(corpus, train=None, evaluation=None):
             split, texts=split.texts[:count], ids=split.ids[:count], labels=labels
         )
 
-    return dataclasses.replace(
-        corpus,
-        train=head(corpus.train, train),
-        validation=head(corpus.validation, evaluation),
-        test=head(corpus.test, evaluation),
-    )
+    counts = {"train": train, "validation": evaluation, "test": evaluation}
+    return Corpus(corpus.name, *(head(getattr(corpus, name), counts[name]) for name in SPLIT_NAMES))
 
 
 def concatenate_corpora(corpora):
@@ -167,18 +155,11 @@ def concatenate_corpora(corpora):
 
     def joined(name):
         splits = [getattr(corpus, name) for corpus in corpora]
-        return type(splits[0])(
+        return Split(
             texts=[text for split in splits for text in split.texts],
-            ids=[
-                f"{corpus.name}/{id_}"
-                for corpus, split in zip(corpora, splits) for id_ in split.ids
-            ],
+            ids=[f"{corpus.name}/{id_}" for corpus, split in zip(corpora, splits)
+                 for id_ in split.ids],
         )
 
-    return dataclasses.replace(
-        corpora[0],
-        name="+".join(corpus.name for corpus in corpora),
-        train=joined("train"),
-        validation=joined("validation"),
-        test=joined("test"),
-    )
+    names = "+".join(corpus.name for corpus in corpora)
+    return Corpus(names, *(joined(name) for name in SPLIT_NAMES))

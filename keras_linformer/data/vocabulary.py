@@ -20,10 +20,9 @@ def train_vocabulary(
 ):
     """Trains a lowercased WordPiece vocabulary on (a sample of) training texts.
 
-    Runs `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased") with the
-    special tokens `[PAD]`=0, `[UNK]`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 first, on a seeded
-    sample of whole texts of about `max_characters` (the learner is slow pure Python). The
-    learner keeps only pieces seen 10 times, so a small sample may not fill `vocabulary_size`.
+    Runs `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased"), the special
+    tokens `SPECIAL_TOKENS` first, on a seeded sample of whole texts (the learner is slow pure
+    Python). It keeps only pieces seen 10 times: a small sample may not fill `vocabulary_size`.
 
     Args:
         texts: list of str, the training documents (never validation/test).
@@ -43,12 +42,11 @@ def train_vocabulary(
     '[PAD], [UNK], [CLS], [SEP], [MASK]'
     """
     texts = list(texts)
-    if not texts or not any(text.strip() for text in texts):
+    if not any(text.strip() for text in texts):
         raise ValueError(
             f"`texts` must hold at least one non-empty text. Received "
             f"{len(texts)} texts, all empty."
         )
-    # The special tokens and at least one more.
     check_positive_int("vocabulary_size", vocabulary_size, len(SPECIAL_TOKENS) + 1)
     if max_characters is not None:
         check_positive_int("max_characters", max_characters)
@@ -82,13 +80,10 @@ def save_vocabulary(vocabulary, path):
 
 
 def load_vocabulary(path):
-    """Reads a `vocab.txt` written by `save_vocabulary` (one token per line).
+    """Reads a `vocab.txt` written by `save_vocabulary` (one token per line) as a list of str.
 
     Args:
         path: str or path-like.
-
-    Returns:
-        The vocabulary, a list of str.
 
     Raises:
         FileNotFoundError: `path` does not exist.
@@ -161,9 +156,6 @@ def make_tokenizer(vocabulary, mask_token_in_text=False):
         vocabulary: list of str, or the path of a `vocab.txt`.
         mask_token_in_text: bool, whether a literal `[MASK]` in a text is the mask token
             (fill-mask queries). Defaults to `False`.
-
-    Returns:
-        A `keras_hub.tokenizers.WordPieceTokenizer` returning int32 ids.
 
     Example:
 
