@@ -13,19 +13,18 @@ from keras_linformer.utils.validation import check_positive_int
 def special_token_ids(tokenizer):
     """Returns `({token: id} for [PAD], [CLS], [SEP], [MASK], vocabulary size)`."""
     vocabulary = tokenizer.get_vocabulary()
-    ids = {token: index for index, token in enumerate(vocabulary)}
-    missing = [t for t in (PAD, CLS, SEP, MASK) if t not in ids]
+    missing = [t for t in (PAD, CLS, SEP, MASK) if t not in vocabulary]
     if missing:
         raise ValueError(
             f"`tokenizer` lacks the special tokens {missing}; build it with "
             "`make_tokenizer` from a vocabulary made by `train_vocabulary`."
         )
-    if ids[PAD] != 0:
+    if vocabulary[0] != PAD:
         raise ValueError(
-            f"`tokenizer` has {PAD} at id {ids[PAD]}; it must be 0, the id "
+            f"`tokenizer` has {PAD} at id {vocabulary.index(PAD)}; it must be 0, the id "
             "keras-hub's packers and mask generator treat as padding."
         )
-    return {token: ids[token] for token in (PAD, CLS, SEP, MASK)}, len(vocabulary)
+    return {token: vocabulary.index(token) for token in (PAD, CLS, SEP, MASK)}, len(vocabulary)
 
 
 def replace_invalid_utf8(texts):
@@ -39,9 +38,8 @@ class TextEncoder:
     """Encodes a batch of raw texts as `[CLS] tokens [SEP]` padded to `sequence_length`.
 
     The inputs of `LinformerTextClassifier` (and of `LinformerMaskedLM`'s fill-mask queries):
-    a text longer than `sequence_length - 2` tokens keeps its head, and invalid UTF-8 becomes
-    U+FFFD (`[UNK]`), so any byte string encodes. Calls always run the traced TensorFlow ops,
-    as training and serving do: keras-hub's eager tokenizer path may differ on unusual input.
+    a longer text keeps its head, and invalid UTF-8 becomes U+FFFD (`[UNK]`). Calls run the
+    traced TensorFlow ops, as training and serving do (keras-hub's eager path may differ).
 
     Args:
         tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from `make_tokenizer`.
@@ -93,17 +91,14 @@ class TextEncoder:
         }
 
     def __call__(self, texts):
-        if isinstance(texts, (str, bytes)):
-            raise TypeError(
-                "`texts` must be a batch (a list of str or a tf.string tensor "
-                f"of shape (B,)), not a single text. Received: {texts!r:.80}"
-            )
-        if not tf.is_tensor(texts):
+        if not tf.is_tensor(texts) and not isinstance(texts, (str, bytes)):
             try:
                 texts = tf.convert_to_tensor(texts, tf.string)
             except (TypeError, ValueError):
-                raise TypeError(
-                    "`texts` must be a batch of str or bytes (a list, or a "
-                    f"tf.string tensor of shape (B,)). Received: {texts!r:.80}"
-                ) from None
+                pass
+        if not tf.is_tensor(texts):
+            raise TypeError(
+                "`texts` must be a batch of str or bytes (a list, or a tf.string tensor of "
+                f"shape (B,)). Received: {texts!r:.80}"
+            )
         return self._encode(texts)
