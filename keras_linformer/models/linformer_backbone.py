@@ -17,30 +17,23 @@ from keras_linformer.utils import validation
 # keras-hub BERT's feedforward activation, under the name its configs give it.
 GELU_APPROXIMATE = keras.saving.get_registered_object("keras_hub>gelu_approximate")
 # The arguments only a Linformer has; the full-attention baseline, a BertBackbone, has the rest.
-LINFORMER_ARGUMENTS = (
-    "projected_dim",
-    "projection",
-    "sharing",
-    "projection_initializer",
-    "padding_compensation",
-    "null_slots",
-)
+LINFORMER_ARGUMENTS = ("projected_dim", "projection", "sharing", "projection_initializer",
+                       "padding_compensation", "null_slots")
+# What `get_config` saves besides the base class's.
+CONFIG_NAMES = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+                "max_sequence_length", "dropout", "num_segments", *LINFORMER_ARGUMENTS)
 
 
 @keras_linformer_export("keras_linformer.models.LinformerBackbone")
 class LinformerBackbone(keras_hub.models.Backbone):
     """BERT-style bidirectional encoder with Linformer self-attention.
 
-    The layout of `keras_hub.models.BertBackbone` (token, position and segment
-    embeddings, encoder blocks, a tanh-pooled `[CLS]` output) with one encoder
-    stack, `self.encoder`: a `LinformerEncoderStack` named `linformer_encoder`.
-    The full-attention baseline is keras-hub's `BertBackbone` itself, built
-    from the same arguments by `backbone_for("transformer", ...)`, so the two
-    differ only in attention.
-
-    Inputs are `token_ids`, `segment_ids` and `padding_mask` (all int,
-    `(B, S)`, S <= `max_sequence_length`); outputs are `sequence_output`
-    `(B, S, hidden_dim)` and `pooled_output` `(B, hidden_dim)`.
+    The layout of `keras_hub.models.BertBackbone` (token, position and segment embeddings,
+    encoder blocks, a tanh-pooled `[CLS]` output) with one `LinformerEncoderStack`,
+    `self.encoder`. The full-attention baseline is keras-hub's `BertBackbone` itself, built
+    from the same arguments by `backbone_for("transformer", ...)`. Inputs are int `(B, S)`
+    `token_ids`, `segment_ids` and `padding_mask`, S <= `max_sequence_length`; outputs are
+    `sequence_output` `(B, S, hidden_dim)` and `pooled_output` `(B, hidden_dim)`.
 
     Args:
         vocabulary_size: int. Size of the token vocabulary.
@@ -48,23 +41,18 @@ class LinformerBackbone(keras_hub.models.Backbone):
         num_heads: int. Attention heads per block.
         hidden_dim: int. Size of the hidden states.
         intermediate_dim: int. Hidden size of each feedforward network.
-        projected_dim: int or list of ints. k, the projected key/value length
-            (one per layer for a nonuniform k).
+        projected_dim: int or list of ints. k, the projected key/value length (one per
+            layer for a nonuniform k).
         max_sequence_length: int. n, the longest input. Defaults to 512.
-        projection: str or `SequenceProjection`. `"linear"`, `"mean"`,
-            `"max"`, `"conv"`, `"random"` or an object, as in
-            `LinformerAttention`. Defaults to `"linear"`.
-        projection_initializer: str, Keras initializer or None. How a learned
-            E starts (see `LinformerAttention`). Defaults to None, the
-            layer's default.
-        padding_compensation: bool. See `LinformerAttention`. Defaults to True.
-        null_slots: int. See `LinformerAttention`. Defaults to 0.
-        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
-            Defaults to `"layerwise"`.
+        projection: str or `SequenceProjection`, as in `LinformerAttention`. Defaults to
+            `"linear"`.
+        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`. Defaults to
+            `"layerwise"`.
         dropout: float. Dropout everywhere. Defaults to 0.1.
         num_segments: int. Number of segment ids. Defaults to 2.
-        dtype: dtype policy for the model's computations and weights.
-            Defaults to None.
+        projection_initializer, padding_compensation, null_slots: as in
+            `LinformerAttention`. Default to None (the layer's default), True and 0.
+        dtype: dtype policy for the model's computations and weights. Defaults to None.
 
     Example:
 
@@ -157,23 +145,17 @@ class LinformerBackbone(keras_hub.models.Backbone):
         )
 
         # === Functional Model ===
-        token_id_input = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-        segment_id_input = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
-        padding_mask_input = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
-        tokens = self.token_embedding(token_id_input)
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in ("token_ids", "segment_ids", "padding_mask")}
+        tokens = self.token_embedding(inputs["token_ids"])
         positions = self.position_embedding(tokens)
-        segments = self.segment_embedding(segment_id_input)
+        segments = self.segment_embedding(inputs["segment_ids"])
         x = self.embeddings_add((tokens, positions, segments))
-        x = self.embeddings_layer_norm(x)
-        x = self.embeddings_dropout(x)
-        x = self.encoder(x, padding_mask=padding_mask_input)
+        x = self.embeddings_dropout(self.embeddings_layer_norm(x))
+        x = self.encoder(x, padding_mask=inputs["padding_mask"])
         pooled_output = self.pooled_dense(x[:, 0, :])  # The [CLS] token.
         super().__init__(
-            inputs={
-                "token_ids": token_id_input,
-                "segment_ids": segment_id_input,
-                "padding_mask": padding_mask_input,
-            },
+            inputs=inputs,
             outputs={"sequence_output": x, "pooled_output": pooled_output},
             dtype=dtype,
             **kwargs,
@@ -197,16 +179,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.cls_token_index = 0
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        length = None
         if isinstance(inputs, dict) and "token_ids" in inputs:
-            length = _check_input_shapes(inputs)
-        if length is not None and length > self.max_sequence_length:
-            raise ValueError(
-                f"`token_ids` has {length} tokens per sequence, more than "
-                f"max_sequence_length={self.max_sequence_length}. Truncate the "
-                "inputs (the preprocessor's `sequence_length` does) or build the "
-                "backbone with a larger `max_sequence_length`."
-            )
+            _check_input_shapes(inputs, self.max_sequence_length)
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
     @property
@@ -219,13 +193,11 @@ class LinformerBackbone(keras_hub.models.Backbone):
                        data_parallel_dim_name="batch"):
         """A `keras.distribution.LayoutMap` that shards the backbone's large weights.
 
-        For `keras.distribution.ModelParallel` (the JAX backend), as keras-hub's
-        backbones do: attention heads and feedforward intermediate units are
-        split along `model_parallel_dim_name` (as in Megatron-LM), the other
-        axis of those kernels and of the token embedding along
-        `data_parallel_dim_name`; everything else is replicated. The same map
-        serves the baseline, keras-hub's `BertBackbone`; docs/training.md
-        shows its use.
+        For `keras.distribution.ModelParallel`, as keras-hub's backbones do: attention heads
+        and feedforward intermediate units are split along `model_parallel_dim_name` (as in
+        Megatron-LM), the other axis of those kernels and of the token embedding along
+        `data_parallel_dim_name`. The same map serves the baseline, keras-hub's
+        `BertBackbone`; docs/training.md shows its use.
 
         Args:
             device_mesh: a `keras.distribution.DeviceMesh`.
@@ -233,12 +205,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 units are split along. Defaults to `"model"`.
             data_parallel_dim_name: str, the mesh axis the batch is split along.
                 Defaults to `"batch"`.
-
-        Returns:
-            A `keras.distribution.LayoutMap`.
-
-        Raises:
-            ValueError: `device_mesh` is not a `DeviceMesh`, or lacks an axis named.
         """
         if not isinstance(device_mesh, keras.distribution.DeviceMesh):
             raise ValueError(
@@ -279,29 +245,20 @@ class LinformerBackbone(keras_hub.models.Backbone):
     ):
         """A Linformer with every weight of a pretrained BERT backbone.
 
-        Every weight is copied from `backbone`; only the projections E/F are
-        new, initialised by `projection_initializer`. With `projection="mean"`
-        and `projected_dim == max_sequence_length` the result computes exactly
-        what `backbone` does, padding included. `copy_bert` copies a BERT to
-        another n with full attention.
+        Only the projections E/F are new, initialised by `projection_initializer`. With
+        `projection="mean"` and `projected_dim == max_sequence_length` the result computes
+        exactly what `backbone` does, padding included.
 
         Args:
-            backbone: a `keras_hub.models.BertBackbone` (any BERT preset
-                keras-hub loads, e.g. `BertBackbone.from_preset(DIR)` on a
-                Hugging Face BERT directory).
+            backbone: a `keras_hub.models.BertBackbone`, e.g. `BertBackbone.from_preset(DIR)`.
             projected_dim: int or list of ints. k.
-            projection: str. As in the constructor. Defaults to `"mean"`,
-                the conversion that fine-tuned best (see docs/benchmarks.md).
-            sharing, projection_initializer: as in the constructor.
-            padding_compensation: bool. As in the constructor. Defaults to
-                False: a pretrained BERT's attention is far from uniform, so
-                the scale would inflate its outputs on padded texts (see
-                docs/benchmarks.md).
-            null_slots: int. As in the constructor. Defaults to 0.
-            max_sequence_length: int or None. n. The source's first n position
-                embeddings are kept; past its m, position p starts as its
-                p mod m, as Longformer extended RoBERTa. Defaults to the
-                source's.
+            projection: str. As in the constructor. Defaults to `"mean"`, the conversion that
+                fine-tuned best (see docs/benchmarks.md).
+            sharing, projection_initializer, null_slots: as in the constructor.
+            padding_compensation: bool. Defaults to False: a pretrained BERT's attention is
+                far from uniform, so the scale would inflate its outputs on padded texts.
+            max_sequence_length: int or None. n; see `copy_bert` for positions past the
+                source's. Defaults to the source's.
             dropout: float or None. Defaults to the source's.
             dtype: dtype policy. Defaults to the source's.
 
@@ -341,26 +298,10 @@ class LinformerBackbone(keras_hub.models.Backbone):
         return super().from_config(config)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "max_sequence_length": self.max_sequence_length,
-                "dropout": self.dropout,
-                "num_segments": self.num_segments,
-                "projected_dim": self.projected_dim,
-                "projection": projections.serialize(projections.get(self.projection)),
-                "sharing": self.sharing,
-                "projection_initializer": projection_initializers.serialize(
-                    self.projection_initializer
-                ),
-                "padding_compensation": self.padding_compensation,
-                "null_slots": self.null_slots,
-            }
+        config = {**super().get_config(), **{name: getattr(self, name) for name in CONFIG_NAMES}}
+        config["projection"] = projections.serialize(projections.get(self.projection))
+        config["projection_initializer"] = projection_initializers.serialize(
+            self.projection_initializer
         )
         return config
 
@@ -384,21 +325,27 @@ def check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_le
         )
 
 
-def _check_input_shapes(inputs):
-    """Raises unless the inputs are `(batch, sequence)` arrays of one shape; the length."""
-    shapes = {key: getattr(inputs[key], "shape", None)
-              for key in ("token_ids", "segment_ids", "padding_mask") if key in inputs}
-    shapes = {key: shape if shape is None else tuple(shape) for key, shape in shapes.items()}
+def _check_input_shapes(inputs, max_sequence_length):
+    """Raises unless the inputs are `(batch, sequence)` arrays of the token ids' shape, with
+    at most `max_sequence_length` tokens."""
+    shapes = {key: tuple(inputs[key].shape) for key in ("token_ids", "segment_ids", "padding_mask")
+              if getattr(inputs.get(key), "shape", None) is not None}
     for key, shape in shapes.items():
-        if shape is not None and len(shape) != 2:
+        if len(shape) != 2:
             raise ValueError(
                 f"`{key}` must be a (batch, sequence) array. Received: {key} of shape {shape}")
-    expected = shapes["token_ids"]
+    expected = shapes.get("token_ids")
+    if expected is None:
+        return
     for key, shape in shapes.items():
-        if shape is not None and expected is not None and any(
-                a is not None and b is not None and a != b for a, b in zip(shape, expected)):
+        if any(a is not None and b is not None and a != b for a, b in zip(shape, expected)):
             raise ValueError(
                 f"`{key}` must have the shape of `token_ids`, {expected}: a value per token. "
                 f"Received: {key} of shape {shape}"
             )
-    return None if expected is None else expected[1]
+    if expected[1] is not None and expected[1] > max_sequence_length:
+        raise ValueError(
+            f"`token_ids` has {expected[1]} tokens per sequence, more than max_sequence_length="
+            f"{max_sequence_length}. Truncate the inputs (the preprocessor's `sequence_length` "
+            "does) or build the backbone with a larger `max_sequence_length`."
+        )
