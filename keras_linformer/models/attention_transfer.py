@@ -1,17 +1,7 @@
 """Attention transfer: a BERT conversion's projections learn the BERT's attention, layer by layer.
 
-`transfer_attention` trains only what `LinformerBackbone.from_bert` adds (the
-projections E/F) so that each Linformer attention layer reproduces the BERT's
-on the same input (stage 1 of LoLCATs, Zhang et al. 2024). Every layer is fed
-the BERT's own hidden states, so all layers train at once on unlabelled text.
-
-```python
-from keras_linformer.models import LinformerBackbone, attention_transfer
-
-linformer = LinformerBackbone.from_bert(bert, projected_dim=64, projection="linear")
-report = attention_transfer.transfer_attention(linformer, bert, inputs, epochs=2)
-report["layer_error_before"], report["layer_error_after"]
-```
+Stage 1 of LoLCATs (Zhang et al. 2024): every Linformer attention layer is fed the BERT's own
+hidden states, so all layers train at once on unlabelled text; docs/conversion.md shows its use.
 """
 
 import os
@@ -43,8 +33,7 @@ def _check(linformer, bert, inputs):
             "linformer: must be a LinformerBackbone (from `LinformerBackbone.from_bert`). "
             f"Received: {type(linformer).__name__}"
         )
-    blocks = getattr(bert, "transformer_layers", None)
-    if blocks is None or len(blocks) != linformer.num_layers or (
+    if len(getattr(bert, "transformer_layers", ())) != linformer.num_layers or (
             bert.hidden_dim != linformer.hidden_dim):
         raise ValueError(
             "bert: must be the BERT `linformer` was converted from (a keras_hub "
@@ -128,13 +117,9 @@ def _batches(inputs, batch_size, order=None):
 
 
 def measure(linformer, bert, inputs, batch_size=8):
-    """How far the conversion is from the BERT on `inputs`.
-
-    Returns:
-        `(layer_errors, embedding_cosine)`: per layer, the mean relative error
-        of the attention output over texts; and the mean cosine of the two
-        models' sentence embeddings (`agreement.embedding_cosine`).
-    """
+    """How far the conversion is from the BERT on `inputs`: `(layer_errors, cosine)`, per
+    layer the mean relative error of the attention output over texts, and the mean cosine of
+    the two models' sentence embeddings (`agreement.embedding_cosine`)."""
     _check(linformer, bert, inputs)
     layers = _Layers(linformer, bert)
     errors, cosines = [], []
@@ -165,43 +150,34 @@ def transfer_attention(
 ):
     """Trains a conversion's projections to reproduce the BERT's attention layers.
 
-    Only `linformer_only_variables(linformer)` change. The loss is the mean
-    over layers of the squared relative error between the two attention
-    layers' outputs over real tokens, both given the BERT's hidden state at
-    that layer. With `checkpoint_dir`, the projections, optimizer state and
-    epoch are saved there after every epoch, and a later call resumes after
-    the last saved one. If on `evaluation_inputs` the mean layer error rose
-    and the embedding cosine did not, or either is not finite, the starting
-    projections are put back and the report says so.
+    Only `linformer_only_variables(linformer)` change; the loss is the mean over layers of the
+    squared relative error of the two attention layers' outputs over real tokens, both given
+    the BERT's hidden state. With `checkpoint_dir`, the projections, optimizer state and epoch
+    are saved after every epoch, and a later call resumes after the last saved one. If on
+    `evaluation_inputs` the mean layer error rose and the embedding cosine did not, or either
+    is not finite, the starting projections are put back and the report says so (a diverged
+    loss puts them back and raises ValueError).
 
     Args:
-        linformer: a `LinformerBackbone` from `LinformerBackbone.from_bert(bert,
-            ...)` with a learned projection (`"linear"` or `"conv"`).
-        bert: the `keras_hub.models.BertBackbone` it was converted from,
-            frozen; for longer texts, `copy_bert(bert, max_sequence_length=n)`.
-        inputs: dict of `token_ids`, `segment_ids`, `padding_mask` arrays
-            `(texts, S)`: the unlabelled training texts.
-        evaluation_inputs: the same for the texts the report measures on.
-            Defaults to the first 64 texts of `inputs`.
+        linformer: a `LinformerBackbone.from_bert(bert, ...)` with a learned projection.
+        bert: the `keras_hub.models.BertBackbone` it was converted from, frozen; for longer
+            texts, `copy_bert(bert, max_sequence_length=n)`.
+        inputs: dict of `token_ids`, `segment_ids`, `padding_mask` arrays `(texts, S)`: the
+            unlabelled training texts.
+        evaluation_inputs: the same for the texts the report measures on. Defaults to the
+            first 64 texts of `inputs`.
         epochs: int. Passes over `inputs`. Defaults to 1.
         batch_size: int. Texts per step. Defaults to 8.
         learning_rate: float. Adam's learning rate. Defaults to 1e-3.
         seed: int. Seeds the order of texts in each epoch. Defaults to 0.
-        checkpoint_dir: str or None. Where to save and resume from.
-            Defaults to None.
+        checkpoint_dir: str or None. Where to save and resume from. Defaults to None.
         log: callable for progress lines (None: silent). Defaults to `print`.
         log_every: int. Steps between progress lines. Defaults to 10.
 
     Returns:
-        A dict: `layer_error_before`/`layer_error_after` (lists, one relative
-        error per layer), `embedding_cosine_before`/`embedding_cosine_after`,
-        `steps`, `epochs`, `seconds` (of this call's training), and
-        `kept_start` (True when the starting projections were put back).
-
-    Raises:
-        ValueError: the conversion has no weights of its own to train (mean or
-            max pooling), an argument is out of range, or the loss stopped
-            being finite (the starting projections are put back first).
+        A dict: `layer_error_before`/`layer_error_after` (one relative error per layer),
+        `embedding_cosine_before`/`embedding_cosine_after`, `steps`, `epochs`, `seconds` (of
+        this call's training), and `kept_start` (True when the start was put back).
     """
     _check(linformer, bert, inputs)
     for name, value in (("epochs", epochs), ("batch_size", batch_size),
@@ -220,10 +196,14 @@ def transfer_attention(
     if evaluation_inputs is None:
         evaluation_inputs = {key: np.asarray(inputs[key])[:64] for key in INPUT_KEYS}
     _check_inputs("evaluation_inputs", evaluation_inputs, linformer.max_sequence_length)
-    layer_error_before, cosine_before = measure(linformer, bert, evaluation_inputs, batch_size)
-    log(f"Attention transfer: before, relative error per layer "
-        f"{_format(layer_error_before)}, sentence-embedding cosine {cosine_before:.4f}")
 
+    def measure_and_log(when):
+        errors, cosine = measure(linformer, bert, evaluation_inputs, batch_size)
+        log(f"Attention transfer: {when}, relative error per layer "
+            f"[{', '.join(f'{e:.3f}' for e in errors)}], sentence-embedding cosine {cosine:.4f}")
+        return errors, cosine
+
+    layer_error_before, cosine_before = measure_and_log("before")
     start_values = [ops.convert_to_numpy(v) for v in variables]
 
     def put_back_start():
@@ -238,10 +218,7 @@ def transfer_attention(
             learning_rate, seed, checkpoint_dir, log, log_every)
     finally:
         bert.trainable = bert_was_trainable
-
-    layer_error_after, cosine_after = measure(linformer, bert, evaluation_inputs, batch_size)
-    log(f"Attention transfer: after, relative error per layer "
-        f"{_format(layer_error_after)}, sentence-embedding cosine {cosine_after:.4f}")
+    layer_error_after, cosine_after = measure_and_log("after")
     # NaN compares False: a non-finite result counts as worse by both measures.
     finite = bool(np.isfinite(layer_error_after).all() and np.isfinite(cosine_after))
     kept_start = not finite or bool(np.mean(layer_error_after) > np.mean(layer_error_before)
@@ -311,10 +288,6 @@ def _train_step(layers, variables, optimizer):
         return loss
 
     return step
-
-
-def _format(errors):
-    return "[" + ", ".join(f"{e:.3f}" for e in errors) + "]"
 
 
 def _save(directory, variables, optimizer, epoch):
