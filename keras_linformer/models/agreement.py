@@ -1,7 +1,7 @@
 """How close a student's sequence output is to a teacher's, over each text's real tokens.
 
-Used by `benchmarks.conversion`, distillation and attention transfer. `outputs`
-is `(B, S, 2, H)`: the student's and the teacher's outputs stacked.
+Used by `benchmarks.conversion`, distillation and attention transfer. `outputs` is
+`(B, S, 2, H)`: the student's and the teacher's outputs stacked (`Distiller`'s output).
 """
 
 from keras import ops
@@ -11,17 +11,8 @@ _EPSILON = 1e-12
 
 
 def squared_relative_error(padding_mask, outputs):
-    """Per text: sum of |student - teacher|^2 over its real tokens / sum of |teacher|^2.
-
-    Args:
-        padding_mask: `(B, S)`, 1 for real tokens.
-        outputs: `(B, S, 2, H)`, the student's and the teacher's sequence
-            outputs (`Distiller`'s output).
-
-    Returns:
-        `(B,)`: 0 when the student reproduces the teacher on every real
-        token; 1 when it outputs zeros.
-    """
+    """Per text `(B,)`: sum of |student - teacher|^2 over its real tokens (`padding_mask` 1)
+    / sum of |teacher|^2; 0 when the student reproduces the teacher, 1 when it outputs 0."""
     outputs = ops.cast(outputs, "float32")
     student, teacher = outputs[:, :, 0, :], outputs[:, :, 1, :]
     real = ops.expand_dims(ops.cast(padding_mask, "bool"), -1)

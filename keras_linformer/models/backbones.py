@@ -17,14 +17,11 @@ BACKBONE_CLASSES = {"linformer": LinformerBackbone, "transformer": keras_hub.mod
 def backbone_for(attention="linformer", **arguments):
     """A new backbone with `attention`: the Linformer, or the full-attention baseline.
 
-    `"linformer"` builds `LinformerBackbone(**arguments)`; `"transformer"`
-    builds `keras_hub.models.BertBackbone` from the same arguments without
-    the Linformer's (`projected_dim`, `projection`, ...), so one config
-    serves both and the two differ only in attention.
+    `"transformer"` builds `keras_hub.models.BertBackbone` from the same arguments without the
+    Linformer's (`LINFORMER_ARGUMENTS`), so one config serves both.
 
     Args:
-        attention: str. `"linformer"` or `"transformer"`. Defaults to
-            `"linformer"`.
+        attention: str. `"linformer"` or `"transformer"`. Defaults to `"linformer"`.
         **arguments: `LinformerBackbone` arguments.
 
     Example:

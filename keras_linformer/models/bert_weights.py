@@ -1,8 +1,5 @@
-"""A pretrained BERT's weights in another backbone: the mapping behind
-`LinformerBackbone.from_bert` and `copy_bert`.
-
-A conversion has a BERT's variables under other paths, plus the new projections E/F.
-"""
+"""A pretrained BERT's weights in another backbone (`LinformerBackbone.from_bert`,
+`copy_bert`): the BERT's variables under other paths, plus the new projections E/F."""
 
 import keras
 import keras_hub
@@ -15,24 +12,17 @@ from keras_linformer.utils import validation
 _LINFORMER_PREFIX, _BERT_PREFIX = "linformer_encoder/linformer_encoder_block_", "transformer_layer_"
 
 
-def bert_architecture(backbone):
-    """The constructor arguments a conversion keeps from a keras-hub BERT backbone."""
-    if not isinstance(backbone, keras_hub.models.BertBackbone):
+def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None):
+    """`build(**arguments)` with `bert`'s architecture and every one of its weights;
+    `max_sequence_length`, `dropout` and `dtype` default to the BERT's."""
+    if not isinstance(bert, keras_hub.models.BertBackbone):
         raise TypeError(
             "`backbone` must be a keras_hub.models.BertBackbone. Received: backbone of type "
-            f"{type(backbone).__name__}"
+            f"{type(bert).__name__}"
         )
     names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
              "max_sequence_length", "num_segments", "dropout")
-    return {name: getattr(backbone, name) for name in names}
-
-
-def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None):
-    """`build(**arguments)` with `bert`'s architecture and every one of its weights.
-
-    `max_sequence_length`, `dropout` and `dtype` default to the BERT's.
-    """
-    arguments = bert_architecture(bert)
+    arguments = {name: getattr(bert, name) for name in names}
     if max_sequence_length is not None:
         validation.check_positive_int("max_sequence_length", max_sequence_length)
         arguments["max_sequence_length"] = max_sequence_length
@@ -46,9 +36,9 @@ def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None
 def copy_bert(bert, max_sequence_length=None, dropout=None, dtype=None):
     """A `keras_hub.models.BertBackbone` with the weights of `bert`, for another n.
 
-    The full-attention counterpart of `LinformerBackbone.from_bert`, with the
-    same position embeddings: the first n are kept, and past the source's m,
-    position p starts as its p mod m.
+    The full-attention counterpart of `LinformerBackbone.from_bert`, with the same position
+    embeddings: the first n are kept, and past the source's m, position p starts as its p mod m
+    (as Longformer extended RoBERTa).
 
     Args:
         bert: a `keras_hub.models.BertBackbone`.
@@ -88,8 +78,7 @@ def copy_bert_weights(bert, target):
             )
         value = keras.ops.convert_to_numpy(value)
         if variable.path == "position_embedding/embeddings":
-            # A shorter n keeps the first positions; a longer one repeats the BERT's in
-            # blocks, as Longformer extended RoBERTa (Beltagy et al., 2020, section 5).
+            # Longformer's extension of RoBERTa (Beltagy et al., 2020, section 5).
             value = value[np.arange(variable.shape[0]) % value.shape[0]]
         if tuple(value.shape) != tuple(variable.shape):
             raise ValueError(

@@ -47,10 +47,6 @@ def load_bert(preset, argument="preset"):
     Returns:
         `(backbone, vocabulary)`: a `keras_hub.models.BertBackbone` and its list of tokens,
         for `keras_linformer.data.make_tokenizer`.
-
-    Raises:
-        ValueError: the preset cannot be loaded, is not a BERT, is cased, or its vocabulary
-            lacks the pipeline's special tokens or does not match the model's embedding.
     """
     if preset == MINILM_PRESET:
         preset = minilm_directory()

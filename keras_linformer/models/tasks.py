@@ -1,10 +1,5 @@
-"""Masked-LM and text-classification tasks on `LinformerBackbone` or the baseline.
-
-keras_hub's BERT tasks only need a backbone with BERT's inputs and a
-`token_embedding`, so these subclass them and change only the backbone class
-(the full-attention baseline, keras-hub's `BertBackbone`, works as well);
-keras_hub's BERT preprocessors work unchanged with our WordPiece vocabularies.
-"""
+"""Masked-LM and text-classification tasks: keras-hub's BERT tasks on a `LinformerBackbone`
+(or the baseline, keras-hub's `BertBackbone`), with keras-hub's BERT preprocessors."""
 
 import keras
 import keras_hub
@@ -15,12 +10,8 @@ from keras_linformer.utils import validation
 
 
 class _OneTrace:
-    """Builds the optimizer before `fit` traces the train step.
-
-    On TensorFlow without a distribution strategy, Keras builds the optimizer
-    inside the first traced step, and a `tf.function` whose first trace
-    creates variables is traced again (tensorflow/tensorflow#48851).
-    """
+    """Builds the optimizer before `fit` traces the train step: on TensorFlow, Keras builds it
+    in the first trace, which creating variables traces again (tensorflow/tensorflow#48851)."""
 
     def fit(self, *args, **kwargs):
         optimizer = getattr(self, "optimizer", None)  # None before `compile`.
@@ -34,10 +25,8 @@ class _OneTrace:
 class LinformerMaskedLM(_OneTrace, keras_hub.models.BertMaskedLM):
     """Masked-language-model pretraining head on a `LinformerBackbone`.
 
-    `keras_hub.models.BertMaskedLM` with a Linformer backbone (or the
-    baseline, a `keras_hub.models.BertBackbone`): a `MaskedLMHead` whose
-    output projection is tied to the backbone's token embedding. Inputs add
-    `mask_positions` `(B, P)` to the backbone's; the output is
+    `keras_hub.models.BertMaskedLM`: a `MaskedLMHead` tied to the backbone's token embedding.
+    Inputs add `mask_positions` `(B, P)` to the backbone's; the output is
     `(B, P, vocabulary_size)` logits.
 
     Args:
@@ -68,9 +57,8 @@ class LinformerMaskedLM(_OneTrace, keras_hub.models.BertMaskedLM):
 class LinformerTextClassifier(_OneTrace, keras_hub.models.BertTextClassifier):
     """Text classifier on the pooled `[CLS]` output of a `LinformerBackbone`.
 
-    `keras_hub.models.BertTextClassifier` with a Linformer backbone (or the
-    baseline, a `keras_hub.models.BertBackbone`): dropout and a dense layer
-    of `num_classes` logits (or probabilities with `activation="softmax"`).
+    `keras_hub.models.BertTextClassifier`: dropout and a dense layer of `num_classes` logits
+    (or probabilities with `activation="softmax"`).
 
     Args:
         backbone: a `LinformerBackbone` or `keras_hub.models.BertBackbone`.
