@@ -1,8 +1,5 @@
-"""tf.data input pipelines for masked-LM pretraining and text classification.
-
-Both run inside the tf.data graph, take a `tf.distribute.InputContext`, and give the same
-global batches for a seed on any number of replicas and workers.
-"""
+"""tf.data input pipelines for masked-LM pretraining and text classification: the same global
+batches for a seed on any number of replicas and workers (`tf.distribute.InputContext`)."""
 
 import math
 
@@ -110,15 +107,12 @@ def pretraining_dataset(
     """A masked-LM pretraining `tf.data.Dataset` of `(x, y, sample_weight)` batches.
 
     Each document is cut into chunks of `sequence_length - 2` tokens, each packed as
-    `[CLS] chunk [SEP]` and padded with `[PAD]`; a sequence never spans two documents
-    (RoBERTa's "DOC-SENTENCES"), and every token appears once per epoch. With
-    `short_sequence_rate > 0`, that share of the chunks is cut in two at a random point (BERT's
-    `short_seq_prob`), so an epoch holds about `1 + short_sequence_rate` times as many sequences.
-
-    Masking is BERT's (`masked_lm.mask_tokens`), new each epoch; `[CLS]`, `[SEP]` and `[PAD]` are
-    never selected. Documents, then chunks, are shuffled, and each global batch's masks are keyed
-    by a seed drawn from `seed`, so the stream is the same from run to run. Under a strategy,
-    pass the `tf.distribute.InputContext`: each replica gets its rows of every global batch.
+    `[CLS] chunk [SEP]` and padded; a sequence never spans two documents (RoBERTa's
+    "DOC-SENTENCES"). `short_sequence_rate` of the chunks are cut in two at a random point
+    (BERT's `short_seq_prob`). Masking is BERT's (`mask_tokens`), new each epoch; documents,
+    then chunks, are shuffled; all draws come from `seed`, so runs repeat. Under a strategy,
+    pass the `tf.distribute.InputContext` (`strategy.distribute_datasets_from_function`): each
+    replica gets its rows of every global batch.
 
     Args:
         texts: list of str, the documents (e.g. `corpus.train.texts`).
@@ -144,29 +138,9 @@ def pretraining_dataset(
         keys: x = int32 `"token_ids"` (masked), `"segment_ids"` (zeros), `"padding_mask"`, each
         `(B, sequence_length)`, and `"mask_positions"` `(B, P)`, `P = mask_selection_length`;
         y = int32 original ids there; sample_weight = float32 `(B, P)`, 0 for padding of `P`.
-
-    Example:
-
-    ```python
-    corpus = keras_linformer.data.load_news_articles()
-    tokenizer = keras_linformer.data.make_tokenizer(
-        keras_linformer.data.train_vocabulary(corpus.train.texts)
-    )
-    train = keras_linformer.data.pretraining_dataset(
-        corpus.train.texts, tokenizer, sequence_length=128, batch_size=32
-    )
-    # With a strategy: each replica gets 32 / num_replicas_in_sync.
-    strategy = tf.distribute.MirroredStrategy()
-    train = strategy.distribute_datasets_from_function(
-        lambda context: keras_linformer.data.pretraining_dataset(
-            corpus.train.texts, tokenizer, batch_size=32,
-            input_context=context,
-        )
-    )
-    ```
     """
     check_texts(texts)
-    check_positive_int("sequence_length", sequence_length, minimum=3)
+    packer = TextEncoder(tokenizer, sequence_length).packer  # Checks both.
     check_positive_int("batch_size", batch_size)
     check_positive_int("shuffle_buffer_size", shuffle_buffer_size)
     check_number("mask_selection_rate", mask_selection_rate, 0, 1)
@@ -182,7 +156,6 @@ def pretraining_dataset(
         mask_selection_length = max(1, math.ceil((sequence_length - 2) * mask_selection_rate))
     check_positive_int("mask_selection_length", mask_selection_length)
     special, vocabulary_size = special_token_ids(tokenizer)
-    packer = TextEncoder(tokenizer, sequence_length).packer
 
     def tokenize_and_chunk(batch_of_texts):
         return chunk_documents(tokenizer(batch_of_texts), sequence_length - 2)
@@ -204,10 +177,9 @@ def pretraining_dataset(
             "token_ids": tf.cast(masked["token_ids"], "int32"),
             "segment_ids": tf.zeros_like(token_ids, "int32"),
             "padding_mask": tf.cast(padding_mask, "int32"),
-            "mask_positions": tf.cast(masked["mask_positions"], "int32"),
+            "mask_positions": masked["mask_positions"],
         }
-        y = tf.cast(masked["mask_ids"], "int32")
-        return x, y, tf.cast(masked["mask_weights"], "float32")
+        return x, tf.cast(masked["mask_ids"], "int32"), masked["mask_weights"]
 
     dataset = tf.data.Dataset.from_tensor_slices(list(texts))
     if shuffle:
@@ -241,10 +213,8 @@ def classification_dataset(
 ):
     """A text classification `tf.data.Dataset` of `(x, y)` batches.
 
-    Texts are encoded by `TextEncoder` (the encoding a model exported with
-    `keras_linformer.export` runs on raw text): `[CLS] tokens [SEP]` padded to
-    `sequence_length`, a longer text keeping its head. Under a strategy, each replica gets its
-    rows of every global batch, as in `pretraining_dataset`.
+    Texts are encoded by `TextEncoder`, as a model exported with `keras_linformer.export` does.
+    Under a strategy, each replica gets its rows of every global batch (`pretraining_dataset`).
 
     Args:
         texts: list of str (e.g. `corpus.train.texts`).
@@ -258,20 +228,10 @@ def classification_dataset(
         input_context: `tf.distribute.InputContext` or `None`. Defaults to `None`.
 
     Returns:
-        A `tf.data.Dataset` of `(x, y)`: x = int32 `"token_ids"`, `"segment_ids"`,
-        `"padding_mask"`, each `(B, sequence_length)`; y = int32 `(B,)`.
-
-    Example:
-
-    ```python
-    corpus = keras_linformer.data.load_rotten_tomatoes()
-    train = keras_linformer.data.classification_dataset(
-        corpus.train.texts, corpus.train.labels, tokenizer, shuffle=True
-    )
-    ```
+        A `tf.data.Dataset` of `(x, y)`: x = `TextEncoder`'s output, y = int32 `(B,)`.
     """
     check_texts(texts)
-    check_positive_int("sequence_length", sequence_length, minimum=3)
+    encode = TextEncoder(tokenizer, sequence_length)
     check_positive_int("batch_size", batch_size)
     if labels is not None:
         if len(labels) != len(texts):
@@ -283,20 +243,14 @@ def classification_dataset(
             raise ValueError(
                 "`labels` must be non-negative int class indices (see `Corpus.label_names`)."
             )
-    encode = TextEncoder(tokenizer, sequence_length)
 
-    if labels is None:
-        dataset = tf.data.Dataset.from_tensor_slices(list(texts))
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices((list(texts), tf.constant(labels, "int32")))
+    def encode_batch(batch_of_texts, *y):
+        return (encode(batch_of_texts), *y) if y else encode(batch_of_texts)
+
+    elements = list(texts) if labels is None else (list(texts), tf.constant(labels, "int32"))
+    dataset = tf.data.Dataset.from_tensor_slices(elements)
     if shuffle:
         dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     dataset = replica_batches(dataset, batch_size, input_context)
-    if labels is None:
-        dataset = dataset.map(encode, num_parallel_calls=AUTOTUNE)
-    else:
-        dataset = dataset.map(
-            lambda batch_of_texts, y: (encode(batch_of_texts), y), num_parallel_calls=AUTOTUNE
-        )
-    return dataset.prefetch(AUTOTUNE)
+    return dataset.map(encode_batch, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
