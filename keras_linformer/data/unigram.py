@@ -12,15 +12,12 @@ def unigram_perplexity(tokenizer, train_texts, test_texts, batch_size=256):
     """Perplexity on `test_texts` of a model that predicts every token by its frequency.
 
     Frequencies are counted on `train_texts`, add-one smoothed, special tokens left out: the
-    perplexity a masked LM reaches by ignoring the context.
+    perplexity (a float, at least 1) a masked LM reaches by ignoring the context.
 
     Args:
         tokenizer: the run's tokenizer (`make_tokenizer`).
         train_texts, test_texts: lists of str.
         batch_size: int, texts tokenized at once.
-
-    Returns:
-        float, at least 1.
     """
     vocabulary = tokenizer.get_vocabulary()
     special = [vocabulary.index(token) for token in SPECIAL_TOKENS if token in vocabulary]

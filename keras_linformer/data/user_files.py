@@ -1,8 +1,7 @@
 """The user's own corpora: text files for pretraining, CSV/TSV/JSONL for classification.
 
 A file is read as meant or refused with an error naming the argument, the file and the line;
-what is skipped on purpose (blank lines, non-.txt files) is counted in a printed line.
-"""
+what is skipped on purpose (blank lines, non-.txt files) is counted in a printed line."""
 
 import collections
 import csv
@@ -122,11 +121,6 @@ def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=N
         encoding: str, the files' encoding. Defaults to `"utf-8"`.
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
         exclude: str or None, a directory never read (the run's output directory).
-
-    Raises:
-        FileNotFoundError: a path does not exist.
-        ValueError: bad `documents`, an empty or undecodable file, a directory without .txt
-            files, or too few documents for three non-empty splits.
     """
     check_choice("documents", documents, DOCUMENT_UNITS)
     texts, ids = [], []
@@ -289,22 +283,14 @@ def load_table(
         check_labels: bool, whether to refuse more classes than half the rows, or a class with
             fewer than 2 training examples. Defaults to `True`.
         exclude: str or None, the run's output directory: a `path` inside it is refused.
-
-    Raises:
-        FileNotFoundError: `path` does not exist.
-        ValueError: a file that cannot be read as a table of texts and labels; one label
-            class, classes spelled alike, or (with `check_labels`) too many or too rare
-            classes; too few rows to split.
     """
     path = os.fspath(path)
     check_outside(path, exclude, "path")
-    columns = [("text_column", text_column)]
-    if label_column is not None:
-        columns.append(("label_column", label_column))
+    columns = {"text_column": text_column, "label_column": label_column}
     texts, ids, raw_labels = [], [], []
     for where, row in read_table_rows(path, encoding):
-        for argument, column in columns:
-            if row.get(column) is None or str(row[column]).strip() == "":
+        for argument, column in columns.items():
+            if column is not None and (row.get(column) is None or str(row[column]).strip() == ""):
                 if column not in row:
                     raise ValueError(
                         f"{argument}: {path!r} has no column {column!r} "
@@ -331,10 +317,9 @@ def load_table(
             raw_labels.append(str(label).strip())
     if not texts:
         raise ValueError(f"path: {path!r} has no data rows.")
-    labels, label_names = None, None
-    if label_column is not None:
-        labels, label_names = encode_labels(raw_labels, path)
-    corpus = split_corpus(path, texts, ids, labels, label_names, seed=seed)
-    if label_column is not None and check_labels:
+    if label_column is None:
+        return split_corpus(path, texts, ids, seed=seed)
+    corpus = split_corpus(path, texts, ids, *encode_labels(raw_labels, path), seed=seed)
+    if check_labels:
         check_label_counts(corpus, path)
     return corpus

@@ -11,14 +11,14 @@ from keras_linformer.utils.validation import check_positive_int
 from keras_linformer.utils.validation import shorten
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
-# [PAD] must be id 0: keras-hub's mask generator and packers treat 0 as padding.
+# [PAD] must be id 0: keras-hub's packers treat 0 as padding.
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
 
 def train_vocabulary(
     texts, vocabulary_size=8192, max_characters=1_000_000, seed=0, output_file=None
 ):
-    """Trains a lowercased WordPiece vocabulary on (a sample of) training texts.
+    """Trains a lowercased WordPiece vocabulary (a list of str, a token's id its index).
 
     Runs `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased"), the special
     tokens `SPECIAL_TOKENS` first, on a seeded sample of whole texts (the learner is slow pure
@@ -31,9 +31,6 @@ def train_vocabulary(
             Defaults to `1_000_000`.
         seed: int, picks the sample. Defaults to `0`.
         output_file: str or `None`, where to also `save_vocabulary`. Defaults to `None`.
-
-    Returns:
-        The vocabulary, a list of str; a token's id is its index.
 
     Example:
 
@@ -84,10 +81,6 @@ def load_vocabulary(path):
 
     Args:
         path: str or path-like.
-
-    Raises:
-        FileNotFoundError: `path` does not exist.
-        ValueError: the file is not UTF-8 or fails `check_vocabulary`.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"path: vocabulary file {os.fspath(path)!r} does not exist.")
@@ -99,7 +92,7 @@ def load_vocabulary(path):
             f"path: vocabulary file {os.fspath(path)!r} is not valid UTF-8 "
             f"({error.reason} at byte {error.start})."
         ) from None
-    if vocabulary and vocabulary[-1] == "":
+    if vocabulary[-1] == "":
         vocabulary.pop()
     check_vocabulary(vocabulary, f"path ({os.fspath(path)!r})", positions=FILE_LINES)
     return vocabulary
