@@ -3,8 +3,8 @@
 from keras_linformer.models.attention_transfer import transfer_attention
 from keras_linformer.models.backbones import attention_of
 from keras_linformer.models.backbones import backbone_for
-from keras_linformer.models.bert_weights import copy_bert
 from keras_linformer.models.linformer_backbone import LinformerBackbone
+from keras_linformer.models.linformer_backbone import copy_bert
 from keras_linformer.models.tasks import LinformerMaskedLM
 from keras_linformer.models.tasks import LinformerTextClassifier
 

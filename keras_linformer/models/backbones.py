@@ -3,10 +3,10 @@ full-attention baseline keras-hub's own `BertBackbone`."""
 
 import keras_hub
 
-from keras_linformer.models.bert_weights import copy_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 from keras_linformer.models.linformer_backbone import LinformerBackbone
 from keras_linformer.models.linformer_backbone import check_bert_arguments
+from keras_linformer.models.linformer_backbone import copy_bert
 from keras_linformer.utils import validation
 from keras_linformer.utils.names import ATTENTIONS
 

@@ -1,9 +1,11 @@
-"""A BERT-style encoder backbone on Linformer blocks."""
+"""A BERT-style encoder backbone on Linformer blocks, and a pretrained BERT's weights in it
+(`LinformerBackbone.from_bert`) or in a BERT of another length (`copy_bert`)."""
 
 import functools
 
 import keras
 import keras_hub
+import numpy as np
 from keras.layers import ReversibleEmbedding
 from keras_hub.src.models.bert.bert_backbone import bert_kernel_initializer
 
@@ -11,17 +13,17 @@ from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
-from keras_linformer.models import bert_weights
 from keras_linformer.utils import validation
 
 # keras-hub BERT's feedforward activation, under the name its configs give it.
 GELU_APPROXIMATE = keras.saving.get_registered_object("keras_hub>gelu_approximate")
-# The arguments only a Linformer has; the full-attention baseline, a BertBackbone, has the rest.
+# The arguments a BertBackbone, the full-attention baseline, has too, and those it lacks.
+BERT_ARGUMENTS = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+                  "max_sequence_length", "dropout", "num_segments")
 LINFORMER_ARGUMENTS = ("projected_dim", "projection", "sharing", "projection_initializer",
                        "padding_compensation", "null_slots")
-# What `get_config` saves besides the base class's.
-CONFIG_NAMES = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-                "max_sequence_length", "dropout", "num_segments", *LINFORMER_ARGUMENTS)
+# Where the Linformer keeps its blocks, and where keras-hub's BertBackbone does.
+_LINFORMER_PREFIX, _BERT_PREFIX = "linformer_encoder/linformer_encoder_block_", "transformer_layer_"
 
 
 @keras_linformer_export("keras_linformer.models.LinformerBackbone")
@@ -90,7 +92,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
         check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_length,
                              num_segments, dropout)
 
-        # === Layers ===
         self.token_embedding = ReversibleEmbedding(
             input_dim=vocabulary_size,
             output_dim=hidden_dim,
@@ -144,7 +145,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
             name="pooled_dense",
         )
 
-        # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ("token_ids", "segment_ids", "padding_mask")}
         tokens = self.token_embedding(inputs["token_ids"])
@@ -161,7 +161,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
             **kwargs,
         )
 
-        # === Config ===
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers
         self.num_heads = num_heads
@@ -282,7 +281,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
             padding_compensation=padding_compensation,
             null_slots=null_slots,
         )
-        return bert_weights.convert_bert(backbone, build, max_sequence_length, dropout, dtype)
+        return convert_bert(backbone, build, max_sequence_length, dropout, dtype)
 
     @classmethod
     def from_config(cls, config):
@@ -298,7 +297,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
         return super().from_config(config)
 
     def get_config(self):
-        config = {**super().get_config(), **{name: getattr(self, name) for name in CONFIG_NAMES}}
+        config = super().get_config()
+        config.update({name: getattr(self, name) for name in BERT_ARGUMENTS + LINFORMER_ARGUMENTS})
         config["projection"] = projections.serialize(projections.get(self.projection))
         config["projection_initializer"] = projection_initializers.serialize(
             self.projection_initializer
@@ -348,4 +348,75 @@ def _check_input_shapes(inputs, max_sequence_length):
             f"`token_ids` has {expected[1]} tokens per sequence, more than max_sequence_length="
             f"{max_sequence_length}. Truncate the inputs (the preprocessor's `sequence_length` "
             "does) or build the backbone with a larger `max_sequence_length`."
+        )
+
+
+def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None):
+    """`build(**arguments)` with `bert`'s architecture and every one of its weights;
+    `max_sequence_length`, `dropout` and `dtype` default to the BERT's."""
+    if not isinstance(bert, keras_hub.models.BertBackbone):
+        raise TypeError(
+            "`backbone` must be a keras_hub.models.BertBackbone. Received: backbone of type "
+            f"{type(bert).__name__}"
+        )
+    arguments = {name: getattr(bert, name) for name in BERT_ARGUMENTS}
+    if max_sequence_length is not None:
+        validation.check_positive_int("max_sequence_length", max_sequence_length)
+        arguments["max_sequence_length"] = max_sequence_length
+    if dropout is not None:
+        arguments["dropout"] = dropout
+    target = build(**arguments, dtype=bert.dtype_policy if dtype is None else dtype)
+    copy_bert_weights(bert, target)
+    return target
+
+
+def copy_bert(bert, max_sequence_length=None, dropout=None, dtype=None):
+    """A `keras_hub.models.BertBackbone` with the weights of `bert`, for another n.
+
+    The full-attention counterpart of `LinformerBackbone.from_bert`, with the same position
+    embeddings: the first n are kept, and past the source's m, position p starts as its p mod m
+    (as Longformer extended RoBERTa).
+
+    Args:
+        bert: a `keras_hub.models.BertBackbone`.
+        max_sequence_length: int or None. n. Defaults to the source's.
+        dropout: float or None. Defaults to the source's.
+        dtype: dtype policy. Defaults to the source's.
+
+    Example:
+
+    >>> bert = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+    ...     intermediate_dim=32, max_sequence_length=16)
+    >>> copy_bert(bert, max_sequence_length=40).max_sequence_length
+    40
+    """
+    return convert_bert(bert, keras_hub.models.BertBackbone, max_sequence_length, dropout, dtype)
+
+
+def copy_bert_weights(bert, target):
+    """Assigns every BERT variable to its twin in `target`; only projections are left."""
+    source = {variable.path: variable for variable in bert.weights}
+    new = {id(weight) for weight in projections.projection_weights(target)}
+    for variable in target.weights:
+        if id(variable) in new:
+            continue  # E/F: new, and initialised as asked.
+        value = source.pop(variable.path.replace(_LINFORMER_PREFIX, _BERT_PREFIX, 1), None)
+        if value is None:
+            raise ValueError(
+                f"The BERT backbone has no variable for the converted model's {variable.path!r}."
+            )
+        value = keras.ops.convert_to_numpy(value)
+        if variable.path == "position_embedding/embeddings":
+            # Longformer's extension of RoBERTa (Beltagy et al., 2020, section 5).
+            value = value[np.arange(variable.shape[0]) % value.shape[0]]
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(
+                f"{variable.path!r} has shape {tuple(variable.shape)} in the converted model "
+                f"and {tuple(value.shape)} in the BERT backbone."
+            )
+        variable.assign(value)
+    if source:
+        raise ValueError(
+            f"BERT variables without a counterpart in the converted model: {sorted(source)}."
         )
