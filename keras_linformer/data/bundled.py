@@ -42,7 +42,8 @@ def wrong_version_message(package, problem):
 
 
 def package_data_path(package, relative_path):
-    """The path of a data file in an installed package; errors name the install command."""
+    """The path of a data file in an installed package of `PACKAGES`; errors name the command
+    that installs it."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         if package in PACKAGES:
@@ -57,9 +58,5 @@ def package_data_path(package, relative_path):
             "read.", name=package)
     path = os.path.join(spec.submodule_search_locations[0], relative_path)
     if not os.path.exists(path):
-        problem = f"{path} does not exist"
-        raise FileNotFoundError(
-            wrong_version_message(package, problem) if package in PACKAGES
-            else f"{problem}: package {package!r} has no {relative_path!r}."
-        )
+        raise FileNotFoundError(wrong_version_message(package, f"{path} does not exist"))
     return path
