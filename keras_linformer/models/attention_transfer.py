@@ -100,13 +100,6 @@ class _Layers:
             x = teacher(x, padding_mask=mask, training=False)
         return stacked
 
-    def loss(self, inputs):
-        """The squared relative error of each layer's attention output, averaged."""
-        mask = inputs["padding_mask"]
-        errors = [ops.mean(agreement.squared_relative_error(mask, stacked))
-                  for stacked in self.outputs(inputs)]
-        return ops.mean(ops.stack(errors))
-
 
 def _batches(inputs, batch_size, order=None):
     count = len(inputs["token_ids"])
@@ -243,6 +236,8 @@ def transfer_attention(
 def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
            learning_rate, seed, checkpoint_dir, log, log_every):
     """The epochs of `transfer_attention`: returns (steps run, seconds)."""
+    import tensorflow as tf
+
     layers = _Layers(linformer, bert)
     optimizer = keras.optimizers.Adam(learning_rate)
     optimizer.build(variables)
@@ -254,7 +249,16 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
             f"epochs, more than these. Give epochs of at least {first_epoch} to resume it, or "
             f"a new checkpoint_dir. Received: epochs={epochs}"
         )
-    train_step = _train_step(layers, variables, optimizer)
+
+    @tf.function(reduce_retracing=True)
+    def train_step(batch):
+        with tf.GradientTape() as tape:
+            errors = [ops.mean(agreement.squared_relative_error(batch["padding_mask"], stacked))
+                      for stacked in layers.outputs(batch)]
+            loss = ops.mean(ops.stack(errors))
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
     count = len(inputs["token_ids"])
     steps_per_epoch = -(-count // batch_size)
     start = time.perf_counter()
@@ -275,19 +279,6 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
             )
         _save(checkpoint_dir, variables, optimizer, epoch + 1)
     return (epochs - first_epoch) * steps_per_epoch, time.perf_counter() - start
-
-
-def _train_step(layers, variables, optimizer):
-    import tensorflow as tf
-
-    @tf.function(reduce_retracing=True)
-    def step(batch):
-        with tf.GradientTape() as tape:
-            loss = layers.loss(batch)
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return loss
-
-    return step
 
 
 def _save(directory, variables, optimizer, epoch):

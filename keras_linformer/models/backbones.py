@@ -10,7 +10,6 @@ from keras_linformer.models.linformer_backbone import copy_bert
 from keras_linformer.utils import validation
 from keras_linformer.utils.names import ATTENTIONS
 
-# The backbone class of each attention kind.
 BACKBONE_CLASSES = {"linformer": LinformerBackbone, "transformer": keras_hub.models.BertBackbone}
 
 

@@ -246,7 +246,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
 
         Only the projections E/F are new, initialised by `projection_initializer`. With
         `projection="mean"` and `projected_dim == max_sequence_length` the result computes
-        exactly what `backbone` does, padding included.
+        exactly what `backbone` does, padding included; docs/conversion.md shows its use.
 
         Args:
             backbone: a `keras_hub.models.BertBackbone`, e.g. `BertBackbone.from_preset(DIR)`.
@@ -260,17 +260,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 source's. Defaults to the source's.
             dropout: float or None. Defaults to the source's.
             dtype: dtype policy. Defaults to the source's.
-
-        Example:
-
-        >>> import keras_hub
-        >>> bert = keras_hub.models.BertBackbone(
-        ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
-        ...     intermediate_dim=32, max_sequence_length=64)
-        >>> linformer = LinformerBackbone.from_bert(
-        ...     bert, projected_dim=8, max_sequence_length=32)
-        >>> linformer.max_sequence_length, linformer.projected_dim, linformer.projection
-        (32, 8, 'mean')
         """
         build = functools.partial(
             cls,
