@@ -16,19 +16,16 @@ import sys
 
 from keras_linformer import programs
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
-from keras_linformer.utils import validation
 from keras_linformer.utils.names import ATTENTIONS
 from keras_linformer.utils.names import PROJECTION_INITIALIZERS
+from keras_linformer.utils.names import PROJECTIONS
 from keras_linformer.utils.names import SHARINGS
+from keras_linformer.utils.validation import SEED
 from keras_linformer.utils.validation import Bounds
 
 # TensorFlow's C++ log lines only with the user's own TF_CPP_MIN_LOG_LEVEL, or --debug.
 USER_LOG_LEVEL = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-# The registry's names (layers.projections.names(), which imports TensorFlow); test_cli.py
-# keeps them equal.
-PROJECTIONS = ("linear", "mean", "max", "conv", "random")
 
 COMBINATIONS = """\
 Hardware options that combine (TensorFlow 2.21):
@@ -100,42 +97,33 @@ def name_commands(text):
     return SCRIPT_NAME.sub(lambda match: programs.command(match[1]), text)
 
 
-def keras_backend(environ=None):
-    """`(backend, where it was set)`, decided as Keras decides it, without importing Keras."""
-    keras = sys.modules.get("keras")
-    if keras is not None and hasattr(keras, "backend") and hasattr(keras.backend, "backend"):
-        return keras.backend.backend(), "Keras, already imported,"
-    environ = os.environ if environ is None else environ
-    if environ.get("KERAS_BACKEND"):
-        return environ["KERAS_BACKEND"], f"KERAS_BACKEND={environ['KERAS_BACKEND']}"
-    if "KERAS_HOME" in environ:
-        home = environ["KERAS_HOME"]
+def check_tensorflow_backend():
+    """A one-line refusal when Keras would run on another backend than TensorFlow, or None;
+    decided as Keras decides it, without importing Keras."""
+    imported = getattr(getattr(sys.modules.get("keras"), "backend", None), "backend", None)
+    if imported is not None:
+        backend = imported()
+        where = f"Keras, already imported, runs on {backend}"
+        fix = "run the program in a new process"
+    elif os.environ.get("KERAS_BACKEND"):
+        backend = os.environ["KERAS_BACKEND"]
+        where = f"KERAS_BACKEND={backend} was set"
+        fix = "unset KERAS_BACKEND or set it to tensorflow"
     else:
-        base = os.path.expanduser("~")
-        home = os.path.join(base if os.access(base, os.W_OK) else "/tmp", ".keras")
-    path = os.path.expanduser(os.path.join(home, "keras.json"))
-    try:
-        with open(path, encoding="utf-8") as file:
-            backend = json.load(file).get("backend")
-    except (OSError, ValueError, AttributeError):  # Keras ignores an unreadable file too.
-        backend = None
-    if backend:
-        return backend, f'{path} ("backend": "{backend}")'
-    return "tensorflow", "the default"
-
-
-def check_tensorflow_backend(environ=None):
-    """A one-line refusal when Keras would run on another backend than TensorFlow, or None."""
-    backend, source = keras_backend(environ)
+        home = os.environ.get("KERAS_HOME")
+        if home is None:
+            base = os.path.expanduser("~")
+            home = os.path.join(base if os.access(base, os.W_OK) else "/tmp", ".keras")
+        path = os.path.expanduser(os.path.join(home, "keras.json"))
+        try:
+            with open(path, encoding="utf-8") as file:
+                backend = json.load(file).get("backend") or "tensorflow"
+        except (OSError, ValueError, AttributeError):  # Keras ignores an unreadable file too.
+            backend = "tensorflow"
+        where = f'Keras reads the backend {backend} from {path} ("backend": "{backend}")'
+        fix = 'set KERAS_BACKEND=tensorflow, or "backend": "tensorflow" in that file'
     if backend == "tensorflow":
         return None
-    if source.startswith("KERAS_BACKEND="):
-        where, fix = f"{source} was set", "unset KERAS_BACKEND or set it to tensorflow"
-    elif source.startswith("Keras"):
-        where, fix = f"{source} runs on {backend}", "run the program in a new process"
-    else:
-        where = f"Keras reads the backend {backend} from {source}"
-        fix = 'set KERAS_BACKEND=tensorflow, or "backend": "tensorflow" in that file'
     return (f"the training and export programs need the TensorFlow backend (tf.distribute, "
             f"tf.data, TensorFlow checkpoints, SavedModel), but {where}: {fix}. "
             "Nothing was run or written. (The layers and models themselves run on every "
@@ -149,13 +137,18 @@ def nonempty(text):
     return text
 
 
+def given(args, flags):
+    """The flags of `flags` (`--name`, into `args.name`) that were given, in order."""
+    return [flag for flag in flags if getattr(args, flag[2:].replace("-", "_"), None) is not None]
+
+
 def check_source_flags(parser, args, flags):
     """Gives each flag of `flags` (`{flag: (dest, default, sources)}`, declared with
     `default=None`) left out its default; refuses one given without any of its sources."""
     for flag, (dest, default, sources) in flags.items():
         if getattr(args, dest) is None:
             setattr(args, dest, default)
-        elif all(getattr(args, source[2:].replace("-", "_")) is None for source in sources):
+        elif not given(args, sources):
             parser.error(f"argument {flag}: only used with {' or '.join(sources)}")
 
 
@@ -163,7 +156,7 @@ positive_int = Bounds(int, 1)
 positive_float = Bounds(float, 0, include_low=False)
 non_negative_float = Bounds(float, 0)
 fraction = Bounds(float, 0, 1, include_high=False)
-random_seed = validation.SEED
+random_seed = SEED
 null_slot_count = Bounds(int, 0, 1024)
 tcp_port = Bounds(int, 1, 65535, words="a TCP port from 1 to 65535")
 
@@ -186,79 +179,53 @@ def text_encoding(text):
         ) from None
 
 
-# The model flags' values from scratch.
-FROM_SCRATCH = {name: DEFAULT_ARCHITECTURE[name] for name in (
-    "attention", "projection", "projected_dim", "sharing", "num_layers", "num_heads",
-    "hidden_dim", "intermediate_dim")}
+# The backbone's arguments the model flags set; those with a value from scratch.
+ARCHITECTURE_FLAGS = (
+    "attention", "projection", "projection_initializer", "padding_compensation", "null_slots",
+    "projected_dim", "sharing", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+)
+FROM_SCRATCH = {name: DEFAULT_ARCHITECTURE[name] for name in ARCHITECTURE_FLAGS
+                if name in DEFAULT_ARCHITECTURE}
 
 
-def add_model_flags(parser, from_checkpoint, checkpoint_flag="--pretrained"):
-    """The LinformerBackbone's flags; with `from_checkpoint`, left None, their help naming
-    `checkpoint_flag`."""
-    defaults = dict.fromkeys(FROM_SCRATCH) if from_checkpoint else FROM_SCRATCH
-
-    def described(text, key):
-        if not from_checkpoint:
-            return text
-        return (f"{text} Default: {FROM_SCRATCH[key]} from scratch; with {checkpoint_flag}, "
-                "the checkpoint's (another value is refused).")
-
+def add_model_flags(parser, checkpoint_flag="--pretrained"):
+    """The LinformerBackbone's flags, left None: their help names the defaults from scratch
+    and `checkpoint_flag`, whose checkpoint sets them otherwise."""
     group = parser.add_argument_group("model")
-    group.add_argument("--attention", choices=ATTENTIONS, default=defaults["attention"],
-                       help=described("Linformer attention, or the full-attention Transformer "
-                                      "baseline (same model otherwise).", "attention"))
-    group.add_argument("--projection", choices=PROJECTIONS, default=defaults["projection"],
-                       help=described("How keys and values are projected from n to k positions: "
-                                      "learned matrices E, F (the paper's), mean or max pooling, "
-                                      "a strided convolution, or a fixed Gaussian E (the "
-                                      "paper's proofs; not trained).", "projection"))
-    group.add_argument("--projection-initializer", choices=PROJECTION_INITIALIZERS,
-                       default=None,
-                       help="How a learned linear E starts (--projection linear): "
-                            "window_average (the untrained layer is mean pooling), gaussian "
-                            "(N(0, 1/k), the paper's proofs) or fairseq (N(0, 0.02^2)). "
-                            "Default: the layer's default.")
-    group.add_argument("--padding-compensation", action=argparse.BooleanOptionalAction,
-                       default=None,
-                       help="With --projection linear: scale the projected values by "
-                            "n / (real tokens) on padded texts. Default: on from scratch (the "
-                            "layer's default), off for a --from-bert conversion (a pretrained "
-                            "BERT's attention is not uniform, and the scale overshoots).")
-    group.add_argument("--null-slots", type=null_slot_count, default=None, metavar="S",
-                       help="Zero key/value slots every attention layer can attend to as a "
-                            "no-op, after its k projected ones (no weights). Default: the "
-                            "layer's, 0.")
-    group.add_argument("--projected-dim", type=positive_int, default=defaults["projected_dim"],
-                       metavar="K", help=described("k, the projected length of keys and values "
-                                                  "(mean/max/conv need n %% k == 0).",
-                                                  "projected_dim"))
-    group.add_argument("--sharing", choices=SHARINGS, default=defaults["sharing"],
-                       help=described("Which projections share weights: none, across heads, "
-                                      "keys with values per layer, or one for all layers.",
-                                      "sharing"))
-    group.add_argument("--num-layers", type=positive_int, default=defaults["num_layers"],
-                       help=described("Encoder blocks.", "num_layers"))
-    group.add_argument("--num-heads", type=positive_int, default=defaults["num_heads"],
-                       help=described("Attention heads per block.", "num_heads"))
-    group.add_argument("--hidden-dim", type=positive_int, default=defaults["hidden_dim"],
-                       help=described("Hidden size.", "hidden_dim"))
-    group.add_argument("--intermediate-dim", type=positive_int,
-                       default=defaults["intermediate_dim"],
-                       help=described("Feedforward hidden size.", "intermediate_dim"))
+
+    def add(flag, text, **options):
+        name = flag[2:].replace("-", "_")
+        if name in FROM_SCRATCH:
+            text += (f" Default: {FROM_SCRATCH[name]} from scratch; with {checkpoint_flag}, "
+                     "the checkpoint's (another value is refused).")
+        group.add_argument(flag, default=None, help=text, **options)
+
+    add("--attention", "Linformer attention, or the full-attention Transformer baseline (same "
+        "model otherwise).", choices=ATTENTIONS)
+    add("--projection", "How keys and values are projected from n to k positions: learned "
+        "matrices E, F (the paper's), mean or max pooling, a strided convolution, or a fixed "
+        "Gaussian E (the paper's proofs; not trained).", choices=PROJECTIONS)
+    add("--projection-initializer", "How a learned linear E starts (--projection linear): "
+        "window_average (the untrained layer is mean pooling), gaussian (N(0, 1/k), the "
+        "paper's proofs) or fairseq (N(0, 0.02^2)). Default: the layer's default.",
+        choices=PROJECTION_INITIALIZERS)
+    add("--padding-compensation", "With --projection linear: scale the projected values by "
+        "n / (real tokens) on padded texts. Default: on from scratch (the layer's default), "
+        "off for a --from-bert conversion (a pretrained BERT's attention is not uniform, and "
+        "the scale overshoots).", action=argparse.BooleanOptionalAction)
+    add("--null-slots", "Zero key/value slots every attention layer can attend to as a no-op, "
+        "after its k projected ones (no weights). Default: the layer's, 0.",
+        type=null_slot_count, metavar="S")
+    add("--projected-dim", "k, the projected length of keys and values (mean/max/conv need "
+        "n %% k == 0).", type=positive_int, metavar="K")
+    add("--sharing", "Which projections share weights: none, across heads, keys with values "
+        "per layer, or one for all layers.", choices=SHARINGS)
+    add("--num-layers", "Encoder blocks.", type=positive_int)
+    add("--num-heads", "Attention heads per block.", type=positive_int)
+    add("--hidden-dim", "Hidden size.", type=positive_int)
+    add("--intermediate-dim", "Feedforward hidden size.", type=positive_int)
     group.add_argument("--dropout", type=fraction, default=DEFAULT_ARCHITECTURE["dropout"],
                        help="Dropout rate everywhere in the model.")
-
-
-def check_from_bert_flags(parser, args):
-    """With --from-bert: only the conversion's flags, and k unless the BERT stays a Transformer."""
-    fixed = [flag for flag in ("--num-layers", "--num-heads", "--hidden-dim", "--intermediate-dim")
-             if getattr(args, flag[2:].replace("-", "_")) is not None]
-    if fixed:
-        parser.error(f"argument {fixed[0]}: not allowed with --from-bert, whose "
-                     "checkpoint sets the architecture")
-    if args.attention != "transformer" and args.projected_dim is None:
-        parser.error("argument --projected-dim: required with --from-bert (k, e.g. 128), "
-                     "unless --attention transformer keeps full attention")
 
 
 LINFORMER_ONLY_FLAGS = ("--projection", "--projection-initializer", "--padding-compensation",
@@ -268,35 +235,44 @@ LINFORMER_ONLY_FLAGS = ("--projection", "--projection-initializer", "--padding-c
 def check_attention_flags(parser, args):
     """Refuses the Linformer's flags with --attention transformer, and --padding-compensation
     without --projection linear."""
-    if args.attention == "transformer":
-        given = [flag for flag in LINFORMER_ONLY_FLAGS
-                 if getattr(args, flag[2:].replace("-", "_"), None) is not None]
-        if given:
-            parser.error(f"argument {given[0]}: not allowed with --attention transformer, "
-                         "whose full attention projects nothing")
+    linformer_only = given(args, LINFORMER_ONLY_FLAGS)
+    if args.attention == "transformer" and linformer_only:
+        parser.error(f"argument {linformer_only[0]}: not allowed with --attention "
+                     "transformer, whose full attention projects nothing")
     if getattr(args, "padding_compensation", None) is not None and (
             args.projection not in (None, "linear")):
         parser.error("argument --padding-compensation: only used with --projection linear "
                      f"(a learned E), not {args.projection}")
 
 
-def check_attention_transfer_flag(parser, args):
-    if not args.attention_transfer_epochs:
-        return
-    if not args.from_bert:
+def check_training_flags(parser, args, config_class, sources):
+    """The checks of pretrain's and finetune's flags: `sources` as `check_source_flags`, the
+    Linformer flags (`check_attention_flags`), and the vocabulary, architecture and
+    --attention-transfer flags against the starting point. A seed left out becomes the
+    config's: the data are split with it before the config is made."""
+    if args.seed is None:
+        args.seed = config_class.seed
+    check_attention_flags(parser, args)
+    check_source_flags(parser, args, sources)
+    starting_point = ("--pretrained" if getattr(args, "pretrained", None)
+                      else "--from-bert" if args.from_bert else None)
+    refused = given(args, ("--vocabulary-size", "--vocabulary-characters"))
+    if refused and starting_point is not None:
+        parser.error(f"argument {refused[0]}: not allowed with {starting_point}, whose "
+                     "vocabulary the run uses")
+    fixed = given(args, ("--num-layers", "--num-heads", "--hidden-dim", "--intermediate-dim"))
+    if args.from_bert and fixed:
+        parser.error(f"argument {fixed[0]}: not allowed with --from-bert, whose "
+                     "checkpoint sets the architecture")
+    if args.from_bert and args.attention != "transformer" and args.projected_dim is None:
+        parser.error("argument --projected-dim: required with --from-bert (k, e.g. 128), "
+                     "unless --attention transformer keeps full attention")
+    if args.attention_transfer_epochs and not args.from_bert:
         parser.error("argument --attention-transfer: needs --from-bert (the BERT whose "
                      "attention the conversion learns)")
-    if args.projection not in ("linear", "conv"):
+    if args.attention_transfer_epochs and args.projection not in ("linear", "conv"):
         parser.error(f"argument --attention-transfer: --projection {args.projection or 'mean'} "
                      "has no weights to train; use --projection linear or conv")
-
-
-def check_vocabulary_flags(parser, args, starting_point):
-    """Refuses the vocabulary flags when `starting_point` (a flag) brings a vocabulary."""
-    for name in ("vocabulary_size", "vocabulary_characters"):
-        if getattr(args, name) is not None and starting_point is not None:
-            parser.error(f"argument --{name.replace('_', '-')}: not allowed with "
-                         f"{starting_point}, whose vocabulary the run uses")
 
 
 FROM_BERT_HELP = (
@@ -307,12 +283,6 @@ FROM_BERT_HELP = (
     "Transformer with --attention transformer. "
     "Texts are read with the BERT's own vocabulary; --sequence-length defaults to its 512 "
     "positions."
-)
-
-
-ARCHITECTURE_FLAGS = (
-    "attention", "projection", "projection_initializer", "padding_compensation", "null_slots",
-    "projected_dim", "sharing", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
 )
 
 
@@ -354,7 +324,6 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
     group (or `group`), left None when not given; `defaults` overrides the shown defaults."""
     fields = {field.name: field for field in dataclasses.fields(config_class)}
     unprefixed = config_flags(config_class)
-    into = group
     for name, flag in config_flags(config_class, prefix).items():
         if name in skip:
             continue
@@ -363,26 +332,23 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
         text = metadata["help"]
         if default not in (None, False, dataclasses.MISSING):
             text += f" Default: {default}."
-        group = into or next((group for group in parser._action_groups
-                              if group.title.startswith(metadata["group"])), None)
-        group = group or parser.add_argument_group(metadata["group"])
+        into = group or next((each for each in parser._action_groups
+                              if each.title.startswith(metadata["group"])), None)
+        into = into or parser.add_argument_group(metadata["group"])
         options = dict(dest=prefix.replace("-", "_") + name, default=None, help=text)
         if field.type is bool:
-            group.add_argument(flag, action="store_const", const=True, **options)
+            into.add_argument(flag, action="store_const", const=True, **options)
         else:
             metavar = metadata["metavar"] or unprefixed[name][2:].upper()
-            group.add_argument(flag, type=metadata["parse"] or metadata["bounds"],
-                               metavar=metavar.replace("-", "_"), **options)
+            into.add_argument(flag, type=metadata["parse"] or metadata["bounds"],
+                              metavar=metavar.replace("-", "_"), **options)
 
 
 def given_options(args, config_class, prefix="", defaults=None):
     """`{field name: value}` of the options given as flags, over `defaults`."""
-    options = dict(defaults or {})
-    for name in config_flags(config_class):
-        value = getattr(args, prefix.replace("-", "_") + name, None)
-        if value is not None:
-            options[name] = value
-    return options
+    values = {name: getattr(args, prefix.replace("-", "_") + name, None)
+              for name in config_flags(config_class)}
+    return {**(defaults or {}), **{name: v for name, v in values.items() if v is not None}}
 
 
 def option_arguments(options, config_class):
@@ -605,17 +571,14 @@ def remove_unfinished_starts():
                 removed.append(entry)
             except OSError:
                 pass  # Best effort: the error that stopped the run is what to report.
-        if created is not None:
-            directory = path
-            while True:
-                try:
-                    os.rmdir(directory)  # Only if empty.
-                except OSError:
-                    break
-                removed.append(directory)
-                if directory == created:
-                    break
-                directory = os.path.dirname(directory)
+        directory = path
+        while created is not None and directory != os.path.dirname(created):
+            try:
+                os.rmdir(directory)  # Only if empty.
+            except OSError:
+                break
+            removed.append(directory)
+            directory = os.path.dirname(directory)
     del STARTED_RUNS[:]
     return removed
 

@@ -48,26 +48,19 @@ def parse_args(argv=None):
                             "Default: train from scratch.")
     start.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
                        help=cli.FROM_BERT_HELP)
-    cli.add_model_flags(parser, from_checkpoint=True)
+    cli.add_model_flags(parser)
     cli.add_training_flags(parser, FinetuningConfig)
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/finetune",
                         help="Where the vocabulary, classifier.keras, checkpoints and logs go; "
                              "a rerun with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    if args.seed is None:  # The data are split with it before the config is made.
-        args.seed = FinetuningConfig.seed
-    cli.check_attention_flags(parser, args)
-    cli.check_source_flags(parser, args, {"--text-column": ("text_column", "text", ["--table"]),
-                                          "--label-column": ("label_column", "label", ["--table"]),
-                                          "--no-label-check": ("label_check", True, ["--table"]),
-                                          "--encoding": ("encoding", "utf-8", ["--table"])})
-    cli.check_vocabulary_flags(
-        parser, args,
-        "--pretrained" if args.pretrained else "--from-bert" if args.from_bert else None)
-    if args.from_bert:
-        cli.check_from_bert_flags(parser, args)
-    cli.check_attention_transfer_flag(parser, args)
+    cli.check_training_flags(parser, args, FinetuningConfig, {
+        "--text-column": ("text_column", "text", ["--table"]),
+        "--label-column": ("label_column", "label", ["--table"]),
+        "--no-label-check": ("label_check", True, ["--table"]),
+        "--encoding": ("encoding", "utf-8", ["--table"]),
+    })
     # Else the checkpoint's positions, which fitted, cap the length (for a BERT, the
     # defaults' need is a lower bound).
     if args.pretrained is None:

@@ -59,22 +59,18 @@ def parse_args(argv=None):
                        help="masked_lm: predict masked tokens. distillation (with "
                             "--from-bert): reproduce the BERT's sequence output on the "
                             "texts' real tokens, the BERT frozen as the teacher.")
-    cli.add_model_flags(parser, from_checkpoint=True, checkpoint_flag="--from-bert")
+    cli.add_model_flags(parser, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, PretrainingConfig)
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/pretrain",
                         help="Where the vocabulary, model, checkpoints and logs go; a rerun "
                              "with the same directory resumes an unfinished run.")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    if args.seed is None:  # The data are split with it before the config is made.
-        args.seed = PretrainingConfig.seed
-    cli.check_attention_flags(parser, args)
-    cli.check_source_flags(parser, args, {
+    cli.check_training_flags(parser, args, PretrainingConfig, {
         "--documents": ("documents", "file", ["--text-files"]),
         "--text-column": ("text_column", "text", ["--table"]),
         "--encoding": ("encoding", "utf-8", ["--text-files", "--table"]),
     })
-    cli.check_vocabulary_flags(parser, args, "--from-bert" if args.from_bert else None)
     if args.objective == "distillation":
         if not args.from_bert:
             parser.error("argument --objective: distillation needs --from-bert (the BERT "
@@ -85,10 +81,7 @@ def parse_args(argv=None):
         if args.attention == "transformer":
             parser.error("argument --attention: transformer not allowed with --objective "
                          "distillation (the unconverted BERT is the teacher itself)")
-    cli.check_attention_transfer_flag(parser, args)
-    if args.from_bert:
-        cli.check_from_bert_flags(parser, args)
-    elif args.sequence_length is None:  # The other model flags: the config's defaults.
+    if args.sequence_length is None and not args.from_bert:
         args.sequence_length = cli.DEFAULT_ARCHITECTURE["max_sequence_length"]
     cli.check_sequence_length_fits(parser, args, PretrainingConfig)
     return parser, args
