@@ -165,8 +165,7 @@ def sequence_length(text):
     value = positive_int(text)
     if value < 3:
         raise argparse.ArgumentTypeError(
-            f"must be at least 3 ([CLS], one token and [SEP]), got {value}"
-        )
+            f"must be at least 3 ([CLS], one token and [SEP]), got {value}")
     return value
 
 
@@ -174,9 +173,8 @@ def text_encoding(text):
     try:
         return codecs.lookup(text).name
     except LookupError:
-        raise argparse.ArgumentTypeError(
-            f"must be a text encoding Python knows (e.g. utf-8, latin-1, cp1252), got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError("must be a text encoding Python knows (e.g. utf-8, "
+                                         f"latin-1, cp1252), got {text!r}") from None
 
 
 # The backbone's arguments the model flags set; those with a value from scratch.
@@ -288,19 +286,18 @@ FROM_BERT_HELP = (
 
 def architecture_from(args):
     """The backbone arguments the user set (all of them when they have defaults)."""
-    return {
-        name: getattr(args, name) for name in ARCHITECTURE_FLAGS if getattr(args, name) is not None
-    }
+    values = {name: getattr(args, name) for name in ARCHITECTURE_FLAGS}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def add_xla_flags(group, step):
     """--jit-compile / --no-jit-compile into `args.jit_compile` (None: the default)."""
     xla = group.add_mutually_exclusive_group()
-    xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
-                     default=None,
-                     help=f"Compile {step} with XLA, also on CPU and on several GPUs. "
-                          "Default: XLA when training on one GPU; without it on CPU "
-                          "(measured no faster there) and on several replicas.")
+    xla.add_argument(
+        "--jit-compile", dest="jit_compile", action="store_const", const=True, default=None,
+        help=f"Compile {step} with XLA, also on CPU and on several GPUs. Default: XLA when "
+             "training on one GPU; without it on CPU (measured no faster there) and on several "
+             "replicas.")
     xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False,
                      help=f"Run {step} without XLA, also on one GPU.")
 
@@ -371,28 +368,31 @@ def add_training_flags(parser, config_class):
     group = next(group for group in parser._action_groups if group.title == "training")
     group.add_argument("--max-train-examples", type=positive_int, default=None,
                        help="Use only the first N training documents (for trial runs).")
-    group.add_argument("--max-eval-examples", type=positive_int, default=None,
-                       help="Validate and test on the first N held-out documents only (for "
-                            "trial runs; the reported numbers are then not comparable).")
+    group.add_argument(
+        "--max-eval-examples", type=positive_int, default=None,
+        help="Validate and test on the first N held-out documents only (for trial runs; the "
+             "reported numbers are then not comparable).")
 
     group = parser.add_argument_group("hardware (see the combinations below)")
-    group.add_argument("--cpu-replicas", type=positive_int, default=1,
-                       help="Without GPUs: split the CPU into N logical devices and train "
-                            "N replicas with MirroredStrategy.")
-    group.add_argument("--mixed-precision", action="store_true",
-                       help="Compute in float16 (GPU, with loss scaling) or bfloat16 (CPU); "
-                            "weights stay float32.")
+    group.add_argument(
+        "--cpu-replicas", type=positive_int, default=1,
+        help="Without GPUs: split the CPU into N logical devices and train N replicas with "
+             "MirroredStrategy.")
+    group.add_argument(
+        "--mixed-precision", action="store_true",
+        help="Compute in float16 (GPU, with loss scaling) or bfloat16 (CPU); weights stay "
+             "float32.")
     add_xla_flags(group, "the training step")
-    group.add_argument("--connect-timeout", type=positive_float, default=300.0,
-                       metavar="SECONDS",
-                       help="With TF_CONFIG: how long to wait for every other worker to "
-                            "start; then the run ends with an error naming the missing ones.")
-    group.add_argument("--deterministic", action="store_true",
-                       help="Make every TensorFlow op deterministic "
-                            "(tf.config.experimental.enable_op_determinism), so that a run, "
-                            "interrupted and resumed or not, gives the same weights bit for bit; "
-                            "slower. Without it, multi-threaded CPU reductions vary in the last "
-                            "bits from run to run.")
+    group.add_argument(
+        "--connect-timeout", type=positive_float, default=300.0, metavar="SECONDS",
+        help="With TF_CONFIG: how long to wait for every other worker to start; then the run "
+             "ends with an error naming the missing ones.")
+    group.add_argument(
+        "--deterministic", action="store_true",
+        help="Make every TensorFlow op deterministic "
+             "(tf.config.experimental.enable_op_determinism), so that a run, interrupted and "
+             "resumed or not, gives the same weights bit for bit; slower. Without it, "
+             "multi-threaded CPU reductions vary in the last bits from run to run.")
 
 
 def set_up_hardware(args):
@@ -400,17 +400,15 @@ def set_up_hardware(args):
     from keras_linformer.training import devices
 
     with flag_names(cpu_replicas="--cpu-replicas", connect_timeout="--connect-timeout"):
-        return devices.set_up_devices(cpu_replicas=args.cpu_replicas,
-                                      mixed_precision=args.mixed_precision,
-                                      jit_compile=args.jit_compile,
-                                      deterministic=args.deterministic,
-                                      connect_timeout=args.connect_timeout, log=log)
+        return devices.set_up_devices(
+            cpu_replicas=args.cpu_replicas, mixed_precision=args.mixed_precision,
+            jit_compile=args.jit_compile, deterministic=args.deterministic,
+            connect_timeout=args.connect_timeout, log=log)
 
 
 def add_debug_flag(parser):
-    parser.add_argument("--debug", action="store_true",
-                        help="On an error, show Python's traceback instead of one line; show "
-                             "TensorFlow's own log lines.")
+    parser.add_argument("--debug", action="store_true", help="On an error, show Python's "
+                        "traceback instead of one line; show TensorFlow's own log lines.")
 
 
 def run(parser, function, args):
@@ -556,11 +554,11 @@ def remove_unfinished_starts():
     transfer = sys.modules.get("keras_linformer.training.starting_points")
     removed = []
     for path, before, created in STARTED_RUNS:
+        # A summary: finished by another process sharing the directory; its results.
         if (not os.path.isdir(path) or loop is not None and loop.has_checkpoint(path)
-                or transfer is not None and transfer.stopped_with_checkpoint(path)):
+                or transfer is not None and transfer.stopped_with_checkpoint(path)
+                or os.path.isfile(os.path.join(path, run_directory.SUMMARY_FILE))):
             continue
-        if os.path.isfile(os.path.join(path, run_directory.SUMMARY_FILE)):
-            continue  # Finished (by another process sharing the directory): its results.
         for name in sorted(set(os.listdir(path)) - before):
             entry = os.path.join(path, name)
             try:
@@ -592,8 +590,7 @@ def check_sequence_length_fits(parser, args, config_class):
     if args.sequence_length is None:
         return
     n, batch_size = args.sequence_length, args.batch_size or config_class.batch_size
-    value = {name: getattr(args, name, None) for name in FROM_SCRATCH}
-    value = {name: FROM_SCRATCH[name] if v is None else v for name, v in value.items()}
+    value = {**FROM_SCRATCH, **architecture_from(args)}
     # Bytes (float32) of what grows with n: position embeddings and projections with
     # gradients and Adam moments, activations and attention scores.
     linformer = value["attention"] == "linformer"
@@ -602,8 +599,7 @@ def check_sequence_length_fits(parser, args, config_class):
     if linformer and value["projection"] == "linear":
         weights += n * value["projected_dim"]
     activations = batch_size * n * value["num_layers"] * (
-        2 * value["hidden_dim"] + value["intermediate_dim"] + value["num_heads"] * attended
-    )
+        2 * value["hidden_dim"] + value["intermediate_dim"] + value["num_heads"] * attended)
     needed = 4 * (4 * weights + activations)
     if needed > memory:
         parser.error(f"argument --sequence-length: {args.sequence_length} cannot fit in memory: a "

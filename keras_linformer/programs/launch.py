@@ -16,6 +16,7 @@ On a real cluster, start the program on each host yourself with
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -33,16 +34,11 @@ GRACE_SECONDS = 60
 
 def free_ports(count):
     """`count` distinct TCP ports free on localhost right now."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("localhost", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
         for sock in sockets:
-            sock.close()
+            sock.bind(("localhost", 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 def parse_args(argv=None):
@@ -78,7 +74,7 @@ def launch(args):
     ports = args.ports or free_ports(args.workers)
     busy = []
     for port in ports:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        with socket.socket() as sock:
             try:
                 sock.bind(("localhost", port))
             except OSError:
@@ -94,7 +90,7 @@ def launch(args):
     if os.path.exists(args.log_dir) and not os.path.isdir(args.log_dir):
         raise ValueError(f"--log-dir: {args.log_dir!r} is a file, not a directory.")
     os.makedirs(args.log_dir, exist_ok=True)
-    workers = []
+    workers = {}  # Index: (process, log file, its path) of those still running.
     for index in range(args.workers):
         log_path = os.path.join(args.log_dir, f"worker-{index}.log")
         log_file = open(log_path, "a", encoding="utf-8")
@@ -102,45 +98,41 @@ def launch(args):
                        f"{args.workers}: {' '.join(args.command)}\n")
         log_file.flush()
         config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
-        environment = {**os.environ, "TF_CONFIG": json.dumps(config)}
-        workers.append((subprocess.Popen(
-            args.command, stdout=log_file, stderr=subprocess.STDOUT, env=environment
-        ), log_file, log_path))
-        cli.log(f"worker {index} ({addresses[index]}): pid {workers[-1][0].pid}, log {log_path}")
-
-    deadline = [None]
+        process = subprocess.Popen(args.command, stdout=log_file, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "TF_CONFIG": json.dumps(config)})
+        workers[index] = (process, log_file, log_path)
+        cli.log(f"worker {index} ({addresses[index]}): pid {process.pid}, log {log_path}")
+    deadline = None
 
     def forward(signum, frame):
         # Workers save and stop; one stuck waiting for a dead peer is killed after a grace.
-        deadline[0] = deadline[0] or time.monotonic() + GRACE_SECONDS
-        for process, _, _ in workers:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
+        nonlocal deadline
+        deadline = deadline or time.monotonic() + GRACE_SECONDS
+        for process, _, _ in workers.values():
+            process.send_signal(signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         status = 0
-        remaining = list(workers)
-        while remaining:
-            for worker in list(remaining):
-                process, log_file, log_path = worker
+        while workers:
+            for index, (process, log_file, log_path) in list(workers.items()):
                 code = process.poll()
                 if code is None:
                     continue
-                remaining.remove(worker)
+                del workers[index]
                 log_file.close()
-                cli.log(f"worker {workers.index(worker)} exited with status {code} ({log_path})")
+                cli.log(f"worker {index} exited with status {code} ({log_path})")
                 if code and not status:
                     status = code
                     # The others would wait for it in their next collective.
-                    for process, _, _ in remaining:
-                        process.kill()
-                    if remaining:
-                        cli.log(f"worker {workers.index(worker)} failed: stopped the others, "
-                                "which cannot go on without it. Run the same command again "
-                                "to resume from the last checkpoint.")
-            if deadline[0] is not None and time.monotonic() > deadline[0]:
-                for process, _, _ in remaining:
+                    for other, _, _ in workers.values():
+                        other.kill()
+                    if workers:
+                        cli.log(f"worker {index} failed: stopped the others, which cannot go "
+                                "on without it. Run the same command again to resume from the "
+                                "last checkpoint.")
+            if deadline is not None and time.monotonic() > deadline:
+                for process, _, _ in workers.values():
                     process.kill()
             time.sleep(0.2)
         return status

@@ -13,10 +13,6 @@ import numbers
 import numpy as np
 
 
-def _received(name, value):
-    return f"Received: {name}={value!r}"
-
-
 def check_positive_int(name, value, minimum=1):
     """Raises ValueError unless `value` is an int (not a bool) of at least `minimum`."""
     Bounds(int, minimum).check(name, value)
@@ -31,31 +27,18 @@ def check_bool(name, value):
     ValueError: `use_bias` must be True or False. Received: use_bias='False'
     """
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"`{name}` must be True or False. {_received(name, value)}")
+        raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")
 
 
 def check_choice(name, value, valid):
     """Raises ValueError unless `value` is one of `valid`."""
     if value not in valid:
-        raise ValueError(f"`{name}` must be one of {list(valid)}. {_received(name, value)}")
+        raise ValueError(f"`{name}` must be one of {list(valid)}. Received: {name}={value!r}")
 
 
 def check_number(name, value, low=None, high=None, include_low=True, include_high=True):
     """Raises ValueError unless `value` is a finite real number within the given bounds."""
     Bounds(float, low, high, include_low, include_high).check(name, value)
-
-
-def describe_range(low=None, high=None, include_low=True, include_high=True):
-    """Words for a range of numbers: "a number in [0, 1)", "a positive number"..."""
-    if low is None and high is None:
-        return "a finite number"
-    if high is None:
-        if low == 0:
-            return "a number >= 0" if include_low else "a positive number"
-        return f"a number {'>=' if include_low else '>'} {low}"
-    if low is None:
-        return f"a number {'<=' if include_high else '<'} {high}"
-    return f"a number in {'[' if include_low else '('}{low}, {high}{']' if include_high else ')'}"
 
 
 def shorten(values, limit=8):
@@ -86,11 +69,25 @@ class Bounds:
     def __init__(self, kind, low=None, high=None, include_low=True, include_high=True, words=None):
         self.kind, self.low, self.high = kind, low, high
         self.include_low, self.include_high = include_low, include_high
-        if words is None and kind is int:
-            words = "a positive integer" if (low, high) == (1, None) else (
-                f"an integer of at least {low}" if high is None
-                else f"an integer from {low} to {high}")
-        self.words = words or describe_range(low, high, include_low, include_high)
+        self.words = words or self.describe()
+
+    def describe(self):
+        """Words for the range: "an integer from 1 to 9", "a number in [0, 1)"..."""
+        low, high = self.low, self.high
+        if self.kind is int:
+            if high is not None:
+                return f"an integer from {low} to {high}"
+            return "a positive integer" if low == 1 else f"an integer of at least {low}"
+        if high is None:
+            if low is None:
+                return "a finite number"
+            if low == 0 and not self.include_low:
+                return "a positive number"
+            return f"a number {'>=' if self.include_low else '>'} {low}"
+        if low is None:
+            return f"a number {'<=' if self.include_high else '<'} {high}"
+        return (f"a number in {'[' if self.include_low else '('}{low}, {high}"
+                f"{']' if self.include_high else ')'}")
 
     def holds(self, value):
         if isinstance(value, bool) or not isinstance(
@@ -105,7 +102,7 @@ class Bounds:
     def check(self, name, value):
         """Raises ValueError naming `name` unless `value` is within the bounds."""
         if not self.holds(value):
-            raise ValueError(f"`{name}` must be {self.words}. {_received(name, value)}")
+            raise ValueError(f"`{name}` must be {self.words}. Received: {name}={value!r}")
 
     def __call__(self, text):
         try:
