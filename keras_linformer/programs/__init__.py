@@ -24,16 +24,9 @@ def command(program):
     >>> command("finetune")
     'keras-linformer-finetune'
     """
-    if program not in PROGRAMS:
-        raise ValueError(f"`program` must be one of {list(PROGRAMS)}. Received: "
-                         f"program={program!r}")
-    package = module_package()
-    return f"python -m {package}.{program}" if package else SCRIPT_PREFIX + program
-
-
-def module_package():
-    """The package of `MODULE_PACKAGES` whose program this process runs, or None."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     package, _, name = (getattr(spec, "name", None) or "").rpartition(".")
-    return package if package in MODULE_PACKAGES and name in PROGRAMS else None
+    if package in MODULE_PACKAGES and name in PROGRAMS:
+        return f"python -m {package}.{program}"
+    return SCRIPT_PREFIX + program
 

@@ -82,14 +82,10 @@ def program_parser(program, doc, epilog=None):
     return parser
 
 
+PREFIX = re.escape(programs.SCRIPT_PREFIX)
 # A docstring's first example command, after any environment variables it sets.
-EXAMPLE_COMMAND = re.compile(
-    r"\n    (?:[A-Z_]+=\S+ )*(?:python |" + re.escape(programs.SCRIPT_PREFIX) + ")"
-)
-SCRIPT_NAME = re.compile(
-    r"(?<![\w-])" + re.escape(programs.SCRIPT_PREFIX) + "(" + "|".join(programs.PROGRAMS)
-    + r")(?![\w-])"
-)
+EXAMPLE_COMMAND = re.compile(rf"\n    (?:[A-Z_]+=\S+ )*(?:python |{PREFIX})")
+SCRIPT_NAME = re.compile(rf"(?<![\w-]){PREFIX}({'|'.join(programs.PROGRAMS)})(?![\w-])")
 
 
 def name_commands(text):

@@ -87,13 +87,11 @@ def export(args):
     with cli.flag_names(**FLAGS):
         path = getattr(export_lib, f"export_{task}")(args.source, **options)
     info = export_lib.read_export_info(path)
-    reused = int(os.path.basename(path)) in before
     done = (f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "
             f"{args.source} (fingerprint {info['fingerprints']['export'][:12]})"
-            if reused
+            if int(os.path.basename(path)) in before
             else f"Exported the {task.replace('_', ' ')} in {args.source} to {path}")
-    cli.log(f"{done} "
-            f"(signatures {', '.join(info['signatures'])}; sequence length "
+    cli.log(f"{done} (signatures {', '.join(info['signatures'])}; sequence length "
             f"{info['sequence_length']}; {time.perf_counter() - start:.0f} s). Serve it with:\n"
             f"  {layout.docker_command(args.base_dir, model_name)}")
     report = export_lib.verify(path, log=cli.log) if args.verify else None

@@ -33,9 +33,8 @@ from keras_linformer.training.config import RunConfig
 # Options both stages share, set by the main job's flags; others are --pretrain-OPTION and
 # --finetune-OPTION.
 SHARED = ("seed", "vocabulary_size", "vocabulary_characters", "attention_transfer_epochs")
-# The main job's own defaults for its stages, where they differ from the programs'.
+# The main job's own default for pretraining, where it differs from the program's.
 PRETRAINING_DEFAULTS = {"epochs": 2.0}
-FINETUNING_DEFAULTS = {}
 
 
 def parse_args(argv=None):
@@ -44,9 +43,8 @@ def parse_args(argv=None):
     group = parser.add_argument_group("model (shared by both stages)")
     group.add_argument("--attention", choices=cli.ATTENTIONS, default=default["attention"],
                        help="Linformer attention, or the full-attention baseline.")
-    group.add_argument("--projection", choices=cli.PROJECTIONS,
-                       help="How keys/values are projected from n to k positions. "
-                            f"Default: {default['projection']}.")
+    group.add_argument("--projection", choices=cli.PROJECTIONS, help="How keys/values are "
+                       f"projected from n to k positions. Default: {default['projection']}.")
     group.add_argument("--projected-dim", type=cli.positive_int, metavar="K",
                        help=f"k, the projected length. Default: {default['projected_dim']}.")
     group.add_argument("--sharing", choices=cli.SHARINGS,
@@ -54,19 +52,18 @@ def parse_args(argv=None):
     group.add_argument("--sequence-length", type=cli.sequence_length,
                        default=default["max_sequence_length"],
                        help="n, tokens per sequence in both stages.")
-    group.add_argument("--vocabulary-size", type=cli.positive_int,
-                       default=RunConfig.vocabulary_size,
-                       help="Largest WordPiece vocabulary to train (on the news articles; "
-                            "on the reviews with --no-pretraining).")
+    group.add_argument(
+        "--vocabulary-size", type=cli.positive_int, default=RunConfig.vocabulary_size,
+        help="Largest WordPiece vocabulary to train (on the news articles; on the reviews with "
+             "--no-pretraining).")
     group = parser.add_argument_group(
         "pretraining (masked LM on the news articles; `keras-linformer-pretrain`'s options)")
     group.add_argument("--no-pretraining", action="store_true",
                        help="Skip pretraining: fine-tune from random weights.")
-    group.add_argument("--pretrain-corpus", nargs="+",
-                       choices=["news_articles", "rotten_tomatoes", "bbc_news"],
-                       help="Bundled corpora to pretrain on (training splits only; "
-                            "rotten_tomatoes adds the training reviews, without labels). "
-                            "Default: news_articles.")
+    group.add_argument(
+        "--pretrain-corpus", nargs="+", choices=["news_articles", "rotten_tomatoes", "bbc_news"],
+        help="Bundled corpora to pretrain on (training splits only; rotten_tomatoes adds the "
+             "training reviews, without labels). Default: news_articles.")
     group.add_argument("--pretrain-documents", type=cli.positive_int, default=None,
                        help="Pretrain on the first N training articles only (for trial runs).")
     cli.add_config_flags(parser, PretrainingConfig, "pretrain-", PRETRAINING_DEFAULTS, SHARED,
@@ -75,30 +72,29 @@ def parse_args(argv=None):
         "fine-tuning (Rotten Tomatoes sentiment; `keras-linformer-finetune`'s options)")
     group.add_argument("--max-train-examples", type=cli.positive_int, default=None,
                        help="Fine-tune on the first N training reviews only (for trial runs).")
-    cli.add_config_flags(parser, FinetuningConfig, "finetune-", FINETUNING_DEFAULTS, SHARED, group)
-    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
-                        help="Validate and test both stages on the first N held-out documents "
-                             "only (for trial runs).")
+    cli.add_config_flags(parser, FinetuningConfig, "finetune-", skip=SHARED, group=group)
+    parser.add_argument(
+        "--max-eval-examples", type=cli.positive_int, default=None,
+        help="Validate and test both stages on the first N held-out documents only (for trial "
+             "runs).")
     parser.add_argument("--seed", type=cli.random_seed, default=RunConfig.seed,
                         help="Seed of both stages.")
     cli.add_xla_flags(parser, "both stages' training step")
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
-    parser.add_argument("--export-dir", default="saved_models",
-                        help="The classifier is exported for TF Serving to "
-                             "EXPORT_DIR/MODEL_NAME/<next version>/ and verified there; "
-                             "when the latest version already holds this same classifier "
-                             "(a rerun of a finished run), that one is reused.")
+    parser.add_argument(
+        "--export-dir", default="saved_models",
+        help="The classifier is exported for TF Serving to EXPORT_DIR/MODEL_NAME/<next "
+             "version>/ and verified there; when the latest version already holds this same "
+             "classifier (a rerun of a finished run), that one is reused.")
     parser.add_argument("--model-name", default="linformer_sentiment",
                         help="The exported model's name (TF Serving's MODEL_NAME).")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
-    if args.no_pretraining:
-        given = [action.option_strings[0] for action in parser._actions
-                 if action.dest.startswith("pretrain_") and getattr(args, action.dest)
-                 is not None]
-        if given:
-            parser.error(f"argument {given[0]}: not allowed with --no-pretraining")
+    given = [action.option_strings[0] for action in parser._actions
+             if action.dest.startswith("pretrain_") and getattr(args, action.dest) is not None]
+    if args.no_pretraining and given:
+        parser.error(f"argument {given[0]}: not allowed with --no-pretraining")
     cli.check_attention_flags(parser, args)
     if args.attention == "linformer":
         for name in ("projection", "projected_dim", "sharing"):
@@ -128,7 +124,7 @@ def stage_arguments(args):
         pretrain += ["--max-train-examples", str(args.pretrain_documents)]
     finetune = common + [
         *cli.option_arguments(cli.given_options(
-            args, FinetuningConfig, "finetune-", FINETUNING_DEFAULTS), FinetuningConfig),
+            args, FinetuningConfig, "finetune-"), FinetuningConfig),
         "--output-dir", os.path.join(args.output_dir, "finetune"),
     ]
     if args.no_pretraining:
@@ -146,9 +142,8 @@ def export_classifier(finetune_dir, export_dir, model_name):
     from keras_linformer import export
 
     before = set(export.list_versions(os.path.join(export_dir, model_name)))
-    path = export.export_classifier(
-        finetune_dir, base_dir=export_dir, model_name=model_name, reuse_existing=True
-    )
+    path = export.export_classifier(finetune_dir, base_dir=export_dir, model_name=model_name,
+                                    reuse_existing=True)
     if int(os.path.basename(path)) in before:
         fingerprint = export.read_export_info(path)["fingerprints"]["export"]
         cli.log(f"[3/3] reusing {path}: it already holds this classifier (export fingerprint "
@@ -160,6 +155,7 @@ def export_classifier(finetune_dir, export_dir, model_name):
 
 
 def run(args):
+    """Runs both stages, exports and verifies the classifier; returns the fine-tuning's summary."""
     start = time.perf_counter()
     pretrain_argv, finetune_argv = stage_arguments(args)
     pretrain_parser, pretrain_args = pretrain_program.parse_args(pretrain_argv)
@@ -167,7 +163,9 @@ def run(args):
     if not args.no_pretraining:
         cli.log(f"[1/2] {pretrain_parser.prog} {shlex.join(pretrain_argv)}")
     cli.log(f"[2/2] {finetune_parser.prog} {shlex.join(finetune_argv)}")
+    from keras_linformer import export
     from keras_linformer.export import layout
+    from keras_linformer.training import run_directory
 
     if not layout.MODEL_NAME_PATTERN.fullmatch(args.model_name):
         raise ValueError(f"--model-name: {args.model_name!r} cannot be a model name: use letters, "
@@ -181,18 +179,13 @@ def run(args):
     if not args.no_pretraining:
         pretraining = pretrain_program.pretrain(pretrain_args, strategy)
     summary = finetune_program.finetune(finetune_args, strategy)
-    from keras_linformer import export
-
     export_path = export_classifier(finetune_args.output_dir, args.export_dir, args.model_name)
     report = export.verify(export_path, log=cli.log)
     if not report.passed:
         raise ValueError(f"the export in {export_path} failed verification (see above).")
-    from keras_linformer.training import run_directory
-
     # Written last: a main job killed before its export passed is rerun.
     run_directory.write_summary(args.output_dir, dict(summary, export=export_path))
-    pretrained = ("from scratch"
-                  if pretraining is None
+    pretrained = ("from scratch" if pretraining is None
                   else f"pretrained (test perplexity {pretraining['test_perplexity']:.1f})")
     cli.log(f"Main job: test accuracy {summary['test_accuracy']:.4f} on "
             f"{summary['test_examples']} held-out reviews (majority class "
