@@ -73,8 +73,7 @@ def program_parser(program, doc, epilog=None):
     parser = argparse.ArgumentParser(
         prog=programs.command(program) if is_program else f"python -m {program}",
         description=name_commands(EXAMPLE_COMMAND.split(doc)[0]),
-        epilog=None if epilog is None else name_commands(epilog), formatter_class=HelpFormatter
-    )
+        epilog=None if epilog is None else name_commands(epilog), formatter_class=HelpFormatter)
     if is_program:
         problem = check_tensorflow_backend()
         if problem:
@@ -270,14 +269,12 @@ def check_training_flags(parser, args, config_class, sources):
 
 
 FROM_BERT_HELP = (
-    "A pretrained BERT that keras-hub loads (a Hugging Face BERT directory, a keras-hub "
-    "preset, or all-minilm-l6-v2 for the bundled all-MiniLM-L6-v2), converted to a "
-    "Linformer with --projected-dim K (and --projection, --sharing, "
-    "--projection-initializer, --padding-compensation, --null-slots), or kept as the "
-    "Transformer with --attention transformer. "
-    "Texts are read with the BERT's own vocabulary; --sequence-length defaults to its 512 "
-    "positions."
-)
+    "A pretrained BERT that keras-hub loads (a Hugging Face BERT directory, a keras-hub preset, "
+    "or all-minilm-l6-v2 for the bundled all-MiniLM-L6-v2), converted to a Linformer with "
+    "--projected-dim K (and --projection, --sharing, --projection-initializer, "
+    "--padding-compensation, --null-slots), or kept as the Transformer with --attention "
+    "transformer. Texts are read with the BERT's own vocabulary; --sequence-length defaults to "
+    "its 512 positions.")
 
 
 def architecture_from(args):
