@@ -34,9 +34,8 @@ def query(args):
     with cli.flag_names(signature="--signature"):
         outputs = export.query(args.export_dir, args.texts, signature=args.signature)
     for row, text in enumerate(args.texts):
-        answer = {"text": text}
-        for name, values in sorted(outputs.items()):
-            answer[name] = np.asarray(values[row]).tolist()
+        answer = {"text": text, **{name: np.asarray(values[row]).tolist()
+                                   for name, values in sorted(outputs.items())}}
         print(json.dumps(answer, ensure_ascii=False,
                          default=lambda value: value.decode("utf-8", "replace")), flush=True)
 
