@@ -11,13 +11,13 @@ export.query(path, ["a fine film"])  # {"probabilities": ..., ...}
 
 from keras_linformer.export.layout import list_versions
 from keras_linformer.export.layout import next_version
-from keras_linformer.export.query import query
 from keras_linformer.export.report import VerificationReport
 from keras_linformer.export.serving import DEFAULT_MAX_BATCH_SIZE
 from keras_linformer.export.serving import SIGNATURES
 from keras_linformer.export.serving import export_classifier
 from keras_linformer.export.serving import export_masked_lm
 from keras_linformer.export.serving import read_export_info
+from keras_linformer.export.verify import query
 from keras_linformer.export.verify import verify
 from keras_linformer.export.warmup import read_warmup_requests
 

@@ -11,7 +11,6 @@ from keras_linformer.export import fingerprints
 from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
-from keras_linformer.export.loaders import run as run_loader
 from keras_linformer.export.report import Check
 
 CLI_LOADER = "saved_model_cli_with_text_ops"
@@ -84,10 +83,9 @@ def check_fingerprints(export_dir, info):
     labels = files.get(sources.LABELS_FILE)
     label_names = info.get("label_names")
     if labels is not None and fingerprints.lines_sha256(label_names or []) != labels["sha256"]:
-        problems.append(
-            f"{warmup.EXTRA_DIR}/{serving.INFO_FILE}: label_names {label_names!r:.200} "
-            f"do not match the fingerprint of the exported {sources.LABELS_FILE}"
-        )
+        problems.append(f"{warmup.EXTRA_DIR}/{serving.INFO_FILE}: label_names "
+                        f"{label_names!r:.200} do not match the fingerprint of the exported "
+                        f"{sources.LABELS_FILE}")
     contents = recorded.get("contents")
     if contents:
         problem = fingerprints.check_contents(export_dir, contents)
@@ -97,21 +95,18 @@ def check_fingerprints(export_dir, info):
             problems.append(problem + "; export again")
     if problems or not described:
         problems = problems or [f"{serving.INFO_FILE} records fingerprints of no file"]
-        problems[-1] += (
-            ". The served model still holds what was exported, but clients and this check "
-            "read these files: restore them (from the training run) or export again"
-        )
+        problems[-1] += (". The served model still holds what was exported, but clients and "
+                         "this check read these files: restore them (from the training run) or "
+                         "export again")
     detail = " and ".join(described) + f" match the fingerprints in {serving.INFO_FILE}"
     return outcome("fingerprints", problems, detail)
 
 
 SIGNATURE_RE = re.compile(r"^signature_def\['([^']+)'\]:", re.M)
 TENSOR_RE = re.compile(
-    r"(inputs|outputs)\['([^']+)'\] tensor_info:\s+dtype: (\w+)\s+shape: ([^\n]+)"
-)
-DTYPE_NAMES = {
-    "DT_STRING": "string", "DT_INT32": "int32", "DT_INT64": "int64", "DT_FLOAT": "float32"
-}
+    r"(inputs|outputs)\['([^']+)'\] tensor_info:\s+dtype: (\w+)\s+shape: ([^\n]+)")
+DTYPE_NAMES = {"DT_STRING": "string", "DT_INT32": "int32", "DT_INT64": "int64",
+               "DT_FLOAT": "float32"}
 
 
 def parse_show_all(text):
@@ -148,12 +143,9 @@ def check_show(result, expected):
         for side, specs in (("inputs", inputs), ("outputs", outputs)):
             if found[signature][side] != specs:
                 problems.append(
-                    f"{signature} {side} are {found[signature][side]}, expected {specs}"
-                )
-    described = "; ".join(
-        f"{signature}({describe_specs(inputs)}) -> {describe_specs(outputs)}"
-        for signature, (inputs, outputs) in expected.items()
-    )
+                    f"{signature} {side} are {found[signature][side]}, expected {specs}")
+    described = "; ".join(f"{signature}({describe_specs(inputs)}) -> {describe_specs(outputs)}"
+                          for signature, (inputs, outputs) in expected.items())
     return outcome(SHOW_CHECK, problems, f"tag-set 'serve': {described}"), found
 
 
@@ -179,18 +171,8 @@ def read_cli_outputs(result, out_dir):
     ok, _, error = result
     if not ok:
         return None, error
-    return {
-        file[: -len(".npy")]: np.load(os.path.join(out_dir, file), allow_pickle=True)
-        for file in sorted(os.listdir(out_dir))
-    }, None
-
-
-def run_cli(export_dir, signature, inputs, work, python=None):
-    """`saved_model_cli run` on one signature in a fresh process; returns `(outputs or None,
-    error)`."""
-    program, out_dir = cli_program(export_dir, signature, inputs, work)
-    outcome = run_loader(*program, run_check(signature), python)
-    return read_cli_outputs(outcome, out_dir)
+    return {file[: -len(".npy")]: np.load(os.path.join(out_dir, file), allow_pickle=True)
+            for file in sorted(os.listdir(out_dir))}, None
 
 
 def check_run(signature, result, reference, atol, batch_size):
@@ -228,9 +210,8 @@ def check_warmup(export_dir, info, expected):
             value = request.inputs[key]
             if request.dtypes[key] != dtype:
                 problems.append(f"{where}: {key} is {request.dtypes[key]}, expected {dtype}")
-            elif value.ndim != len(shape) or any(
-                want != -1 and got != want for got, want in zip(value.shape, shape)
-            ):
+            elif value.ndim != len(shape) or any(want != -1 and got != want
+                                                 for got, want in zip(value.shape, shape)):
                 problems.append(f"{where}: {key} has shape {value.shape}, expected {shape}")
     specs = [(r.signature_name, {k: (r.dtypes[k], v.shape) for k, v in r.inputs.items()})
              for r in requests]

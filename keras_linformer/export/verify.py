@@ -1,4 +1,5 @@
-"""Checks an export the way TF Serving loads it, against the Keras model it came from.
+"""Checks an export the way TF Serving loads it, against the Keras model it came from, and
+asks it about texts (`query`).
 
 TF Serving's binary cannot be installed here; the closest loader is `saved_model_cli`
 (the session loader TF Serving uses) in a fresh process that imports `tensorflow_text`.
@@ -6,6 +7,8 @@ TF Serving's binary cannot be installed here; the closest loader is `saved_model
 
 import os
 import tempfile
+
+import numpy as np
 
 from keras_linformer.export import checks
 from keras_linformer.export import layout
@@ -21,34 +24,27 @@ from keras_linformer.utils.validation import check_number
 def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None):
     """Loads an export the way TF Serving does and compares it with the Keras model.
 
-    Each check is a line of the report: (1) layout: a SavedModel in an integer
-    version directory with its `assets.extra/` files; (2) fingerprints:
-    `vocab.txt`, `labels.txt` and the recorded class names match those
-    recorded at export (else the checks below, which build the Keras model
-    from them, are skipped); (3) `saved_model_cli show --all`: every
-    signature's dtypes and shapes under tag-set `serve`; (4)
-    `saved_model_cli run` of each signature on awkward texts (empty,
-    non-ASCII, longer than n, whitespace, invalid UTF-8) matches the Keras
-    model within `atol`; (5) `tf.saved_model.load`: the same outputs, every
-    warmup request runs, and a batch over `max_batch_size` is refused; (6)
-    the warmup records fit their signatures. Checks 3 to 5 share one fresh
-    process. See `docs/serving.md`.
+    Each check is a line of the report: the layout, the fingerprints of the `assets.extra/`
+    files (if they fail, the rest is skipped), `saved_model_cli show --all` and `run` of
+    each signature on awkward texts against the Keras model within `atol`,
+    `tf.saved_model.load` (the same outputs, the warmup requests, a batch over
+    `max_batch_size` refused) in one fresh process, and the warmup records. See
+    `docs/serving.md`.
 
     Args:
-        export_dir: str, a version directory (`saved_models/NAME/3`), or a
-            model directory (`saved_models/NAME`) for its latest version.
-        model: the Keras model to compare with: a model object, its `.keras`
-            file or its training output directory. `None` means the
-            `.keras` file recorded at export time. Defaults to `None`.
-        texts: optional list of extra str or bytes texts to feed (with the
-            6 to 11 built-in ones, at most the export's `max_batch_size`).
-        atol: float, the largest difference allowed for probabilities and
-            scores. Defaults to `1e-5`.
-        log: callable that receives each report line as it is known, or
-            `None`. Defaults to `print`.
-        python: str or `None`, the Python interpreter (with TensorFlow,
-            tensorflow-text and NumPy) of the loading process; `None` uses
-            this one. Defaults to `None`.
+        export_dir: str, a version directory (`saved_models/NAME/3`), or a model directory
+            (`saved_models/NAME`) for its latest version.
+        model: the Keras model to compare with: a model object, its `.keras` file or its
+            training output directory; `None` means the `.keras` file recorded at export.
+            Defaults to `None`.
+        texts: optional list of extra str or bytes texts to feed (with the 6 to 11 built-in
+            ones, at most the export's `max_batch_size`).
+        atol: float, the largest difference allowed for probabilities and scores. Defaults
+            to `1e-5`.
+        log: callable that receives each report line as it is known, or `None`. Defaults to
+            `print`.
+        python: str or `None`, the Python interpreter (with TensorFlow, tensorflow-text and
+            NumPy) of the loading process; `None` uses this one. Defaults to `None`.
 
     Returns:
         A `VerificationReport`; `report.passed` tells the outcome.
@@ -56,9 +52,8 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     Raises:
         FileNotFoundError: `export_dir` does not exist or is not an export.
         NotADirectoryError: `export_dir` is a file.
-        ValueError: the export was not written by `keras_linformer.export`,
-            `model` does not fit it, or `texts` would make a batch larger
-            than the export's `max_batch_size`.
+        ValueError: the export was not written by `keras_linformer.export`, `model` does not
+            fit it, or `texts` would make a batch larger than the export's `max_batch_size`.
 
     Example:
 
@@ -77,25 +72,20 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     if model is None:
         model = info.get("source_model")
         if model is None or not os.path.isfile(model):
-            raise ValueError(
-                f"model: the export records no readable source model ({model!r}); pass the "
-                "Keras model (or its .keras file) it was exported from."
-            )
+            raise ValueError(f"model: the export records no readable source model ({model!r}); "
+                             "pass the Keras model (or its .keras file) it was exported from.")
     built_in = serving.hard_texts(info["sequence_length"], task)
     extra_texts = [text.encode("utf-8") if isinstance(text, str) else text for text in texts or []]
     batch = built_in + extra_texts
     max_batch_size = info.get("max_batch_size")
     if max_batch_size is not None and len(batch) > max_batch_size:
         raise ValueError(
-            f"texts: {len(extra_texts)} texts and the {len(built_in)} built-in ones make a "
-            f"batch of {len(batch)}, over the export's max_batch_size {max_batch_size}; pass "
-            f"at most {max(max_batch_size - len(built_in), 0)} texts."
-        )
-    what = (
-        f"text classifier, {len(info['label_names'])} classes {info['label_names']}"
-        if task == "classifier"
-        else f"masked LM, top_k={info['top_k']}, max_masks={info['max_masks']}"
-    )
+            f"texts: {len(extra_texts)} texts and the {len(built_in)} built-in ones make a batch "
+            f"of {len(batch)}, over the export's max_batch_size {max_batch_size}; pass at most "
+            f"{max(max_batch_size - len(built_in), 0)} texts.")
+    what = (f"text classifier, {len(info['label_names'])} classes {info['label_names']}"
+            if task == "classifier"
+            else f"masked LM, top_k={info['top_k']}, max_masks={info['max_masks']}")
     header = (f"Verifying {export_dir} ({what}, sequence length {info['sequence_length']}, "
               f"model name {info['model_name']!r})")
     report = VerificationReport(export_dir, info, header)
@@ -108,18 +98,15 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
     add(checks.check_layout(export_dir))
     fingerprints = checks.check_fingerprints(export_dir, info)
     if not fingerprints.passed:
-        fingerprints.detail += (
-            ". The other checks were skipped: they compare the served model with one built "
-            "from these files"
-        )
-        add(fingerprints)
+        fingerprints.detail += (". The other checks were skipped: they compare the served "
+                                "model with one built from these files")
+    add(fingerprints)
+    if not fingerprints.passed:
         log(report.summary())
         return report
-    add(fingerprints)
     vocabulary = os.path.join(export_dir, warmup.EXTRA_DIR, sources.VOCABULARY_FILE)
-    source = sources.load_source(
-        task, model, vocabulary, info.get("label_names"), info["sequence_length"]
-    )
+    source = sources.load_source(task, model, vocabulary, info.get("label_names"),
+                                 info["sequence_length"])
     expected = serving.expected_signatures(info)
     reference = KerasReference(source, info)
     report.inputs = cases = reference.cases(batch)
@@ -143,10 +130,53 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
                 report.cli_outputs[signature] = outputs
             add(check)
         result = checks.read_load_outputs(outcomes[checks.LOAD_CHECK], load_cases)
-        check, report.load_outputs = checks.check_load(
-            result, report.cli_outputs, reference, atol, max_batch_size
-        )
+        check, report.load_outputs = checks.check_load(result, report.cli_outputs, reference,
+                                                       atol, max_batch_size)
         add(check)
     add(warmup_check)
     log(report.summary())
     return report
+
+
+def query(export_dir, texts, signature="serving_default", python=None):
+    """The outputs of one of an export's text signatures for `texts`.
+
+    The export is loaded by `saved_model_cli run` (the session loader TF Serving uses) in a
+    fresh process; the texts go in as typed, UTF-8.
+
+    Args:
+        export_dir: str. A version directory, or a model directory (its highest version).
+        texts: list of str.
+        signature: str. A signature taking `text`: `"serving_default"`, or `"fill_mask"` of a
+            masked LM. Defaults to `"serving_default"`.
+        python: str or None. The Python to load it with (one with TensorFlow and
+            tensorflow-text); None: this one.
+
+    Returns:
+        `{output: array}`, one row per text, as `saved_model_cli` gives them.
+
+    Example:
+
+    ```python
+    outputs = keras_linformer.export.query("saved_models/linformer_sentiment", ["a fine film"])
+    outputs["probabilities"]  # array([[0.08, 0.92]], dtype=float32)
+    ```
+    """
+    export_dir = layout.latest_version_dir(export_dir)
+    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"`texts` must be a non-empty list of strings. Received: "
+                         f"texts={texts!r:.200}")
+    task = serving.read_export_info(export_dir).get("task")
+    takes_text = [name for name, (inputs, _) in serving.SIGNATURES.get(task, {}).items()
+                  if "text" in inputs]
+    if signature not in takes_text:
+        raise ValueError(f"`signature` must be one of {takes_text}, the signatures of this "
+                         f"{task} export that take text. Received: signature={signature!r}")
+    with tempfile.TemporaryDirectory() as work:
+        inputs = {"text": np.array(texts, dtype=object)}
+        program, out_dir = checks.cli_program(export_dir, signature, inputs, work)
+        outcome = loaders.run(*program, checks.run_check(signature), python)
+        outputs, error = checks.read_cli_outputs(outcome, out_dir)
+    if outputs is None:
+        raise RuntimeError(f"saved_model_cli run on {export_dir} failed: {error}")
+    return outputs
