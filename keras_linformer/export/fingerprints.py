@@ -70,16 +70,11 @@ def line_differences(found, recorded, limit=3):
             return absent
         return repr(lines[index] if len(lines[index]) <= 40 else lines[index][:40] + "...")
 
-    differing = [
-        index
-        for index in range(max(len(found), len(recorded)))
-        if index >= len(found) or index >= len(recorded) or found[index] != recorded[index]
-    ]
-    parts = [
-        f"line {index + 1} is {describe(found, index, 'missing')} "
-        f"(exported: {describe(recorded, index, 'no such line')})"
-        for index in differing[:limit]
-    ]
+    differing = [index for index in range(max(len(found), len(recorded)))
+                 if index >= min(len(found), len(recorded)) or found[index] != recorded[index]]
+    parts = [f"line {index + 1} is {describe(found, index, 'missing')} "
+             f"(exported: {describe(recorded, index, 'no such line')})"
+             for index in differing[:limit]]
     if len(differing) > limit:
         parts.append(f"and {len(differing) - limit} more lines differ")
     return "; ".join(parts)
@@ -119,16 +114,13 @@ def check_file(path, name, record, exported_lines=None):
     if found == record["sha256"]:
         return None
     lines = read_lines(path)
-    problem = (
-        f"{name} does not match the fingerprint recorded at export: sha256 "
-        f"{short(found)}... now, {short(record['sha256'])}... recorded; "
-        f"{len(lines)} lines now, {record['lines']} at export"
-    )
+    problem = (f"{name} does not match the fingerprint recorded at export: sha256 "
+               f"{short(found)}... now, {short(record['sha256'])}... recorded; "
+               f"{len(lines)} lines now, {record['lines']} at export")
     if exported_lines is not None:
         differences = line_differences(lines, exported_lines)
-        return problem + "; " + (
-            differences or "the same lines, different bytes (line ends or encoding)"
-        )
+        return problem + "; " + (differences
+                                 or "the same lines, different bytes (line ends or encoding)")
     if len(lines) == record["lines"]:
         problem += " (same number of lines: lines were edited or reordered)"
     return problem

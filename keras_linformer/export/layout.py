@@ -8,47 +8,38 @@ import os
 import re
 import tempfile
 
+from keras_linformer.utils.validation import Bounds
+
 MODEL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Its model server links the tensorflow-text ops the raw-text signatures use.
 SERVING_IMAGE = "tensorflow/serving:2.20.0"
-
-
-def check_int(name, value, low, high, words):
-    """Raises ValueError unless `value` is an int (not a bool) from `low` to `high`."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"`{name}` must be {words}. Received: {name}={value!r}")
 
 
 def check_version_free(base_dir, model_name, version):
     """Checks `model_name` and `version`; raises FileExistsError if that version exists."""
     if not isinstance(model_name, str) or not MODEL_NAME_PATTERN.fullmatch(model_name):
         raise ValueError(
-            "`model_name` must be a name of letters, digits, '_', '.' and '-' "
-            "that starts with a letter or digit (it becomes a directory and "
-            f"TF Serving's MODEL_NAME). Received: model_name={model_name!r}"
-        )
+            "`model_name` must be a name of letters, digits, '_', '.' and '-' that starts with a "
+            "letter or digit (it becomes a directory and TF Serving's MODEL_NAME). Received: "
+            f"model_name={model_name!r}")
     if version is None:
         return
     words = "a positive integer (TF Serving's version directories), or None for the next one"
-    check_int("version", version, 1, float("inf"), words)
+    Bounds(int, 1, words=words).check("version", version)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     if os.path.exists(os.path.join(model_dir, str(version))):
         raise FileExistsError(
-            f"version: {os.path.join(model_dir, str(version))!r} already exists; "
-            "an export never replaces a version. Leave `version` unset "
-            f"(None) for the next free one ({next_version(model_dir)})."
-        )
+            f"version: {os.path.join(model_dir, str(version))!r} already exists; an export "
+            f"never replaces a version. Leave `version` unset (None) for the next free one "
+            f"({next_version(model_dir)}).")
 
 
 def list_versions(model_dir):
     """The integer versions under `model_dir`, ascending (`[]` if it does not exist)."""
     if not os.path.isdir(model_dir):
         return []
-    return sorted(
-        int(name)
-        for name in os.listdir(model_dir)
-        if name.isascii() and name.isdigit() and os.path.isdir(os.path.join(model_dir, name))
-    )
+    return sorted(int(name) for name in os.listdir(model_dir) if name.isascii()
+                  and name.isdigit() and os.path.isdir(os.path.join(model_dir, name)))
 
 
 def next_version(model_dir):
@@ -73,11 +64,9 @@ def latest_version_dir(path):
         if os.path.basename(path) == "saved_model.pb":
             hint = f" (the SavedModel is its directory, {os.path.dirname(os.path.abspath(path))!r})"
         raise NotADirectoryError(
-            f"export_dir: {path!r} is a file, not a directory{hint}. Expected an export "
-            "directory: a version (saved_models/NAME/3, holding saved_model.pb and "
-            "assets.extra/) or a model directory (saved_models/NAME, whose highest "
-            "version is used)."
-        )
+            f"export_dir: {path!r} is a file, not a directory{hint}. Expected an export directory: "
+            "a version (saved_models/NAME/3, holding saved_model.pb and assets.extra/) or a "
+            "model directory (saved_models/NAME, whose highest version is used).")
     if not os.path.isdir(path):
         raise FileNotFoundError(f"export_dir: directory {path!r} does not exist.")
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
@@ -85,10 +74,9 @@ def latest_version_dir(path):
     versions = list_versions(path)
     if not versions:
         raise FileNotFoundError(
-            f"export_dir: {path!r} is neither a SavedModel (no saved_model.pb) "
-            "nor a model directory with integer version subdirectories "
-            f"(it holds {sorted(os.listdir(path))[:10]})."
-        )
+            f"export_dir: {path!r} is neither a SavedModel (no saved_model.pb) nor a model "
+            f"directory with integer version subdirectories (it holds "
+            f"{sorted(os.listdir(path))[:10]}).")
     return os.path.join(path, str(versions[-1]))
 
 
@@ -101,9 +89,8 @@ def write_version(base_dir, model_name, write, version=None):
     check_version_free(base_dir, model_name, version)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     os.makedirs(model_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory(
-        prefix=".tmp-export-", dir=model_dir, ignore_cleanup_errors=True
-    ) as temporary:
+    with tempfile.TemporaryDirectory(prefix=".tmp-export-", dir=model_dir,
+                                     ignore_cleanup_errors=True) as temporary:
         # The SavedModel writer creates its directory itself.
         written = os.path.join(temporary, "version")
         write(written)
@@ -119,8 +106,6 @@ def write_version(base_dir, model_name, write, version=None):
                     if not os.path.exists(final):
                         raise
             if version is not None:
-                raise FileExistsError(
-                    f"version: {final!r} appeared while exporting; an export never "
-                    "replaces a version."
-                )
+                raise FileExistsError(f"version: {final!r} appeared while exporting; an export "
+                                      "never replaces a version.")
             number += 1  # Another export took this one in the meantime.

@@ -20,6 +20,7 @@ from keras_linformer.export import layout
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
 from keras_linformer.training import run_directory
+from keras_linformer.utils.validation import Bounds
 from keras_linformer.utils.validation import check_bool
 
 INFO_FILE = "export_info.json"
@@ -91,20 +92,16 @@ def expected_signatures(info):
         return {key: (dtype, tuple(sizes.get(d, d) for d in shape))
                 for key, (dtype, shape) in specs.items()}
 
-    return {
-        name: (resolve(inputs), resolve(outputs))
-        for name, (inputs, outputs) in SIGNATURES[info["task"]].items()
-    }
+    return {name: (resolve(inputs), resolve(outputs))
+            for name, (inputs, outputs) in SIGNATURES[info["task"]].items()}
 
 
 def read_export_info(export_dir):
     """Reads `assets.extra/export_info.json` of an export made here."""
     path = os.path.join(os.fspath(export_dir), warmup.EXTRA_DIR, INFO_FILE)
     if not os.path.isfile(path):
-        raise ValueError(
-            f"export_dir: {os.fspath(export_dir)!r} has no {warmup.EXTRA_DIR}/"
-            f"{INFO_FILE}; it was not written by keras_linformer.export."
-        )
+        raise ValueError(f"export_dir: {os.fspath(export_dir)!r} has no {warmup.EXTRA_DIR}/"
+                         f"{INFO_FILE}; it was not written by keras_linformer.export.")
     with open(path, encoding="utf-8") as file:
         return json.load(file)
 
@@ -122,43 +119,33 @@ def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_
                       max_batch_size=DEFAULT_MAX_BATCH_SIZE, reuse_existing=False):
     """Exports a text classifier as a new version of a TF Serving model.
 
-    The classifier is a `LinformerTextClassifier` or a functional Keras model
-    taking integer `(B, n)` inputs named `token_ids` and optionally
-    `padding_mask` and `segment_ids` (all 0), with one `(B, C)` output of
-    logits or softmax from its last layer. Writes `<base_dir>/<model_name>/<version>/`
-    atomically: a SavedModel that tokenizes raw text in its graph as
-    fine-tuning did, with warmup requests, `vocab.txt`, `labels.txt` and
-    `export_info.json` (with fingerprints `verify` checks) in `assets.extra/`.
-    Its signatures (`saved_models/README.md`): `serving_default` (`text`)
-    and `predict_token_ids` (`token_ids`, `padding_mask`), both giving
-    `probabilities`, `label_ids` and `labels`. A request over
-    `max_batch_size` rows, an id outside the vocabulary or a mask value
-    other than 0/1 fails with an InvalidArgumentError naming the input.
+    The classifier is a `LinformerTextClassifier` or a functional Keras model taking integer
+    `(B, n)` inputs `token_ids` (and optionally `padding_mask`, `segment_ids`) with one
+    `(B, C)` output of logits or softmax from its last layer. Writes
+    `<base_dir>/<model_name>/<version>/` atomically: a SavedModel that tokenizes raw text in
+    its graph, with warmup requests and `assets.extra/` files. Its signatures
+    `serving_default` (`text`) and `predict_token_ids` give `probabilities`, `label_ids` and
+    `labels`; see docs/serving.md and `saved_models/README.md`.
 
     Args:
         model: a classifier, its `.keras` file, or the output directory of
             `keras-linformer-finetune`.
-        vocabulary: list of str, a `vocab.txt` path, or a keras-hub
-            `WordPieceTokenizer` with the options of
-            `keras_linformer.data.make_tokenizer`; `None` reads the output
+        vocabulary: list of str, a `vocab.txt` path, or a keras-hub `WordPieceTokenizer` with
+            the options of `keras_linformer.data.make_tokenizer`; `None` reads the output
             directory's. Defaults to `None`.
-        label_names: list of str (class-index order) or a `labels.txt`
-            path; `None` reads the output directory's. Defaults to `None`.
-        base_dir: str, the directory holding the served models. Defaults
-            to `"saved_models"`.
-        model_name: str, TF Serving's model name and its directory.
-            Defaults to `"linformer_classifier"`.
-        version: int or `None`, the version to write (must not exist);
-            `None` takes the next one. Defaults to `None`.
-        sequence_length: int or `None`, n; `None` means the fine-tuning
-            run's, else the backbone's `max_sequence_length`, the model's
-            fixed input length, or the smallest `sequence_length` of its
-            Linformer layers. Defaults to `None`.
-        max_batch_size: int, the most texts (or rows) one request may hold,
-            at least 16. Defaults to `1024`.
-        reuse_existing: bool. If `True` and the latest version holds this
-            same export with its files intact, return it instead of writing
-            a new one. Cannot be combined with `version`. Defaults to `False`.
+        label_names: list of str (class-index order) or a `labels.txt` path; `None` reads the
+            output directory's. Defaults to `None`.
+        base_dir: str, the directory holding the served models. Defaults to `"saved_models"`.
+        model_name: str, TF Serving's model name and its directory. Defaults to
+            `"linformer_classifier"`.
+        version: int or `None`, the version to write (must not exist); `None` takes the next
+            one. Defaults to `None`.
+        sequence_length: int or `None`, n; `None` means the fine-tuning run's, else the longest
+            the model takes. Defaults to `None`.
+        max_batch_size: int, the most texts (or rows) one request may hold, at least 16.
+            Defaults to `1024`.
+        reuse_existing: bool. If `True` and the latest version holds this same export intact,
+            return it instead of writing a new one; not with `version`. Defaults to `False`.
 
     Returns:
         str, the new version directory (or the reused one).
@@ -181,26 +168,25 @@ def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
                      reuse_existing=False):
     """Exports a masked LM as a fill-mask TF Serving model (a new version).
 
-    Writes a version as `export_classifier` does. Its signatures `fill_mask`
-    and `serving_default` (the same) take `text`, in which a literal `[MASK]`
-    is the mask token, and give the `top_k` most probable tokens for each of
-    the first `max_masks` masks: `mask_positions`, `num_masks`, `top_k_ids`,
-    `top_k_tokens` and `top_k_scores` (shapes in `saved_models/README.md`).
+    Writes a version as `export_classifier` does. Its signatures `fill_mask` and
+    `serving_default` (the same) take `text`, in which a literal `[MASK]` is the mask token,
+    and give the `top_k` most probable tokens for each of the first `max_masks` masks
+    (docs/serving.md).
 
     Args:
-        model: a `LinformerMaskedLM`, its `.keras` file, or the output
-            directory of `keras-linformer-pretrain`.
-        vocabulary: list of str or a `vocab.txt` path; `None` reads the
-            output directory's. Defaults to `None`.
+        model: a `LinformerMaskedLM`, its `.keras` file, or the output directory of
+            `keras-linformer-pretrain`.
+        vocabulary: list of str or a `vocab.txt` path; `None` reads the output directory's.
+            Defaults to `None`.
         base_dir: str. Defaults to `"saved_models"`.
         model_name: str. Defaults to `"linformer_masked_lm"`.
         version: int or `None`. Defaults to `None` (the next one).
-        sequence_length: int or `None`, n; `None` means the run's or the
-            backbone's `max_sequence_length`. Defaults to `None`.
+        sequence_length: int or `None`, n; `None` means the run's or the backbone's
+            `max_sequence_length`. Defaults to `None`.
         top_k: int, candidates per mask. Defaults to `5`.
         max_masks: int, mask slots per text (at most n - 2). Defaults to `8`.
-        max_batch_size: int, the most texts one request may hold, at
-            least 16. Defaults to `1024`.
+        max_batch_size: int, the most texts one request may hold, at least 16. Defaults to
+            `1024`.
         reuse_existing: bool, as in `export_classifier`. Defaults to `False`.
 
     Returns:
@@ -209,10 +195,11 @@ def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
     check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
     source = sources.load_source("masked_lm", model, vocabulary, None, sequence_length)
     size = len(source.vocabulary)
-    layout.check_int("top_k", top_k, 1, size, f"an integer from 1 to the vocabulary size {size}")
+    words = f"an integer from 1 to the vocabulary size {size}"
+    Bounds(int, 1, size, words=words).check("top_k", top_k)
     most = source.sequence_length - 2
     words = f"an integer from 1 to sequence_length - 2 = {most}"
-    layout.check_int("max_masks", max_masks, 1, most, words)
+    Bounds(int, 1, most, words=words).check("max_masks", max_masks)
     source.top_k, source.max_masks = top_k, max_masks
     return write_export(source, base_dir, model_name, version, max_batch_size, reuse_existing)
 
@@ -223,18 +210,15 @@ def check_destination(base_dir, model_name, version, max_batch_size, reuse_exist
         raise TypeError(f"base_dir: expected a directory path. Received: {base_dir!r}")
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise ValueError(f"base_dir: {os.fspath(base_dir)!r} exists and is not a directory.")
-    layout.check_int(
-        "max_batch_size", max_batch_size, MIN_MAX_BATCH_SIZE, 2**31 - 1,
-        f"an integer from {MIN_MAX_BATCH_SIZE} (the warmup requests and `verify` send "
-        "batches of up to 11 texts) to 2**31 - 1: the most texts one request may hold",
-    )
+    words = (f"an integer from {MIN_MAX_BATCH_SIZE} (the warmup requests and `verify` send "
+             "batches of up to 11 texts) to 2**31 - 1: the most texts one request may hold")
+    Bounds(int, MIN_MAX_BATCH_SIZE, 2**31 - 1, words=words).check("max_batch_size", max_batch_size)
     check_bool("reuse_existing", reuse_existing)
     if reuse_existing and version is not None:
         raise ValueError(
-            "`version` and `reuse_existing` cannot be combined: `reuse_existing` returns "
-            "the latest version when it holds the same export, else takes the next one. "
-            f"Received: version={version!r}, reuse_existing=True"
-        )
+            "`version` and `reuse_existing` cannot be combined: `reuse_existing` returns the "
+            "latest version when it holds the same export, else takes the next one. "
+            f"Received: version={version!r}, reuse_existing=True")
     layout.check_version_free(base_dir, model_name, version)
 
 
@@ -389,9 +373,8 @@ def build_classifier_archive(source):
         return predict(x["token_ids"], x["padding_mask"])
 
     def serve_token_ids(token_ids, padding_mask):
-        token_ids, padding_mask = capped(
-            [token_ids, padding_mask], source.max_batch_size, "token_ids", "rows"
-        )
+        token_ids, padding_mask = capped([token_ids, padding_mask], source.max_batch_size,
+                                         "token_ids", "rows")
         # Else a bad id would fail deep in the embedding lookup, and a (1, n) mask would be
         # broadcast over every row.
         vocabulary_size = len(source.vocabulary)
@@ -405,12 +388,9 @@ def build_classifier_archive(source):
         ])
         return predict(token_ids, padding_mask)
 
-    archive = new_archive(source, encoder, {
-        "serving_default": (serve_text, [TEXT_SPEC]),
-        "predict_token_ids": (
-            serve_token_ids, [tf.TensorSpec([None, n], tf.int32, name=key) for key in id_inputs]
-        ),
-    })
+    id_specs = [tf.TensorSpec([None, n], tf.int32, name=key) for key in id_inputs]
+    archive = new_archive(source, encoder, {"serving_default": (serve_text, [TEXT_SPEC]),
+                                            "predict_token_ids": (serve_token_ids, id_specs)})
     requests = [
         ("serving_default", {"text": texts}),
         ("predict_token_ids", {key: warmup_inputs[key].numpy() for key in id_inputs}),
@@ -444,9 +424,8 @@ def build_masked_lm_archive(source):
     def fill_mask(text):
         (text,) = capped([text], source.max_batch_size)
         x = encoder(text)
-        positions, valid, num_masks = mask_slots(
-            x["token_ids"], x["padding_mask"], mask_token_id, max_masks
-        )
+        positions, valid, num_masks = mask_slots(x["token_ids"], x["padding_mask"],
+                                                 mask_token_id, max_masks)
         logits = model({**x, "mask_positions": positions}, training=False)
         probabilities = tf.nn.softmax(tf.cast(logits, "float32"), axis=-1)
         scores, ids = tf.math.top_k(probabilities, k=top_k)

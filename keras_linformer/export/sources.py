@@ -10,13 +10,13 @@ import keras_hub
 
 from keras_linformer import data
 from keras_linformer import layers
-from keras_linformer.export import layout
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.training import run_directory
 from keras_linformer.training.run_directory import CLASSIFIER_FILE
 from keras_linformer.training.run_directory import LABELS_FILE
 from keras_linformer.training.run_directory import MASKED_LM_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
+from keras_linformer.utils.validation import Bounds
 
 TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
 # The `TextEncoder` outputs a classifier may take (by input name); `token_ids` is required.
@@ -50,9 +50,7 @@ class Source:
 
     def model_inputs(self, features):
         """The classifier's inputs, in its declared structure, from `TextEncoder` features."""
-        return keras.tree.map_structure(
-            lambda name: features[name], input_structure(self.model)
-        )
+        return keras.tree.map_structure(lambda name: features[name], input_structure(self.model))
 
 
 def task_of_directory(directory):
@@ -60,19 +58,16 @@ def task_of_directory(directory):
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         raise FileNotFoundError(
-            f"model: directory {directory!r} does not exist. Pass the "
-            "--output-dir of `keras-linformer-finetune` (classifier.keras) "
-            "or of `keras-linformer-pretrain` (masked_lm.keras)."
-        )
+            f"model: directory {directory!r} does not exist. Pass the --output-dir of "
+            "`keras-linformer-finetune` (classifier.keras) or of `keras-linformer-pretrain` "
+            "(masked_lm.keras).")
     for task, name in TASK_FILES.items():
         if os.path.isfile(os.path.join(directory, name)):
             return task
     raise ValueError(
-        f"model: {directory!r} is not a fine-tuning or pretraining output "
-        f"directory: it has neither {CLASSIFIER_FILE} nor {MASKED_LM_FILE} "
-        f"(it holds {sorted(os.listdir(directory))[:12]}). A run writes them "
-        "when it finishes."
-    )
+        f"model: {directory!r} is not a fine-tuning or pretraining output directory: it has "
+        f"neither {CLASSIFIER_FILE} nor {MASKED_LM_FILE} (it holds "
+        f"{sorted(os.listdir(directory))[:12]}). A run writes them when it finishes.")
 
 
 def model_file(task, path):
@@ -84,24 +79,18 @@ def model_file(task, path):
         if found != task:
             other = TASK_PROGRAMS[found]
             raise ValueError(
-                f"model: {path!r} is {other[0]} output directory (it has "
-                f"{TASK_FILES[found]}, not {TASK_FILES[task]}); export it "
-                f"with `{other[2]}` (or `keras-linformer-export`, which "
-                "tells them apart)."
-            )
+                f"model: {path!r} is {other[0]} output directory (it has {TASK_FILES[found]}, "
+                f"not {TASK_FILES[task]}); export it with `{other[2]}` (or "
+                "`keras-linformer-export`, which tells them apart).")
         return os.path.join(path, TASK_FILES[task]), path
     if os.path.isfile(path) and path.endswith(".keras"):
         return path, None
     if os.path.exists(path):
-        raise ValueError(
-            f"model: {path!r} is neither a .keras file nor {kind} output "
-            f"directory (written by `{program}`)."
-        )
+        raise ValueError(f"model: {path!r} is neither a .keras file nor {kind} output "
+                         f"directory (written by `{program}`).")
     expected = "a Keras classifier" if task == "classifier" else "a LinformerMaskedLM"
-    raise FileNotFoundError(
-        f"model: {path!r} does not exist. Pass {kind} output directory "
-        f"(written by `{program}`), a .keras file or {expected}."
-    )
+    raise FileNotFoundError(f"model: {path!r} does not exist. Pass {kind} output directory "
+                            f"(written by `{program}`), a .keras file or {expected}.")
 
 
 def load_source(task, model, vocabulary=None, label_names=None, sequence_length=None):
@@ -114,33 +103,25 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
         input_names, num_classes = classifier_inputs(model)
         activation = output_activation(model)
     elif not isinstance(model, LinformerMaskedLM):
-        raise TypeError(
-            f"model: expected a LinformerMaskedLM, its .keras file or a pretraining "
-            f"output directory. Received: {type(model).__name__}"
-        )
+        raise TypeError("model: expected a LinformerMaskedLM, its .keras file or a pretraining "
+                        f"output directory. Received: {type(model).__name__}")
 
     if vocabulary is None:
         if directory is None:
-            raise ValueError(
-                "vocabulary: required when `model` is not an output directory: "
-                "pass the list of tokens or the vocab.txt the model was trained with."
-            )
+            raise ValueError("vocabulary: required when `model` is not an output directory: "
+                             "pass the list of tokens or the vocab.txt the model was trained with.")
         vocabulary = os.path.join(directory, VOCABULARY_FILE)
     vocabulary = resolve_vocabulary(vocabulary)
     vocabulary_size = model_vocabulary_size(model)
     if vocabulary_size is not None and len(vocabulary) != vocabulary_size:
         raise ValueError(
             f"vocabulary: {len(vocabulary)} tokens, but the model's token embedding has "
-            f"vocabulary_size={vocabulary_size}; pass the vocabulary it was "
-            "trained with."
-        )
+            f"vocabulary_size={vocabulary_size}; pass the vocabulary it was trained with.")
 
     if task == "classifier":
         label_names = resolve_label_names(label_names, directory, num_classes)
     elif label_names is not None:
-        raise ValueError(
-            f"label_names: a masked LM has no classes. Received: {label_names!r}"
-        )
+        raise ValueError(f"label_names: a masked LM has no classes. Received: {label_names!r}")
 
     longest, where = longest_sequence(model)
     if sequence_length is None and directory is not None:
@@ -153,13 +134,12 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
         sequence_length = longest
     if sequence_length is None:
         raise ValueError(
-            "sequence_length: required for this model: it declares no fixed input "
-            "length and holds no Linformer layer with a `sequence_length`. Pass the "
-            "number of tokens per text it was trained on, [CLS] and [SEP] included."
-        )
+            "sequence_length: required for this model: it declares no fixed input length and "
+            "holds no Linformer layer with a `sequence_length`. Pass the number of tokens per "
+            "text it was trained on, [CLS] and [SEP] included.")
     bound = f"{where} {longest}" if longest else "2**31 - 1"
-    layout.check_int("sequence_length", sequence_length, 3, longest or 2**31 - 1,
-                     f"an integer from 3 ([CLS], a token, [SEP]) to {bound}")
+    Bounds(int, 3, longest or 2**31 - 1, words=f"an integer from 3 ([CLS], a token, [SEP]) "
+           f"to {bound}").check("sequence_length", sequence_length)
     source = Source(task, model, vocabulary, label_names, sequence_length, model_path)
     if task == "classifier":
         source.input_names, source.activation = input_names, activation
@@ -188,28 +168,21 @@ def classifier_inputs(model):
         names = keras.tree.flatten(input_structure(model))
     except (AttributeError, ValueError):
         raise TypeError(
-            f"model: expected {accepted}. Received: {type(model).__name__} "
-            f"{model.name!r}, which declares no inputs (a subclassed model never "
-            "called, or not built from keras.Input)."
-        ) from None
+            f"model: expected {accepted}. Received: {type(model).__name__} {model.name!r}, which "
+            "declares no inputs (a subclassed model never called, or not built from "
+            "keras.Input).") from None
     unknown = set(names) - set(TEXT_INPUTS)
     if unknown or "token_ids" not in names or len(set(names)) != len(names):
-        raise ValueError(
-            f"model: its inputs {names} cannot all be made from text. Expected "
-            f"{accepted}; the accepted input names are {list(TEXT_INPUTS)}."
-        )
+        raise ValueError(f"model: its inputs {names} cannot all be made from text. Expected "
+                         f"{accepted}; the accepted input names are {list(TEXT_INPUTS)}.")
     for name, tensor in zip(names, model.inputs):
         if len(tensor.shape) != 2 or "int" not in str(tensor.dtype):
-            raise ValueError(
-                f"model: input {name!r} is {tensor.dtype} of shape {tuple(tensor.shape)}; "
-                "expected an integer (batch, length) input."
-            )
+            raise ValueError(f"model: input {name!r} is {tensor.dtype} of shape "
+                             f"{tuple(tensor.shape)}; expected an integer (batch, length) input.")
     outputs = model.outputs
     if len(outputs) != 1 or len(outputs[0].shape) != 2 or outputs[0].shape[-1] is None:
-        raise ValueError(
-            f"model: its outputs have shapes {[tuple(o.shape) for o in outputs]}; expected "
-            "one (batch, num_classes) output of class scores."
-        )
+        raise ValueError(f"model: its outputs have shapes {[tuple(o.shape) for o in outputs]}; "
+                         "expected one (batch, num_classes) output of class scores.")
     return tuple(names), int(outputs[0].shape[-1])
 
 
@@ -231,10 +204,9 @@ def output_activation(model):
         found = f"its last layer {layer.name!r} ({type(layer).__name__}) has activation="
         found += repr(activation)
     raise ValueError(
-        f"model: the served probabilities come from the model's logits or "
-        f"softmax, but {found}. End the model with a Dense layer with "
-        "activation=None (logits) or 'softmax', or a Softmax layer."
-    )
+        f"model: the served probabilities come from the model's logits or softmax, but {found}. "
+        "End the model with a Dense layer with activation=None (logits) or 'softmax', or a "
+        "Softmax layer.")
 
 
 def resolve_vocabulary(vocabulary):
@@ -243,11 +215,9 @@ def resolve_vocabulary(vocabulary):
         return data.load_vocabulary(vocabulary)
     if isinstance(vocabulary, keras_hub.tokenizers.Tokenizer):
         if not isinstance(vocabulary, keras_hub.tokenizers.WordPieceTokenizer):
-            raise TypeError(
-                "vocabulary: a keras-hub tokenizer must be a WordPieceTokenizer (the "
-                "export tokenizes with one in the graph). Received: "
-                f"{type(vocabulary).__name__}"
-            )
+            raise TypeError("vocabulary: a keras-hub tokenizer must be a WordPieceTokenizer (the "
+                            "export tokenizes with one in the graph). Received: "
+                            f"{type(vocabulary).__name__}")
         tokens = list(vocabulary.get_vocabulary())
         # The options that change the ids a text gets.
         keys = ("lowercase", "strip_accents", "split", "suffix_indicator", "oov_token",
@@ -259,11 +229,9 @@ def resolve_vocabulary(vocabulary):
         if options != expected:
             differ = {k: v for k, v in options.items() if expected.get(k) != v}
             raise ValueError(
-                f"vocabulary: the tokenizer's options {differ} differ from the "
-                f"encoding every export uses ({ {k: expected[k] for k in differ} }); "
-                "the served model would see other token ids than the ones it was "
-                "trained on."
-            )
+                f"vocabulary: the tokenizer's options {differ} differ from the encoding every "
+                f"export uses ({ {k: expected[k] for k in differ} }); the served model would "
+                "see other token ids than the ones it was trained on.")
         return tokens
     vocabulary = list(vocabulary)
     data.make_tokenizer(vocabulary)  # Checks the special tokens.
@@ -301,10 +269,8 @@ def longest_sequence(model):
     fixed = {tensor.shape[1] for tensor in model.inputs if len(tensor.shape) > 1} - {None}
     if fixed:
         return min(fixed), "the model's input length"
-    lengths = [
-        layer.sequence_length for layer in inner_layers(model)
-        if isinstance(layer, SEQUENCE_LAYERS)
-    ]
+    lengths = [layer.sequence_length for layer in inner_layers(model)
+               if isinstance(layer, SEQUENCE_LAYERS)]
     if lengths:
         return min(lengths), "the sequence_length of its Linformer layers"
     return None, None
@@ -320,20 +286,18 @@ def load_keras_file(path):
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
         lines = str(error).strip().splitlines()
         raise ValueError(
-            f"model: {path!r} cannot be loaded: it is unreadable, truncated or not a "
-            f"Keras model ({lines[0][:200] if lines else type(error).__name__}). Export "
-            "from a complete copy, or train again."
-        ) from None
+            f"model: {path!r} cannot be loaded: it is unreadable, truncated or not a Keras model "
+            f"({lines[0][:200] if lines else type(error).__name__}). Export from a complete "
+            "copy, or train again.") from None
 
 
 def resolve_label_names(label_names, directory, num_classes):
     if label_names is None:
         if directory is None:
             raise ValueError(
-                "label_names: required when `model` is not an output directory: "
-                f"pass the {num_classes} class names in class-index order (or "
-                "the labels.txt of the fine-tuning run)."
-            )
+                "label_names: required when `model` is not an output directory: pass the "
+                f"{num_classes} class names in class-index order (or the labels.txt of the "
+                "fine-tuning run).")
         label_names = os.path.join(directory, LABELS_FILE)
     where = "class names"
     if isinstance(label_names, (str, os.PathLike)):
@@ -341,25 +305,19 @@ def resolve_label_names(label_names, directory, num_classes):
         where = f"the class names in {path!r}"
         if not os.path.isfile(path):
             raise FileNotFoundError(
-                f"label_names: file {path!r} does not exist (a fine-tuning run "
-                f"writes {LABELS_FILE}: one class name per line, class-index order)."
-            )
+                f"label_names: file {path!r} does not exist (a fine-tuning run writes "
+                f"{LABELS_FILE}: one class name per line, class-index order).")
         label_names = run_directory.read_labels(path)
     label_names = list(label_names)
     if not all(isinstance(name, str) and name and "\n" not in name for name in label_names):
-        raise ValueError(
-            "label_names: class names must be non-empty single-line str. "
-            f"Received: {label_names!r:.200}"
-        )
+        raise ValueError("label_names: class names must be non-empty single-line str. "
+                         f"Received: {label_names!r:.200}")
     repeated = sorted({name for name in label_names if label_names.count(name) > 1})
     if repeated:
         raise ValueError(
-            f"label_names: {where} must be distinct, but {repeated!r:.200} appear more "
-            "than once; served predictions could not tell those classes apart."
-        )
+            f"label_names: {where} must be distinct, but {repeated!r:.200} appear more than "
+            "once; served predictions could not tell those classes apart.")
     if len(label_names) != num_classes:
-        raise ValueError(
-            f"label_names: {len(label_names)} names for a classifier of "
-            f"num_classes={num_classes}. Received: {label_names!r:.200}"
-        )
+        raise ValueError(f"label_names: {len(label_names)} names for a classifier of "
+                         f"num_classes={num_classes}. Received: {label_names!r:.200}")
     return label_names

@@ -36,7 +36,7 @@ def check_choice(name, value, valid):
         raise ValueError(f"`{name}` must be one of {list(valid)}. Received: {name}={value!r}")
 
 
-def check_number(name, value, low=None, high=None, include_low=True, include_high=True):
+def check_number(name, value, low, high=None, include_low=True, include_high=True):
     """Raises ValueError unless `value` is a finite real number within the given bounds."""
     Bounds(float, low, high, include_low, include_high).check(name, value)
 
@@ -66,7 +66,7 @@ class Bounds:
     ValueError: `dropout` must be a number in [0, 1). Received: dropout=1.0
     """
 
-    def __init__(self, kind, low=None, high=None, include_low=True, include_high=True, words=None):
+    def __init__(self, kind, low, high=None, include_low=True, include_high=True, words=None):
         self.kind, self.low, self.high = kind, low, high
         self.include_low, self.include_high = include_low, include_high
         self.words = words or self.describe()
@@ -78,24 +78,19 @@ class Bounds:
             if high is not None:
                 return f"an integer from {low} to {high}"
             return "a positive integer" if low == 1 else f"an integer of at least {low}"
-        if high is None:
-            if low is None:
-                return "a finite number"
-            if low == 0 and not self.include_low:
-                return "a positive number"
-            return f"a number {'>=' if self.include_low else '>'} {low}"
-        if low is None:
-            return f"a number {'<=' if self.include_high else '<'} {high}"
-        return (f"a number in {'[' if self.include_low else '('}{low}, {high}"
-                f"{']' if self.include_high else ')'}")
+        if high is not None:
+            return (f"a number in {'[' if self.include_low else '('}{low}, {high}"
+                    f"{']' if self.include_high else ')'}")
+        if low == 0 and not self.include_low:
+            return "a positive number"
+        return f"a number {'>=' if self.include_low else '>'} {low}"
 
     def holds(self, value):
         if isinstance(value, bool) or not isinstance(
                 value, numbers.Integral if self.kind is int else numbers.Real):
             return False
         return ((self.kind is int or math.isfinite(value))
-                and (self.low is None or (value >= self.low if self.include_low
-                                          else value > self.low))
+                and (value >= self.low if self.include_low else value > self.low)
                 and (self.high is None or (value <= self.high if self.include_high
                                            else value < self.high)))
 
