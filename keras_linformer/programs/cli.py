@@ -179,20 +179,16 @@ def add_model_flags(parser, checkpoint_flag="--pretrained"):
 
     add("--attention", "Linformer attention, or the full-attention Transformer baseline (same "
         "model otherwise).", choices=ATTENTIONS)
-    add("--projection", "How keys and values are projected from n to k positions: learned "
-        "matrices E, F (the paper's), mean or max pooling, a strided convolution, or a fixed "
-        "Gaussian E (the paper's proofs; not trained).", choices=PROJECTIONS)
-    add("--projection-initializer", "How a learned linear E starts (--projection linear): "
-        "window_average (the untrained layer is mean pooling), gaussian (N(0, 1/k), the "
-        "paper's proofs) or fairseq (N(0, 0.02^2)). Default: the layer's default.",
-        choices=PROJECTION_INITIALIZERS)
+    add("--projection", "How keys and values are projected from n to k positions (learned E, F, "
+        "pooling, a strided convolution or a fixed Gaussian E; docs/layers.md).",
+        choices=PROJECTIONS)
+    add("--projection-initializer", "How a learned linear E starts (--projection linear; "
+        "docs/layers.md). Default: the layer's default.", choices=PROJECTION_INITIALIZERS)
     add("--padding-compensation", "With --projection linear: scale the projected values by "
-        "n / (real tokens) on padded texts. Default: on from scratch (the layer's default), "
-        "off for a --from-bert conversion (a pretrained BERT's attention is not uniform, and "
-        "the scale overshoots).", action=argparse.BooleanOptionalAction)
-    add("--null-slots", "Zero key/value slots every attention layer can attend to as a no-op, "
-        "after its k projected ones (no weights). Default: the layer's, 0.",
-        type=null_slot_count, metavar="S")
+        "n / (real tokens) on padded texts. Default: on from scratch, off with --from-bert.",
+        action=argparse.BooleanOptionalAction)
+    add("--null-slots", "Zero key/value slots every attention layer can attend to as a no-op "
+        "(no weights). Default: the layer's, 0.", type=null_slot_count, metavar="S")
     add("--projected-dim", "k, the projected length of keys and values (mean/max/conv need "
         "n %% k == 0).", type=positive_int, metavar="K")
     add("--sharing", "Which projections share weights: none, across heads, keys with values "
@@ -270,11 +266,9 @@ def architecture_from(args):
 def add_xla_flags(group, step):
     """--jit-compile / --no-jit-compile into `args.jit_compile` (None: the default)."""
     xla = group.add_mutually_exclusive_group()
-    xla.add_argument(
-        "--jit-compile", dest="jit_compile", action="store_const", const=True, default=None,
-        help=f"Compile {step} with XLA, also on CPU and on several GPUs. Default: XLA when "
-             "training on one GPU; without it on CPU (measured no faster there) and on several "
-             "replicas.")
+    xla.add_argument("--jit-compile", dest="jit_compile", action="store_const", const=True,
+                     help=f"Compile {step} with XLA, also on CPU and on several GPUs. Default: "
+                          "XLA on one GPU only.")
     xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False,
                      help=f"Run {step} without XLA, also on one GPU.")
 
@@ -345,31 +339,21 @@ def add_training_flags(parser, config_class):
     group = next(group for group in parser._action_groups if group.title == "training")
     group.add_argument("--max-train-examples", type=positive_int, default=None,
                        help="Use only the first N training documents (for trial runs).")
-    group.add_argument(
-        "--max-eval-examples", type=positive_int, default=None,
-        help="Validate and test on the first N held-out documents only (for trial runs; the "
-             "reported numbers are then not comparable).")
+    group.add_argument("--max-eval-examples", type=positive_int, default=None,
+                       help="Validate and test on the first N held-out documents only (for "
+                            "trial runs).")
 
     group = parser.add_argument_group("hardware (see the combinations below)")
-    group.add_argument(
-        "--cpu-replicas", type=positive_int, default=1,
-        help="Without GPUs: split the CPU into N logical devices and train N replicas with "
-             "MirroredStrategy.")
-    group.add_argument(
-        "--mixed-precision", action="store_true",
-        help="Compute in float16 (GPU, with loss scaling) or bfloat16 (CPU); weights stay "
-             "float32.")
+    group.add_argument("--cpu-replicas", type=positive_int, default=1,
+                       help="Without GPUs: train N replicas on N logical CPU devices.")
+    group.add_argument("--mixed-precision", action="store_true",
+                       help="Compute in float16 (GPU) or bfloat16 (CPU); weights stay float32.")
     add_xla_flags(group, "the training step")
-    group.add_argument(
-        "--connect-timeout", type=positive_float, default=300.0, metavar="SECONDS",
-        help="With TF_CONFIG: how long to wait for every other worker to start; then the run "
-             "ends with an error naming the missing ones.")
-    group.add_argument(
-        "--deterministic", action="store_true",
-        help="Make every TensorFlow op deterministic "
-             "(tf.config.experimental.enable_op_determinism), so that a run, interrupted and "
-             "resumed or not, gives the same weights bit for bit; slower. Without it, "
-             "multi-threaded CPU reductions vary in the last bits from run to run.")
+    group.add_argument("--connect-timeout", type=positive_float, default=300.0, metavar="SECONDS",
+                       help="With TF_CONFIG: how long to wait for every other worker to start.")
+    group.add_argument("--deterministic", action="store_true",
+                       help="Make every TensorFlow op deterministic, so that a run, resumed or "
+                            "not, gives the same weights bit for bit; slower.")
 
 
 def set_up_hardware(args):
@@ -386,6 +370,17 @@ def set_up_hardware(args):
 def add_debug_flag(parser):
     parser.add_argument("--debug", action="store_true", help="On an error, show Python's "
                         "traceback instead of one line; show TensorFlow's own log lines.")
+
+
+def console_script(parse_args, function, status=lambda result: 0):
+    """A program's `main(argv=None)`: runs `function` on the parsed flags (`run`); returns
+    `status(its result)`, failures exit in `run`."""
+
+    def main(argv=None):
+        parser, args = parse_args(argv)
+        return status(run(parser, function, args))
+
+    return main
 
 
 def run(parser, function, args):

@@ -16,9 +16,8 @@ from keras_linformer.programs import cli
 
 DEFAULT_MODEL_NAMES = {"classifier": "linformer_classifier", "masked_lm": "linformer_masked_lm"}
 # The library's parameters, named by their flags in its errors.
-FLAGS = {"base_dir": "--base-dir", "model_name": "--model-name",
-         "max_batch_size": "--max-batch-size", "reuse_existing": "--reuse-existing",
-         "version": "--version", "top_k": "--top-k", "max_masks": "--max-masks"}
+FLAGS = {name: "--" + name.replace("_", "-") for name in (
+    "base_dir", "model_name", "max_batch_size", "reuse_existing", "version", "top_k", "max_masks")}
 
 
 def parse_args(argv=None):
@@ -66,21 +65,20 @@ def export(args):
     start = time.perf_counter()
     task = sources.task_of_directory(args.source)
     model_name = args.model_name or DEFAULT_MODEL_NAMES[task]
-    options = {"base_dir": args.base_dir, "model_name": model_name, "version": args.version,
-               "sequence_length": args.sequence_length, "reuse_existing": args.reuse_existing}
-    if args.max_batch_size is not None:
-        options["max_batch_size"] = args.max_batch_size
-    before = set(export_lib.list_versions(os.path.join(args.base_dir, model_name)))
+    # Left out, the library's defaults.
+    given = {name: getattr(args, name) for name in ("max_batch_size", "top_k", "max_masks")
+             if getattr(args, name) is not None}
     if task == "classifier":
-        for flag, value in (("--top-k", args.top_k), ("--max-masks", args.max_masks)):
-            if value is not None:
-                raise ValueError(f"{flag}: only for a masked LM, but {args.source!r} is a "
-                                 f"fine-tuning output (classifier). Received: {flag} {value}")
-    else:
-        options.update(top_k=5 if args.top_k is None else args.top_k,
-                       max_masks=8 if args.max_masks is None else args.max_masks)
+        for name in ("top_k", "max_masks"):
+            if name in given:
+                raise ValueError(f"{FLAGS[name]}: only for a masked LM, but {args.source!r} is a "
+                                 f"fine-tuning output (classifier). Received: {FLAGS[name]} "
+                                 f"{given[name]}")
+    before = set(export_lib.list_versions(os.path.join(args.base_dir, model_name)))
     with cli.flag_names(**FLAGS):
-        path = getattr(export_lib, f"export_{task}")(args.source, **options)
+        path = getattr(export_lib, f"export_{task}")(
+            args.source, base_dir=args.base_dir, model_name=model_name, version=args.version,
+            sequence_length=args.sequence_length, reuse_existing=args.reuse_existing, **given)
     info = export_lib.read_export_info(path)
     done = (f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "
             f"{args.source} (fingerprint {info['fingerprints']['export'][:12]})"
@@ -93,11 +91,9 @@ def export(args):
     return path, report
 
 
-def main(argv=None):
-    """The console script: returns 0, or 1 when the export failed verification."""
-    parser, args = parse_args(argv)
-    _, report = cli.run(parser, export, args)
-    return 1 if report is not None and not report.passed else 0
+# Exits with 1 when --verify found a failed check.
+main = cli.console_script(parse_args, export,
+                          lambda result: int(result[1] is not None and not result[1].passed))
 
 
 if __name__ == "__main__":

@@ -99,11 +99,7 @@ def finetune(args, strategy=None):
         return training.finetune(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
-def main(argv=None):
-    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
-    parser, args = parse_args(argv)
-    cli.run(parser, finetune, args)
-    return 0
+main = cli.console_script(parse_args, finetune)
 
 
 if __name__ == "__main__":

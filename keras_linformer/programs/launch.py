@@ -141,11 +141,9 @@ def launch(args):
             signal.signal(sig, handler)
 
 
-def main(argv=None):
-    """The console script: returns the first failed worker's status (128 + a signal), or 0."""
-    parser, args = parse_args(argv)
-    status = cli.run(parser, launch, args)
-    return status if status >= 0 else 128 - status
+# Exits with the first failed worker's status (128 + a signal), or 0.
+main = cli.console_script(parse_args, launch,
+                          lambda status: status if status >= 0 else 128 - status)
 
 
 if __name__ == "__main__":

@@ -185,11 +185,7 @@ def run(args):
     return summary
 
 
-def main(argv=None):
-    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
-    parser, args = parse_args(argv)
-    cli.run(parser, run, args)
-    return 0
+main = cli.console_script(parse_args, run)
 
 
 if __name__ == "__main__":

@@ -126,11 +126,7 @@ def pretrain(args, strategy=None):
         return run(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
-def main(argv=None):
-    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
-    parser, args = parse_args(argv)
-    cli.run(parser, pretrain, args)
-    return 0
+main = cli.console_script(parse_args, pretrain)
 
 
 if __name__ == "__main__":

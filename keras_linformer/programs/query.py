@@ -40,11 +40,7 @@ def query(args):
                          default=lambda value: value.decode("utf-8", "replace")), flush=True)
 
 
-def main(argv=None):
-    """The console script: runs the program; returns 0 (failures exit in `cli.run`)."""
-    parser, args = parse_args(argv)
-    cli.run(parser, query, args)
-    return 0
+main = cli.console_script(parse_args, query)
 
 
 if __name__ == "__main__":

@@ -39,10 +39,8 @@ def verify(args):
                          log=cli.log)
 
 
-def main(argv=None):
-    """The console script: returns 0 when the export passed, else 1."""
-    parser, args = parse_args(argv)
-    return 0 if cli.run(parser, verify, args).passed else 1
+# Exits with 1 when a check failed.
+main = cli.console_script(parse_args, verify, lambda report: int(not report.passed))
 
 
 if __name__ == "__main__":
