@@ -14,9 +14,8 @@ class KerasReference:
     def __init__(self, source, info):
         self.source, self.info = source, info
         self.task = info["task"]
-        tokenizer = data.make_tokenizer(
-            source.vocabulary, mask_token_in_text=self.task == "masked_lm"
-        )
+        tokenizer = data.make_tokenizer(source.vocabulary,
+                                        mask_token_in_text=self.task == "masked_lm")
         self.encoder = data.TextEncoder(tokenizer, info["sequence_length"])
 
     def cases(self, texts):
@@ -25,10 +24,8 @@ class KerasReference:
         self.predictions = None
         self.x = {k: v.numpy() for k, v in self.encoder(self.texts).items()}
         feeds = {"text": self.texts, **self.x}
-        self.cases_fed = {
-            name: {key: feeds[key] for key in inputs}
-            for name, (inputs, _) in serving.SIGNATURES[self.task].items()
-        }
+        self.cases_fed = {name: {key: feeds[key] for key in inputs}
+                          for name, (inputs, _) in serving.SIGNATURES[self.task].items()}
         return self.cases_fed
 
     def classifier_probabilities(self):
@@ -48,9 +45,8 @@ class KerasReference:
         for row, found in enumerate(is_mask):
             where = np.flatnonzero(found)[: self.info["max_masks"]]
             positions[row, : len(where)] = where
-        logits = self.source.model(
-            {**self.x, "mask_positions": np.maximum(positions, 0)}, training=False
-        )
+        logits = self.source.model({**self.x, "mask_positions": np.maximum(positions, 0)},
+                                   training=False)
         logits = np.asarray(keras.ops.convert_to_numpy(logits), "float64")
         probabilities = np.exp(logits - logits.max(-1, keepdims=True))
         probabilities /= probabilities.sum(-1, keepdims=True)
@@ -74,11 +70,9 @@ class KerasReference:
         ids_ok = bool(np.all(picked >= expected.max(-1) - atol))
         names = np.array([name.encode() for name in self.source.label_names], dtype=object)
         labels_ok = list(outputs["labels"]) == list(names[label_ids])
-        detail = (
-            f"max |probabilities - Keras| = {error:.1e} (tolerance {atol:g}); "
-            f"label_ids {'are' if ids_ok else 'are NOT'} Keras's argmax; "
-            f"labels {'match' if labels_ok else 'do NOT match'} label_ids"
-        )
+        detail = (f"max |probabilities - Keras| = {error:.1e} (tolerance {atol:g}); "
+                  f"label_ids {'are' if ids_ok else 'are NOT'} Keras's argmax; "
+                  f"labels {'match' if labels_ok else 'do NOT match'} label_ids")
         return error <= atol and ids_ok and labels_ok, detail
 
     def compare_fill_mask(self, outputs, atol):
@@ -87,9 +81,8 @@ class KerasReference:
         valid, unused = positions >= 0, positions < 0
         problems = []
         if not np.array_equal(outputs["num_masks"], num_masks):
-            problems.append(
-                f"num_masks {outputs['num_masks'].tolist()} vs Keras {num_masks.tolist()}"
-            )
+            problems.append(f"num_masks {outputs['num_masks'].tolist()} vs Keras "
+                            f"{num_masks.tolist()}")
         if not np.array_equal(outputs["mask_positions"], positions):
             problems.append("mask_positions differ from the [MASK] positions of the encoded text")
         expected_scores = -np.sort(-probabilities, axis=-1)[..., : self.info["top_k"]]

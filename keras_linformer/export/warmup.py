@@ -14,9 +14,8 @@ from tensorflow_serving.apis import prediction_log_pb2
 EXTRA_DIR = "assets.extra"
 WARMUP_FILE = "tf_serving_warmup_requests"
 
-WarmupRequest = collections.namedtuple(
-    "WarmupRequest", ["model_name", "signature_name", "inputs", "dtypes"]
-)
+WarmupRequest = collections.namedtuple("WarmupRequest",
+                                       ["model_name", "signature_name", "inputs", "dtypes"])
 
 
 def warmup_path(export_dir):

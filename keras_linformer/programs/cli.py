@@ -367,6 +367,12 @@ def set_up_hardware(args):
             connect_timeout=args.connect_timeout, log=log)
 
 
+def add_output_dir_flag(parser, default, outputs):
+    parser.add_argument("--output-dir", type=nonempty, default=default,
+                        help=f"Where {outputs}, checkpoints and logs go; a rerun with the same "
+                             "directory resumes an unfinished run.")
+
+
 def add_debug_flag(parser):
     parser.add_argument("--debug", action="store_true", help="On an error, show Python's "
                         "traceback instead of one line; show TensorFlow's own log lines.")

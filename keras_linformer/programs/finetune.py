@@ -26,17 +26,15 @@ def parse_args(argv=None):
     group.add_argument("--text-column", help="With --table: the text column (default: text).")
     group.add_argument("--label-column",
                        help="With --table: the label column, strings or integers (default: label).")
-    group.add_argument(
-        "--no-label-check", dest="label_check", action="store_false", default=None,
-        help="With --table: accept a label column with more classes than half the rows, or a "
-             "class with under 2 training examples.")
+    group.add_argument("--no-label-check", dest="label_check", action="store_false",
+                       default=None, help="With --table: accept labels that look like ids "
+                       "(more classes than half the rows) or classes with under 2 examples.")
     group.add_argument("--encoding", type=cli.text_encoding,
                        help="With --table: the file's text encoding (default: utf-8).")
-    group.add_argument(
-        "--sequence-length", type=cli.sequence_length, default=None,
-        help="Tokens per text, [CLS] and [SEP] included; longer texts keep their head. Default: "
-             f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']} from scratch, the checkpoint's "
-             "with --pretrained (which it may not exceed).")
+    group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
+                       help="Tokens per text, [CLS] and [SEP] included. Default: "
+                            f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']} from scratch, "
+                            "the checkpoint's (its most) with --pretrained.")
     group = parser.add_argument_group("starting point")
     start = group.add_mutually_exclusive_group()
     start.add_argument("--pretrained", metavar="DIR", default=None, help="The --output-dir "
@@ -44,10 +42,7 @@ def parse_args(argv=None):
     start.add_argument("--from-bert", metavar="DIR_OR_PRESET", help=cli.FROM_BERT_HELP)
     cli.add_model_flags(parser)
     cli.add_training_flags(parser, FinetuningConfig)
-    parser.add_argument(
-        "--output-dir", type=cli.nonempty, default="artifacts/finetune",
-        help="Where the vocabulary, classifier.keras, checkpoints and logs go; a rerun with the "
-             "same directory resumes an unfinished run.")
+    cli.add_output_dir_flag(parser, "artifacts/finetune", "the vocabulary, classifier.keras")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     cli.check_training_flags(parser, args, FinetuningConfig, {

@@ -43,18 +43,16 @@ def parse_args(argv=None):
     group.add_argument("--sequence-length", type=cli.sequence_length,
                        default=default["max_sequence_length"],
                        help="n, tokens per sequence in both stages.")
-    group.add_argument(
-        "--vocabulary-size", type=cli.positive_int, default=RunConfig.vocabulary_size,
-        help="Largest WordPiece vocabulary to train (on the news articles; on the reviews with "
-             "--no-pretraining).")
+    group.add_argument("--vocabulary-size", type=cli.positive_int,
+                       default=RunConfig.vocabulary_size,
+                       help="Largest WordPiece vocabulary to train (on the pretraining texts).")
     group = parser.add_argument_group(
         "pretraining (masked LM on the news articles; `keras-linformer-pretrain`'s options)")
     group.add_argument("--no-pretraining", action="store_true",
                        help="Skip pretraining: fine-tune from random weights.")
-    group.add_argument(
-        "--pretrain-corpus", nargs="+", choices=["news_articles", "rotten_tomatoes", "bbc_news"],
-        help="Bundled corpora to pretrain on (training splits only; rotten_tomatoes adds the "
-             "training reviews, without labels). Default: news_articles.")
+    group.add_argument("--pretrain-corpus", nargs="+",
+                       choices=["news_articles", "rotten_tomatoes", "bbc_news"],
+                       help="Bundled corpora to pretrain on. Default: news_articles.")
     group.add_argument("--pretrain-documents", type=cli.positive_int, default=None,
                        help="Pretrain on the first N training articles only (for trial runs).")
     cli.add_config_flags(parser, PretrainingConfig, "pretrain-", PRETRAINING_DEFAULTS, SHARED,
@@ -64,20 +62,16 @@ def parse_args(argv=None):
     group.add_argument("--max-train-examples", type=cli.positive_int, default=None,
                        help="Fine-tune on the first N training reviews only (for trial runs).")
     cli.add_config_flags(parser, FinetuningConfig, "finetune-", skip=SHARED, group=group)
-    parser.add_argument(
-        "--max-eval-examples", type=cli.positive_int, default=None,
-        help="Validate and test both stages on the first N held-out documents only (for trial "
-             "runs).")
+    parser.add_argument("--max-eval-examples", type=cli.positive_int, default=None,
+                        help="Validate and test both stages on N held-out documents only.")
     parser.add_argument("--seed", type=cli.random_seed, default=RunConfig.seed,
                         help="Seed of both stages.")
     cli.add_xla_flags(parser, "both stages' training step")
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
-    parser.add_argument(
-        "--export-dir", default="saved_models",
-        help="The classifier is exported for TF Serving to EXPORT_DIR/MODEL_NAME/<next "
-             "version>/ and verified there; when the latest version already holds this same "
-             "classifier (a rerun of a finished run), that one is reused.")
+    parser.add_argument("--export-dir", default="saved_models",
+                        help="The classifier is exported for TF Serving to "
+                             "EXPORT_DIR/MODEL_NAME/<next version>/ (or reused) and verified.")
     parser.add_argument("--model-name", default="linformer_sentiment",
                         help="The exported model's name (TF Serving's MODEL_NAME).")
     cli.add_debug_flag(parser)

@@ -24,44 +24,33 @@ def parse_args(argv=None):
     parser = cli.program_parser("pretrain", __doc__, epilog=cli.COMBINATIONS)
     group = parser.add_argument_group("data (default: the bundled news articles)")
     source = group.add_mutually_exclusive_group()
-    source.add_argument(
-        "--corpus", nargs="+", default=["news_articles"],
-        choices=("bbc_news", "news_articles", "rotten_tomatoes"),
-        help="Bundled corpora to pretrain on, each split 80/10/10 on its own (only training "
-             "splits are trained on; the others are held out).")
-    source.add_argument(
-        "--text-files", nargs="+", metavar="PATH", type=cli.nonempty,
-        help="Pretrain on these UTF-8 text files, or on the *.txt files under these "
-             "directories, split 80/10/10 by document.")
+    source.add_argument("--corpus", nargs="+", default=["news_articles"],
+                        choices=("bbc_news", "news_articles", "rotten_tomatoes"),
+                        help="Bundled corpora to pretrain on (their training splits).")
+    source.add_argument("--text-files", nargs="+", metavar="PATH", type=cli.nonempty,
+                        help="Pretrain on these text files, or the *.txt files under these "
+                             "directories.")
     source.add_argument("--table", metavar="PATH", type=cli.nonempty,
                         help="Pretrain on the text column of a .csv, .tsv or .jsonl file.")
-    group.add_argument(
-        "--documents", choices=["file", "paragraph"],
-        help="With --text-files: one document per file (the default), or per "
-             "blank-line-separated paragraph.")
+    group.add_argument("--documents", choices=["file", "paragraph"],
+                       help="With --text-files: one document per file (the default), or per "
+                            "blank-line-separated paragraph.")
     group.add_argument("--text-column", help="With --table: the text column (default: text).")
     group.add_argument("--encoding", type=cli.text_encoding, help="With --text-files or "
                        "--table: the files' text encoding (default: utf-8).")
-    group.add_argument(
-        "--sequence-length", type=cli.sequence_length, default=None,
-        help="n: tokens per sequence, [CLS] and [SEP] included; the longest input the model "
-             f"will take. Default: {cli.DEFAULT_ARCHITECTURE['max_sequence_length']}, or the "
-             "BERT's positions with --from-bert.")
+    group.add_argument("--sequence-length", type=cli.sequence_length, default=None,
+                       help="n: tokens per sequence, [CLS] and [SEP] included. Default: "
+                            f"{cli.DEFAULT_ARCHITECTURE['max_sequence_length']}, or the BERT's "
+                            "positions with --from-bert.")
     group = parser.add_argument_group("starting point")
-    group.add_argument(
-        "--from-bert", metavar="DIR_OR_PRESET", default=None,
-        help=cli.FROM_BERT_HELP + " A new masked-LM head is trained with it: a short masked-LM "
-             "adaptation before `keras-linformer-finetune --pretrained`.")
-    group.add_argument(
-        "--objective", choices=("masked_lm", "distillation"), default="masked_lm",
-        help="masked_lm: predict masked tokens. distillation (with --from-bert): reproduce the "
-             "BERT's sequence output on the texts' real tokens, the BERT frozen as the teacher.")
+    group.add_argument("--from-bert", metavar="DIR_OR_PRESET", default=None,
+                       help=cli.FROM_BERT_HELP + " A new masked-LM head is trained with it.")
+    group.add_argument("--objective", choices=("masked_lm", "distillation"), default="masked_lm",
+                       help="masked_lm: predict masked tokens; distillation (with --from-bert): "
+                            "reproduce the frozen BERT's sequence output.")
     cli.add_model_flags(parser, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, PretrainingConfig)
-    parser.add_argument(
-        "--output-dir", type=cli.nonempty, default="artifacts/pretrain",
-        help="Where the vocabulary, model, checkpoints and logs go; a rerun with the same "
-             "directory resumes an unfinished run.")
+    cli.add_output_dir_flag(parser, "artifacts/pretrain", "the vocabulary, model")
     cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     cli.check_training_flags(parser, args, PretrainingConfig, {

@@ -18,11 +18,8 @@ SUBPROCESS_TIMEOUT = 600
 def environment():
     """A loader's environment: this directory on `PYTHONPATH`, TF's logs quiet."""
     path = os.environ.get("PYTHONPATH")
-    return {
-        **os.environ,
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "PYTHONPATH": LOADERS_DIR if not path else os.pathsep.join([LOADERS_DIR, path]),
-    }
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONPATH": LOADERS_DIR if not path else os.pathsep.join([LOADERS_DIR, path])}
 
 
 def _outcome(what, status, stdout, stderr):
@@ -40,10 +37,8 @@ def run(module, args, what, python=None):
     """
     python = python or sys.executable
     try:
-        result = subprocess.run(
-            [python, "-m", module, *args], capture_output=True, text=True, errors="replace",
-            timeout=SUBPROCESS_TIMEOUT, env=environment(),
-        )
+        result = subprocess.run([python, "-m", module, *args], capture_output=True, text=True,
+                                errors="replace", timeout=SUBPROCESS_TIMEOUT, env=environment())
     except subprocess.TimeoutExpired:
         return False, "", f"{what} did not finish in {SUBPROCESS_TIMEOUT} s"
     except OSError as error:
