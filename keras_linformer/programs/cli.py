@@ -51,7 +51,7 @@ def program_parser(program, doc, epilog=None):
     """The parser of `program` (a name of `programs.PROGRAMS`, or a `python -m` module).
 
     Its description is `doc` up to its first example command. A program of
-    `programs.PROGRAMS` refuses a Keras backend other than TensorFlow here, before anything.
+    `programs.PROGRAMS` has --debug, and refuses a Keras backend other than TensorFlow here.
     """
     is_program = program in programs.PROGRAMS
     parser = argparse.ArgumentParser(
@@ -62,6 +62,7 @@ def program_parser(program, doc, epilog=None):
         problem = check_tensorflow_backend()
         if problem:
             parser.exit(2, f"{parser.prog}: error: {problem}\n")
+        add_debug_flag(parser)
     return parser
 
 

@@ -52,7 +52,6 @@ def parse_args(argv=None):
     parser.add_argument("--verify", action="store_true",
                         help="Afterwards, check the export as `keras-linformer-verify` "
                              "does; exit with status 1 if a check fails.")
-    cli.add_debug_flag(parser)
     return parser, parser.parse_args(argv)
 
 

@@ -43,7 +43,6 @@ def parse_args(argv=None):
     cli.add_model_flags(parser)
     cli.add_training_flags(parser, FinetuningConfig)
     cli.add_output_dir_flag(parser, "artifacts/finetune", "the vocabulary, classifier.keras")
-    cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     cli.check_training_flags(parser, args, FinetuningConfig, {
         "--text-column": ("text_column", "text", ["--table"]),

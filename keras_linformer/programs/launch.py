@@ -51,7 +51,6 @@ def parse_args(argv=None):
                              "that resumes keeps the earlier logs).")
     parser.add_argument("--ports", type=cli.tcp_port, nargs="+", default=None,
                         help="The workers' ports (one each); default: free ports picked now.")
-    cli.add_debug_flag(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="The command every worker runs, after `--`.")
     args = parser.parse_args(argv)

@@ -74,7 +74,6 @@ def parse_args(argv=None):
                              "EXPORT_DIR/MODEL_NAME/<next version>/ (or reused) and verified.")
     parser.add_argument("--model-name", default="linformer_sentiment",
                         help="The exported model's name (TF Serving's MODEL_NAME).")
-    cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     given = [action.option_strings[0] for action in parser._actions
              if action.dest.startswith("pretrain_") and getattr(args, action.dest) is not None]

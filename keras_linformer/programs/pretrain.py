@@ -51,7 +51,6 @@ def parse_args(argv=None):
     cli.add_model_flags(parser, checkpoint_flag="--from-bert")
     cli.add_training_flags(parser, PretrainingConfig)
     cli.add_output_dir_flag(parser, "artifacts/pretrain", "the vocabulary, model")
-    cli.add_debug_flag(parser)
     args = parser.parse_args(argv)
     cli.check_training_flags(parser, args, PretrainingConfig, {
         "--documents": ("documents", "file", ["--text-files"]),

@@ -22,7 +22,6 @@ def parse_args(argv=None):
     parser.add_argument("--signature", default="serving_default",
                         help="The signature to run: serving_default, or fill_mask of a masked "
                              "LM (write [MASK] in the text). Default: serving_default.")
-    cli.add_debug_flag(parser)
     return parser, parser.parse_args(argv)
 
 

@@ -28,7 +28,6 @@ def parse_args(argv=None):
     parser.add_argument("--atol", type=cli.positive_float, default=1e-5,
                         help="Largest difference allowed between served and Keras "
                              "probabilities or scores.")
-    cli.add_debug_flag(parser)
     return parser, parser.parse_args(argv)
 
 
