@@ -161,20 +161,10 @@ class LinformerBackbone(keras_hub.models.Backbone):
             **kwargs,
         )
 
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.projected_dim = projected_dim
-        self.max_sequence_length = max_sequence_length
-        self.projection = projection
-        self.sharing = sharing
-        self.dropout = dropout
-        self.num_segments = num_segments
-        self.projection_initializer = projection_initializer
-        self.padding_compensation = padding_compensation
-        self.null_slots = null_slots
+        # The arguments, under their own names (as `get_config` reads them).
+        arguments = locals()
+        for name in BERT_ARGUMENTS + LINFORMER_ARGUMENTS:
+            setattr(self, name, arguments[name])
         self.cls_token_index = 0
 
     def call(self, inputs, training=None, mask=None, **kwargs):
