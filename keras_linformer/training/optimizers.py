@@ -27,13 +27,11 @@ def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay
     check_positive_int("total_steps", total_steps)
     check_number("warmup_fraction", warmup_fraction, 0, 1, include_high=False)
     warmup_steps = math.ceil(warmup_fraction * total_steps)
-    if warmup_steps:
-        schedule = keras.optimizers.schedules.CosineDecay(
-            initial_learning_rate=0.0, decay_steps=max(1, total_steps - warmup_steps),
-            alpha=end_fraction, warmup_target=learning_rate, warmup_steps=warmup_steps)
-    else:
-        schedule = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps=total_steps,
-                                                          alpha=end_fraction)
+    # With warmup, from 0 up to the peak (`warmup_target`); without, down from the peak.
+    schedule = keras.optimizers.schedules.CosineDecay(
+        0.0 if warmup_steps else learning_rate, decay_steps=max(1, total_steps - warmup_steps),
+        alpha=end_fraction, warmup_target=learning_rate if warmup_steps else None,
+        warmup_steps=warmup_steps)
     optimizer = keras.optimizers.AdamW(schedule, weight_decay=weight_decay)
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer
