@@ -35,16 +35,10 @@ MASKED_LM_FILE = "masked_lm.keras"
 CLASSIFIER_FILE = "classifier.keras"
 LABELS_FILE = "labels.txt"
 
-# The `task` in run.json: the program that writes such runs, and its flags.
-PROGRAMS = {"masked_lm": ("pretrain", ""),
-            "distillation": ("pretrain", " --objective distillation"),
-            "classification": ("finetune", "")}
-
-
-def program_of(task):
-    """The console script that writes runs of `task` (a key of `PROGRAMS`)."""
-    program, flags = PROGRAMS[task]
-    return f"keras-linformer-{program}{flags}"
+# The `task` in run.json, and the command that writes such runs.
+PROGRAMS = {"masked_lm": "keras-linformer-pretrain",
+            "distillation": "keras-linformer-pretrain --objective distillation",
+            "classification": "keras-linformer-finetune"}
 
 
 def read_json(path, argument="output_dir"):
@@ -197,8 +191,7 @@ def check_output_dir(path, task, argument="output_dir"):
         raise ValueError(f"{argument}: {path!r} {reason}; a run there would replace or mix with "
                          f"its files ({listed}). Give a new or empty directory.")
     if run.get("task") != task:
-        found = (program_of(run.get("task")) if run.get("task") in PROGRAMS
-                 else f"task {run.get('task')!r}")
+        found = PROGRAMS.get(run.get("task"), f"task {run.get('task')!r}")
         raise ValueError(f"{argument}: {path!r} holds a run of `{found}` ({RUN_FILE}); "
-                         f"`{program_of(task)}` would replace its files ({listed}). Give a new or "
+                         f"`{PROGRAMS[task]}` would replace its files ({listed}). Give a new or "
                          "empty directory.")
