@@ -23,7 +23,7 @@ from keras_linformer.utils.validation import Bounds
 
 PROGRAM = "benchmarks.main_job_study"
 DATASET = "rotten_tomatoes"
-MODELS = ("transformer",) + cli.PROJECTIONS
+MODELS = ("transformer", *cli.PROJECTIONS)
 FIELDS = (
     "dataset", "model", "seed", "status", "test_accuracy", "test_loss", "test_examples",
     "majority_accuracy", "pretrain_test_perplexity", "unigram_test_perplexity",

@@ -16,25 +16,24 @@ from keras_hub.src.utils.keras_utils import clone_initializer
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.utils import validation
+from keras_linformer.utils.names import PROJECTIONS
 from keras_linformer.utils.names import SHARINGS
 
 _BY_NAME = {}  # Name -> class of the built-in projections.
 
 
-def register(name):
-    """Registers a built-in projection class under `name` (and with Keras)."""
-
-    def decorator(cls):
-        cls.name = name
-        _BY_NAME[name] = cls
-        return keras_linformer_export(f"keras_linformer.layers.{cls.__name__}")(cls)
-
-    return decorator
+def register(cls):
+    """Registers a built-in projection class (and with Keras) under the name that
+    `utils.names.PROJECTIONS`, where the programs read the names, gives it."""
+    (cls.name,) = [name for name, class_name in PROJECTIONS.items() if class_name == cls.__name__]
+    _BY_NAME[cls.name] = cls
+    return keras_linformer_export(f"keras_linformer.layers.{cls.__name__}")(cls)
 
 
-def names():
-    """The names `get` accepts."""
-    return tuple(_BY_NAME)
+def names(where=None):
+    """The names `get` accepts; with `where`, those whose class has that fact (an
+    attribute of `SequenceProjection`) true."""
+    return tuple(name for name, cls in _BY_NAME.items() if where is None or getattr(cls, where))
 
 
 def get(identifier):
@@ -80,7 +79,7 @@ class SequenceProjection:
 
     Attributes:
         name: str. What a layer's `get_config` writes for a built-in kind.
-        trainable: bool. Whether the projection's weights train.
+        trainable: bool. Whether the projection has weights that train.
         fills_every_slot: bool. Every slot mixes every position (as a matrix
             does), so no slot holds padding only and none is masked.
         sums_positions: bool. It sums over positions (as a matrix does), so
@@ -223,7 +222,7 @@ class _Matrix(SequenceProjection):
         return projected, weight_sums, None  # Every slot holds real positions.
 
 
-@register("linear")
+@register
 class LinearProjection(_Matrix):
     """A learned matrix E (n x k), the paper's projection.
 
@@ -276,10 +275,11 @@ class _Windows(SequenceProjection):
         return ops.sum(windows, axis=2)
 
 
-@register("mean")
+@register
 class MeanPooling(_Windows):
     """The mean of each window's real positions (no weights)."""
 
+    trainable = False
     linear = True
 
     def commutes_with_kernel(self, sharing):
@@ -294,10 +294,12 @@ class MeanPooling(_Windows):
         return projected, ops.cast(slot_mask, x.dtype), slot_mask
 
 
-@register("max")
+@register
 class MaxPooling(_Windows):
     """The maximum over each window's real positions (no weights); padding is
     selected out here, since a zero could be a window's maximum."""
+
+    trainable = False
 
     def project(self, x, mask, kernel, sequence_length, projected_dim):
         counts = self.slot_counts(mask, sequence_length, projected_dim)
@@ -311,7 +313,7 @@ class MaxPooling(_Windows):
         return projected, ops.cast(slot_mask, x.dtype), slot_mask
 
 
-@register("conv")
+@register
 class ConvProjection(_Windows):
     """A depthwise convolution with kernel = stride = w = n / k.
 
@@ -339,7 +341,7 @@ class ConvProjection(_Windows):
         return projected, ops.cast(slot_mask, x.dtype), slot_mask
 
 
-@register("random")
+@register
 class RandomProjection(_Matrix):
     """A fixed Gaussian matrix E with entries N(0, 1/k), never trained.
 

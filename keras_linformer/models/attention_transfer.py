@@ -182,8 +182,8 @@ def transfer_attention(
     if not variables:
         raise ValueError(
             f"linformer: projection={linformer.projection!r} has no weights that train, "
-            "so attention transfer has nothing to train. Convert with "
-            "projection='linear' (whose default start is mean pooling) or 'conv'."
+            "so attention transfer has nothing to train. Convert with projection= one of "
+            f"{list(projections.names(where='trainable'))}."
         )
     log = log or (lambda message: None)
     if evaluation_inputs is None:

@@ -207,16 +207,28 @@ LINFORMER_ONLY_FLAGS = ("--projection", "--projection-initializer", "--padding-c
 
 
 def check_attention_flags(parser, args):
-    """Refuses the Linformer's flags with --attention transformer, and --padding-compensation
-    without --projection linear."""
+    """Refuses the Linformer's flags with --attention transformer."""
     linformer_only = given(args, LINFORMER_ONLY_FLAGS)
     if args.attention == "transformer" and linformer_only:
         parser.error(f"argument {linformer_only[0]}: not allowed with --attention "
                      "transformer, whose full attention projects nothing")
-    if getattr(args, "padding_compensation", None) is not None and (
-            args.projection not in (None, "linear")):
-        parser.error("argument --padding-compensation: only used with --projection linear "
-                     f"(a learned E), not {args.projection}")
+
+
+def check_projection_flags(args):
+    """Refuses --padding-compensation and --attention-transfer with a projection they do
+    nothing for, by the projection's own facts (so once Keras has started)."""
+    from keras_linformer.layers import projections
+
+    projection = args.projection or DEFAULT_ARCHITECTURE["projection"]
+    if args.padding_compensation is not None and args.projection is not None and not (
+            projections.get(projection).sums_positions):
+        kinds = " or ".join(projections.names(where="sums_positions"))
+        raise ValueError(f"argument --padding-compensation: only used with --projection {kinds} "
+                         f"(a projection that sums positions), not {projection}")
+    if args.attention_transfer_epochs and not projections.get(projection).trainable:
+        kinds = " or ".join(projections.names(where="trainable"))
+        raise ValueError(f"argument --attention-transfer: --projection {projection} has no "
+                         f"weights to train; use --projection {kinds}")
 
 
 def check_training_flags(parser, args, config_class, sources):
@@ -244,9 +256,6 @@ def check_training_flags(parser, args, config_class, sources):
     if args.attention_transfer_epochs and not args.from_bert:
         parser.error("argument --attention-transfer: needs --from-bert (the BERT whose "
                      "attention the conversion learns)")
-    if args.attention_transfer_epochs and args.projection not in ("linear", "conv"):
-        parser.error(f"argument --attention-transfer: --projection {args.projection or 'mean'} "
-                     "has no weights to train; use --projection linear or conv")
 
 
 FROM_BERT_HELP = (
@@ -490,6 +499,7 @@ def prepare_run(args, task, load_corpus, strategy=None):
     `strategy` is given), so that a mistake costs no start-up; returns `(corpus, strategy)`."""
     from keras_linformer.training import devices
 
+    check_projection_flags(args)
     devices.read_tf_config()  # A wrong TF_CONFIG is named before the data are read.
     check_output_dir(args.output_dir, task)
     note_start(args.output_dir)
@@ -570,13 +580,10 @@ def check_sequence_length_fits(parser, args, config_class):
         return
     n, batch_size = args.sequence_length, args.batch_size or config_class.batch_size
     value = {**FROM_SCRATCH, **architecture_from(args)}
-    # Bytes (float32) of what grows with n: position embeddings and projections with
-    # gradients and Adam moments, activations and attention scores.
-    linformer = value["attention"] == "linformer"
-    attended = value["projected_dim"] if linformer else n
+    # Bytes (float32) of what grows with n: position embeddings with gradients and Adam
+    # moments, activations and attention scores (a learned E's n x k weights are left out).
+    attended = value["projected_dim"] if value["attention"] == "linformer" else n
     weights = n * value["hidden_dim"]
-    if linformer and value["projection"] == "linear":
-        weights += n * value["projected_dim"]
     activations = batch_size * n * value["num_layers"] * (
         2 * value["hidden_dim"] + value["intermediate_dim"] + value["num_heads"] * attended)
     needed = 4 * (4 * weights + activations)

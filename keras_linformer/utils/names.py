@@ -3,9 +3,9 @@ starts, declared here once (this module imports nothing)."""
 
 # `LinformerBackbone(attention=...)`: Linformer attention, or the full-attention baseline.
 ATTENTIONS = ("linformer", "transformer")
-# `projection=...` by name (`layers.projections.names()`, which needs Keras; test_cli.py
-# keeps them equal).
-PROJECTIONS = ("linear", "mean", "max", "conv", "random")
+# `projection=...` by name: the class of `layers.projections` each name stands for.
+PROJECTIONS = {"linear": "LinearProjection", "mean": "MeanPooling", "max": "MaxPooling",
+               "conv": "ConvProjection", "random": "RandomProjection"}
 # `sharing=...`: which projections share weights (`layers.projections`).
 SHARINGS = ("none", "headwise", "key_value", "layerwise")
 # `projection_initializer=...` by name (`layers.projection_initializers`).

@@ -12,7 +12,11 @@ from tests.training.harness import REPOSITORY
 def test_the_projections_the_flags_offer_are_the_registrys():
     from keras_linformer.layers import projections
 
-    assert cli.PROJECTIONS == projections.names()
+    assert projections.names() == tuple(cli.PROJECTIONS)
+    for name, class_name in cli.PROJECTIONS.items():
+        assert type(projections.get(name)).__name__ == class_name
+    assert projections.names(where="sums_positions") == ("linear",)
+    assert projections.names(where="trainable") == ("linear", "conv")
 
 
 def test_padding_compensation_is_on_off_or_left_to_the_default():
@@ -68,8 +72,6 @@ def test_data_flags_without_their_source_are_refused_not_ignored(program, flags,
      "argument --null-slots: not allowed with --attention transformer"),
     ("main", ["--attention", "transformer", "--sharing", "none"],
      "argument --sharing: not allowed with --attention transformer"),
-    ("finetune", ["--projection", "mean", "--padding-compensation"],
-     "argument --padding-compensation: only used with --projection linear"),
     ("main", ["--no-pretraining", "--pretrain-epochs", "3"],
      "argument --pretrain-epochs: not allowed with --no-pretraining"),
     ("main", ["--no-pretraining", "--pretrain-max-steps", "3"],
@@ -77,6 +79,20 @@ def test_data_flags_without_their_source_are_refused_not_ignored(program, flags,
 ])
 def test_linformer_flags_that_would_do_nothing_are_refused(program, flags, message, capsys):
     assert message in refusal(program, flags, capsys)
+
+
+def test_padding_compensation_without_a_projection_summing_positions_is_refused(tmp_path):
+    """Checked by the projection's facts once Keras runs; the output directory stays
+    unmade."""
+    from keras_linformer.programs import finetune
+    from tests.training.harness import run_in_process
+
+    status, stderr = run_in_process(finetune, [
+        "--projection", "mean", "--padding-compensation", "--output-dir", tmp_path / "run"])
+    assert status == 2, stderr
+    assert ("argument --padding-compensation: only used with --projection linear (a projection "
+            "that sums positions), not mean") in stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_main_job_passes_linformer_flags_to_its_stages_only_for_the_linformer():
