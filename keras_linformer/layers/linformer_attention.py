@@ -21,36 +21,10 @@ class LinformerAttention(keras.layers.Layer):
     Linformer's linear attention (Wang et al., 2020, eq. 7):
     `head_i = softmax(Q_i (E_i K_i)^T / sqrt(key_dim)) (F_i V_i)`, where
     `E_i, F_i` map the `sequence_length` (n) key/value positions to
-    `projected_dim` (k) slots, so cost grows as n * k instead of n * n. The
-    projection is a learned matrix (`"linear"`), mean or max pooling or a
-    depthwise convolution with kernel = stride = n / k (`"mean"`, `"max"`,
-    `"conv"`, paper section 4), a fixed Gaussian matrix (`"random"`), or a
-    `SequenceProjection` of your own (`keras_linformer.layers.projections`).
-
-    The call signature follows `keras.layers.MultiHeadAttention`, with these
-    differences: `sequence_length` and `projected_dim` are required and longer
-    key/value sequences are refused; inputs are `(B, T, dim)` (no
-    `attention_axes`, `sliding_window` or `use_gate`; `output_shape` is an
-    int); `attention_mask` and `use_causal_mask=True` raise an error, since
-    neither can be honoured once keys are mixed along the sequence;
-    `query_mask` is accepted but not applied; the scores returned are over the
-    projected slots, `(B, heads, T, k + null_slots)`; a linear or conv
-    projection adds weights (E, F) beside the usual kernels.
-
-    Masks: a key/value padding mask (`value_mask`/`key_mask`, or a Keras mask
-    such as `Embedding(mask_zero=True)`'s) selects padded keys and values out
-    before the projection, so no output depends on what padding holds (NaN
-    and inf included), and pooling slots holding only padding are excluded
-    from the softmax. An input shorter than n behaves exactly like it padded
-    to n with the padding masked (a linear E uses its first rows).
-
-    A projection shared by the heads and linear along the sequence
-    (`"linear"`, `"random"`, `"mean"`) is applied to the key/value input
-    before the key/value kernels, which is cheaper and gives the same result.
-    Logits and softmax are computed in float32 under any mixed-precision
-    policy. A linear E starts as `projection_initializer` names (see
-    `keras_linformer.layers.projection_initializers`); a conv kernel starts as
-    a window average plus N(0, 0.02^2) noise.
+    `projected_dim` (k) slots, so cost grows as n * k instead of n * n.
+    Called like `keras.layers.MultiHeadAttention`, but not a drop-in for it:
+    docs/layers.md lists the differences, the projections, how padding masks
+    and shorter inputs are handled, and the precision of the softmax.
 
     Args:
         num_heads: int. Number of attention heads.

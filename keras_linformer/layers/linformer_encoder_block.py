@@ -28,24 +28,17 @@ class LinformerEncoderBlock(keras.layers.Layer):
     feedforward network and sub-layer names) with `LinformerAttention` in
     place of `keras.layers.MultiHeadAttention`, so it costs O(n * k) in the
     sequence length n. With identity projections (k = n) it computes what
-    `TransformerEncoder` computes with the same weights.
-
-    Masks: a `(B, S)` `padding_mask` (True at real tokens), or the Keras mask
-    `inputs` carry, keeps padded positions out of the projected keys and
-    values, and is propagated to the output. A `(B, S, S)` `attention_mask`
-    cannot be honoured by projected attention and raises an error.
+    `TransformerEncoder` computes with the same weights. Masks are handled as
+    docs/layers.md describes.
 
     Args:
         intermediate_dim: int. Hidden size of the feedforward network.
         num_heads: int. Number of attention heads; must divide the hidden size.
         sequence_length: int. n, the longest input sequence.
         projected_dim: int. k, the number of projected key/value slots.
-        projection: str or `SequenceProjection`. `"linear"`, `"mean"`, `"max"`,
-            `"conv"`, `"random"`, or an object (see
-            `keras_linformer.layers.projections`). Defaults to `"linear"`.
-        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`
-            (the projection comes from the caller; see
-            `LinformerEncoderStack`). Defaults to `"none"`.
+        projection: str or `SequenceProjection`, as in `LinformerAttention`.
+            Defaults to `"linear"`.
+        sharing: str, as in `LinformerAttention`. Defaults to `"none"`.
         dropout: float. Dropout after attention, in the attention
             probabilities and after the feedforward network. Defaults to 0.
         activation: string or callable. Feedforward activation. Defaults to
@@ -54,13 +47,8 @@ class LinformerEncoderBlock(keras.layers.Layer):
         kernel_initializer: initializer for dense kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for biases. Defaults to `"zeros"`.
-        projection_initializer: str, initializer or None. How the projection
-            starts (see `LinformerAttention`). Defaults to None, the
-            projection's default.
-        padding_compensation: bool. See `LinformerAttention`. Defaults to
-            True.
-        null_slots: int. Always-attended zero key/value slots, see
-            `LinformerAttention`. Defaults to 0.
+        projection_initializer, padding_compensation, null_slots: as in
+            `LinformerAttention`. Default to None, True and 0.
         normalize_first: bool. Pre-layer normalisation if True. Defaults to
             False, like BERT.
         **kwargs: base layer arguments, such as `name` and `dtype`.

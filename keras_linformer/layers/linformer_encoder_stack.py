@@ -4,7 +4,6 @@ import keras
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
-from keras_linformer.layers import projections
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
 from keras_linformer.layers.linformer_encoder_block import check_heads_divide
@@ -15,16 +14,7 @@ from keras_linformer.utils import validation
 class LinformerEncoderStack(keras.layers.Layer):
     """`num_layers` Linformer encoder blocks, sharing projections as asked.
 
-    The paper's sharing modes (section 4) for a model of L layers and h heads,
-    with the number of distinct projection matrices each creates:
-
-    | sharing       | projections                          | count  |
-    |---------------|--------------------------------------|--------|
-    | `"none"`      | E_i and F_i for every head and layer | 2 h L  |
-    | `"headwise"`  | one E and one F per layer            | 2 L    |
-    | `"key_value"` | one E = F per layer                  | L      |
-    | `"layerwise"` | one E for every layer, key and value | 1      |
-
+    The paper's sharing modes (section 4) are described in docs/layers.md.
     With `"layerwise"` the projection is a weight of this stack, passed to
     every block at call time, so it is saved once and stays shared after
     loading. `projected_dim` may give one k per layer (the paper's nonuniform
@@ -36,9 +26,8 @@ class LinformerEncoderStack(keras.layers.Layer):
         num_heads: int. Number of attention heads.
         sequence_length: int. n, the longest input sequence.
         projected_dim: int, or a list of `num_layers` ints (k per layer).
-        projection: str or `SequenceProjection`. `"linear"`, `"mean"`, `"max"`,
-            `"conv"`, `"random"`, or an object (see
-            `keras_linformer.layers.projections`). Defaults to `"linear"`.
+        projection: str or `SequenceProjection`, as in `LinformerAttention`.
+            Defaults to `"linear"`.
         sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`.
             Defaults to `"layerwise"`, the paper's best downstream setting.
         dropout, activation, layer_norm_epsilon, kernel_initializer, bias_initializer:
@@ -188,26 +177,10 @@ class LinformerEncoderStack(keras.layers.Layer):
         return inputs_shape
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_layers": self.num_layers,
-                "intermediate_dim": self.intermediate_dim,
-                "num_heads": self.num_heads,
-                "sequence_length": self.sequence_length,
-                "projected_dim": self.projected_dim,
-                "projection": projections.serialize(self.projection),
-                "sharing": self.sharing,
-                "dropout": self.dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "projection_initializer": projection_initializers.serialize(
-                    self.projection_initializer),
-                "normalize_first": self.normalize_first,
-                "padding_compensation": self.padding_compensation,
-                "null_slots": self.null_slots,
-            }
-        )
-        return config
+        # The blocks' arguments are the stack's, but the number of layers and their k.
+        return {
+            **self.blocks[0].get_config(),
+            **super().get_config(),
+            "num_layers": self.num_layers,
+            "projected_dim": self.projected_dim,
+        }
