@@ -48,9 +48,8 @@ class LinformerAttention(keras.layers.Layer):
         kernel_initializer: initializer of the dense kernels. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer of the biases. Defaults to `"zeros"`.
-        projection_initializer: str, Keras initializer or None. A name from
-            `PROJECTION_INITIALIZERS` (linear E only; `"window_average"`, the
-            default, `"gaussian"` or `"fairseq"`) or a Keras initializer.
+        projection_initializer: str, Keras initializer or None. A name of
+            `projection_initializers` (linear E only) or a Keras initializer.
             Defaults to None, the projection's default.
         kernel_regularizer, bias_regularizer, activity_regularizer, projection_regularizer:
             regularizers. Default to None.
@@ -58,20 +57,14 @@ class LinformerAttention(keras.layers.Layer):
             Default to None.
         seed: int. Seed for dropout and the default projection initializer.
             Defaults to None.
-        padding_compensation: bool. With a learned linear E, which sums over
-            positions, scale the projected values by n / (real key
-            positions), so padding or a short input does not shrink what
-            attention passes on. Defaults to True.
+        padding_compensation: bool. With a learned linear E, scale the
+            projected values by n / (real key positions). Defaults to True.
         flash_attention: bool or None. Whether the attention runs in
             `keras.ops.dot_product_attention` (fused kernels on JAX and
-            PyTorch). None uses it where it applies: not on TensorFlow, not
-            with active dropout or `return_attention_scores`. True requires
-            it; False never uses it. Defaults to None.
-        null_slots: int. Slots appended after the k projected ones with zero
-            key and value: attention can put weight there and pass nothing on
-            (like PyTorch's `add_zero_attn`). Adds no weights; see
-            docs/benchmarks.md for its effect on converted BERTs. Defaults
-            to 0.
+            PyTorch). None: where it applies (not on TensorFlow, with active
+            dropout or `return_attention_scores`). Defaults to None.
+        null_slots: int. Zero key/value slots appended after the k projected
+            ones (docs/layers.md). Defaults to 0.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
     Call arguments:

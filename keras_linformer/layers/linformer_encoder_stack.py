@@ -3,7 +3,6 @@
 import keras
 
 from keras_linformer.api_export import keras_linformer_export
-from keras_linformer.layers import projection_initializers
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
 from keras_linformer.layers.linformer_encoder_block import check_heads_divide
@@ -109,10 +108,15 @@ class LinformerEncoderStack(keras.layers.Layer):
             )
             for i, k in enumerate(projected_dims)
         ]
-        projection = self.blocks[0].projection
+        # The arguments, as the first block checked and converted them.
+        for name in ("intermediate_dim", "num_heads", "sequence_length", "projection", "sharing",
+                     "dropout", "activation", "layer_norm_epsilon", "kernel_initializer",
+                     "bias_initializer", "projection_initializer", "normalize_first",
+                     "padding_compensation", "null_slots"):
+            setattr(self, name, getattr(self.blocks[0], name))
         if (
             sharing == "layerwise"
-            and projection.kernel_shape(sharing, sequence_length, projected_dims[0], 1, 1)
+            and self.projection.kernel_shape(sharing, sequence_length, projected_dims[0], 1, 1)
             and len(set(projected_dims)) > 1
         ):
             raise ValueError(
@@ -121,22 +125,8 @@ class LinformerEncoderStack(keras.layers.Layer):
                 f"{projected_dim!r}. Use sharing='key_value' for a per-layer k."
             )
         self.num_layers = num_layers
-        self.intermediate_dim = intermediate_dim
-        self.num_heads = num_heads
-        self.sequence_length = sequence_length
         self.projected_dim = projected_dim
         self.projected_dims = projected_dims
-        self.projection = projection
-        self.sharing = sharing
-        self.dropout = dropout
-        self.activation = keras.activations.get(activation)
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.projection_initializer = projection_initializers.get(projection_initializer)
-        self.normalize_first = normalize_first
-        self.padding_compensation = bool(padding_compensation)
-        self.null_slots = null_slots
         self.supports_masking = True
 
     def build(self, inputs_shape):

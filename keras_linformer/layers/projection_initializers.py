@@ -1,17 +1,6 @@
-"""Named initialisers of a learned (`projection="linear"`) sequence projection E.
-
-`projection_initializer` takes one of these names, or any Keras initializer:
-
-| name               | E (n x k) starts as                                          |
-|--------------------|--------------------------------------------------------------|
-| `"window_average"` | the default: the mean over k contiguous windows of n / k     |
-|                    | positions plus a little noise, close to mean pooling, so     |
-|                    | attention starts near-uniform, as a Transformer's does       |
-| `"gaussian"`       | N(0, 1/k), the distribution of the paper's proofs            |
-| `"fairseq"`        | N(0, 0.02^2), what the authors' fairseq code effectively uses|
-
-A zero-mean E mixes the tokens with random signs, losing the average of the
-values until E is learned. docs/benchmarks.md compares the three.
+"""Named initialisers of a learned (`projection="linear"`) sequence projection E:
+`"window_average"` (the default), `"gaussian"` and `"fairseq"`, described in
+docs/layers.md and compared in docs/benchmarks.md.
 """
 
 import math
@@ -20,6 +9,7 @@ import keras
 import numpy as np
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.utils import validation
 from keras_linformer.utils.names import PROJECTION_INITIALIZERS
 
 DEFAULT_PROJECTION_INITIALIZER = "window_average"
@@ -55,12 +45,7 @@ class WindowAverage(keras.initializers.Initializer):
     """
 
     def __init__(self, relative_noise=0.1, seed=None):
-        if not (isinstance(relative_noise, (int, float)) and math.isfinite(relative_noise)
-                and relative_noise >= 0):
-            raise ValueError(
-                "`relative_noise` must be a finite number >= 0. Received: "
-                f"relative_noise={relative_noise!r}"
-            )
+        validation.check_number("relative_noise", relative_noise, 0)
         self.relative_noise = relative_noise
         self.seed = seed
         self._noise = keras.initializers.RandomNormal(stddev=1.0, seed=seed)
