@@ -517,34 +517,19 @@ class LinformerAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        for name in ("num_heads", "key_dim", "sequence_length", "projected_dim", "value_dim",
+                     "sharing", "dropout", "use_bias", "seed", "padding_compensation",
+                     "null_slots", "flash_attention"):
+            config[name] = getattr(self, name)
+        for name in ("kernel_regularizer", "bias_regularizer", "projection_regularizer"):
+            config[name] = keras.regularizers.serialize(getattr(self, name))
+        for name in ("kernel_constraint", "bias_constraint", "projection_constraint"):
+            config[name] = keras.constraints.serialize(getattr(self, name))
         config.update(
-            {
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "sequence_length": self.sequence_length,
-                "projected_dim": self.projected_dim,
-                "value_dim": self.value_dim,
-                "projection": projections.serialize(self.projection),
-                "sharing": self.sharing,
-                "dropout": self.dropout,
-                "use_bias": self.use_bias,
-                "output_shape": self._output_shape,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "projection_initializer": projection_initializers.serialize(
-                    self.projection_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
-                "projection_regularizer": keras.regularizers.serialize(
-                    self.projection_regularizer),
-                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
-                "bias_constraint": keras.constraints.serialize(self.bias_constraint),
-                "projection_constraint": keras.constraints.serialize(
-                    self.projection_constraint),
-                "seed": self.seed,
-                "padding_compensation": self.padding_compensation,
-                "null_slots": self.null_slots,
-                "flash_attention": self.flash_attention,
-            }
+            projection=projections.serialize(self.projection),
+            output_shape=self._output_shape,
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+            projection_initializer=projection_initializers.serialize(self.projection_initializer),
         )
         return config

@@ -221,24 +221,15 @@ class LinformerEncoderBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        for name in ("intermediate_dim", "num_heads", "sequence_length", "projected_dim",
+                     "sharing", "dropout", "layer_norm_epsilon", "normalize_first",
+                     "padding_compensation", "null_slots"):
+            config[name] = getattr(self, name)
         config.update(
-            {
-                "intermediate_dim": self.intermediate_dim,
-                "num_heads": self.num_heads,
-                "sequence_length": self.sequence_length,
-                "projected_dim": self.projected_dim,
-                "projection": projections.serialize(self.projection),
-                "sharing": self.sharing,
-                "dropout": self.dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "projection_initializer": projection_initializers.serialize(
-                    self.projection_initializer),
-                "normalize_first": self.normalize_first,
-                "padding_compensation": self.padding_compensation,
-                "null_slots": self.null_slots,
-            }
+            projection=projections.serialize(self.projection),
+            activation=keras.activations.serialize(self.activation),
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+            projection_initializer=projection_initializers.serialize(self.projection_initializer),
         )
         return config
