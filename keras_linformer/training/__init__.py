@@ -4,19 +4,7 @@ fine-tuning on tf.distribute.
 One trainer (`Trainer`) serves every `tf.distribute` strategy, multi-worker included, with
 checkpoints that survive SIGKILL and SIGTERM; `set_up_devices` sets up replicas, strategy,
 precision and XLA. `pretrain`, `distill` and `finetune` take a config object or keyword
-arguments.
-
-```python
-from keras_linformer import data, training
-
-# Before any TensorFlow op: 2 replicas on the CPU, or TF_CONFIG's workers.
-strategy = training.set_up_devices(cpu_replicas=2)
-training.pretrain(data.load_news_articles(), "runs/pretrain", strategy=strategy)
-training.finetune(
-    data.load_rotten_tomatoes(), "runs/finetune", pretrained="runs/pretrain",
-    strategy=strategy,
-)
-```
+arguments; docs/training.md shows their use.
 """
 
 import importlib
