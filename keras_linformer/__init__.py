@@ -83,9 +83,6 @@ class _LoaderThenRegister(importlib.abc.Loader):
     def __getattr__(self, name):  # Resource readers and the like: the package's own.
         return getattr(self.loader, name)
 
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
     def exec_module(self, module):
         module.__loader__ = module.__spec__.loader = self.loader
         self.finder.loading.add(module.__name__)

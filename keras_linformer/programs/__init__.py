@@ -8,7 +8,6 @@ Each runs as its console script (`keras-linformer-pretrain`), as
 
 import sys
 
-# The programs, by module name.
 PROGRAMS = ("main", "pretrain", "finetune", "export", "verify", "query", "launch")
 # A program's console script is this prefix and its module name (setup.cfg).
 SCRIPT_PREFIX = "keras-linformer-"

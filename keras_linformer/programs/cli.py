@@ -48,11 +48,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def program_parser(program, doc, epilog=None):
-    """The parser of `program` (a name of `programs.PROGRAMS`, or a `python -m` module).
-
-    Its description is `doc` up to its first example command. A program of
-    `programs.PROGRAMS` has --debug, and refuses a Keras backend other than TensorFlow here.
-    """
+    """The parser of `program` (of `programs.PROGRAMS`, with --debug and refusing a Keras
+    backend other than TensorFlow, or a `python -m` module), described by `doc` up to its first
+    example command."""
     is_program = program in programs.PROGRAMS
     parser = argparse.ArgumentParser(
         prog=programs.command(program) if is_program else f"python -m {program}",
@@ -90,11 +88,9 @@ def check_tensorflow_backend():
         where = f"KERAS_BACKEND={backend} was set"
         fix = "unset KERAS_BACKEND or set it to tensorflow"
     else:
-        home = os.environ.get("KERAS_HOME")
-        if home is None:
-            base = os.path.expanduser("~")
-            home = os.path.join(base if os.access(base, os.W_OK) else "/tmp", ".keras")
-        path = os.path.expanduser(os.path.join(home, "keras.json"))
+        base = os.path.expanduser("~")
+        home = os.path.join(base if os.access(base, os.W_OK) else "/tmp", ".keras")
+        path = os.path.expanduser(os.path.join(os.environ.get("KERAS_HOME", home), "keras.json"))
         try:
             with open(path, encoding="utf-8") as file:
                 backend = json.load(file).get("backend") or "tensorflow"
@@ -139,14 +135,7 @@ fraction = Bounds(float, 0, 1, include_high=False)
 random_seed = SEED
 null_slot_count = Bounds(int, 0, 1024)
 tcp_port = Bounds(int, 1, 65535, words="a TCP port from 1 to 65535")
-
-
-def sequence_length(text):
-    value = positive_int(text)
-    if value < 3:
-        raise argparse.ArgumentTypeError(
-            f"must be at least 3 ([CLS], one token and [SEP]), got {value}")
-    return value
+sequence_length = Bounds(int, 3, words="at least 3 ([CLS], one token and [SEP])")
 
 
 def text_encoding(text):
@@ -232,10 +221,9 @@ def check_projection_flags(args):
 
 
 def check_training_flags(parser, args, config_class, sources):
-    """The checks of pretrain's and finetune's flags: `sources` as `check_source_flags`, the
-    Linformer flags (`check_attention_flags`), and the vocabulary, architecture and
-    --attention-transfer flags against the starting point. A seed left out becomes the
-    config's: the data are split with it before the config is made."""
+    """Checks pretrain's and finetune's flags (`sources` as `check_source_flags`) against
+    each other and the starting point; a seed left out becomes the config's (the data are
+    split with it before the config is made)."""
     if args.seed is None:
         args.seed = config_class.seed
     check_attention_flags(parser, args)
@@ -334,12 +322,9 @@ def option_arguments(options, config_class):
     flags = config_flags(config_class)
     arguments = []
     for name, value in options.items():
-        if value is True:
-            arguments.append(flags[name])
-        elif isinstance(value, tuple):
-            arguments += [flags[name], ",".join(map(str, value))]
-        else:
-            arguments += [flags[name], str(value)]
+        arguments.append(flags[name])
+        if value is not True:
+            arguments.append(",".join(map(str, value)) if isinstance(value, tuple) else str(value))
     return arguments
 
 
@@ -370,11 +355,10 @@ def set_up_hardware(args):
     """Sets up the devices the hardware flags describe; returns the strategy."""
     from keras_linformer.training import devices
 
-    with flag_names(cpu_replicas="--cpu-replicas", connect_timeout="--connect-timeout"):
-        return devices.set_up_devices(
-            cpu_replicas=args.cpu_replicas, mixed_precision=args.mixed_precision,
-            jit_compile=args.jit_compile, deterministic=args.deterministic,
-            connect_timeout=args.connect_timeout, log=log)
+    return devices.set_up_devices(
+        cpu_replicas=args.cpu_replicas, mixed_precision=args.mixed_precision,
+        jit_compile=args.jit_compile, deterministic=args.deterministic,
+        connect_timeout=args.connect_timeout, log=log)
 
 
 def add_output_dir_flag(parser, default, outputs):
@@ -389,14 +373,28 @@ def add_debug_flag(parser):
 
 
 def console_script(parse_args, function, status=lambda result: 0):
-    """A program's `main(argv=None)`: runs `function` on the parsed flags (`run`); returns
-    `status(its result)`, failures exit in `run`."""
+    """A program's `main(argv=None)`: `status(run(function on the parsed flags))`; its errors
+    name the flags (`parser_flags`), not the library's parameters."""
 
     def main(argv=None):
         parser, args = parse_args(argv)
-        return status(run(parser, function, args))
+
+        def named(args):
+            with flag_names(**parser_flags(parser)):
+                return function(args)
+
+        return status(run(parser, named, args))
 
     return main
+
+
+def parser_flags(parser):
+    """`{destination: flag}` of the options of `parser`."""
+    flags = {}
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            flags.setdefault(action.dest, action.option_strings[0])
+    return flags
 
 
 def run(parser, function, args):
@@ -490,13 +488,12 @@ def check_output_dir(path, task):
     from keras_linformer.training import run_directory
 
     if devices.is_chief():  # Other workers write nothing there.
-        with flag_names():
-            run_directory.check_output_dir(path, task)
+        run_directory.check_output_dir(path, task)
 
 
 def prepare_run(args, task, load_corpus, strategy=None):
     """Checks TF_CONFIG and `--output-dir`, reads the data, then starts the devices (unless
-    `strategy` is given), so that a mistake costs no start-up; returns `(corpus, strategy)`."""
+    given `strategy`): a mistake costs no start-up. Returns `(corpus, strategy)`."""
     from keras_linformer.training import devices
 
     check_projection_flags(args)
@@ -528,12 +525,9 @@ def note_start(path):
 
 
 def remove_unfinished_starts():
-    """Removes what a run noted by `note_start` wrote if it stopped before its first
-    checkpoint (of training or attention transfer); returns the paths removed.
-
-    Its run.json would refuse the corrected command. Files there before it stay; directories
-    it created go once empty.
-    """
+    """Removes what a run noted by `note_start` wrote (its run.json would refuse the
+    corrected command) if it stopped before its first checkpoint, but files there before it;
+    returns the paths removed."""
     if not STARTED_RUNS:
         return []  # Imports nothing: `run` calls it after every failure.
     from keras_linformer.training import run_directory
@@ -550,14 +544,13 @@ def remove_unfinished_starts():
             continue
         for name in sorted(set(os.listdir(path)) - before):
             entry = os.path.join(path, name)
-            try:
+            # Best effort: the error that stopped the run is what to report.
+            with contextlib.suppress(OSError):
                 if os.path.isdir(entry) and not os.path.islink(entry):
                     shutil.rmtree(entry)
                 else:
                     os.remove(entry)
                 removed.append(entry)
-            except OSError:
-                pass  # Best effort: the error that stopped the run is what to report.
         directory = path
         while created is not None and directory != os.path.dirname(created):
             try:

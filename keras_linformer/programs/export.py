@@ -15,9 +15,6 @@ import time
 from keras_linformer.programs import cli
 
 DEFAULT_MODEL_NAMES = {"classifier": "linformer_classifier", "masked_lm": "linformer_masked_lm"}
-# The library's parameters, named by their flags in its errors.
-FLAGS = {name: "--" + name.replace("_", "-") for name in (
-    "base_dir", "model_name", "max_batch_size", "reuse_existing", "version", "top_k", "max_masks")}
 
 
 def parse_args(argv=None):
@@ -64,20 +61,16 @@ def export(args):
     start = time.perf_counter()
     task = sources.task_of_directory(args.source)
     model_name = args.model_name or DEFAULT_MODEL_NAMES[task]
-    # Left out, the library's defaults.
     given = {name: getattr(args, name) for name in ("max_batch_size", "top_k", "max_masks")
              if getattr(args, name) is not None}
-    if task == "classifier":
-        for name in ("top_k", "max_masks"):
-            if name in given:
-                raise ValueError(f"{FLAGS[name]}: only for a masked LM, but {args.source!r} is a "
-                                 f"fine-tuning output (classifier). Received: {FLAGS[name]} "
-                                 f"{given[name]}")
+    wrong = [name for name in ("top_k", "max_masks") if name in given and task == "classifier"]
+    if wrong:  # Named by its flag, as the library's errors (`cli.console_script`).
+        raise ValueError(f"{wrong[0]}: only for a masked LM, but {args.source!r} is a fine-tuning "
+                         f"output (classifier). Received: {wrong[0]}={given[wrong[0]]}")
     before = set(export_lib.list_versions(os.path.join(args.base_dir, model_name)))
-    with cli.flag_names(**FLAGS):
-        path = getattr(export_lib, f"export_{task}")(
-            args.source, base_dir=args.base_dir, model_name=model_name, version=args.version,
-            sequence_length=args.sequence_length, reuse_existing=args.reuse_existing, **given)
+    path = getattr(export_lib, f"export_{task}")(
+        args.source, base_dir=args.base_dir, model_name=model_name, version=args.version,
+        sequence_length=args.sequence_length, reuse_existing=args.reuse_existing, **given)
     info = export_lib.read_export_info(path)
     done = (f"Reused {path}: it already holds this export of the {task.replace('_', ' ')} in "
             f"{args.source} (fingerprint {info['fingerprints']['export'][:12]})"
@@ -90,7 +83,6 @@ def export(args):
     return path, report
 
 
-# Exits with 1 when --verify found a failed check.
 main = cli.console_script(parse_args, export,
                           lambda result: int(result[1] is not None and not result[1].passed))
 

@@ -61,16 +61,13 @@ def load_corpus(args):
     from keras_linformer import data
 
     if args.table is not None:
-        with cli.flag_names(path="--table", text_column="--text-column",
-                            label_column="--label-column", encoding="--encoding"):
+        with cli.flag_names(path="--table"):
             corpus = data.load_table(
                 args.table, text_column=args.text_column, label_column=args.label_column,
                 encoding=args.encoding, seed=args.seed, check_labels=args.label_check,
                 exclude=args.output_dir)
-    elif args.dataset == "bbc_news":
-        corpus = data.load_bbc_news(seed=args.seed)
     else:
-        corpus = data.load_rotten_tomatoes(seed=args.seed)
+        corpus = getattr(data, f"load_{args.dataset}")(seed=args.seed)
     return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
 
 
@@ -87,10 +84,8 @@ def finetune(args, strategy=None):
     """Runs the fine-tuning the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    with cli.flag_names(pretrained="--pretrained", from_bert="--from-bert",
-                        projected_dim="--projected-dim", **cli.config_flags(FinetuningConfig)):
-        corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
-        return training.finetune(corpus, config_from(args), strategy=strategy, log=cli.log)
+    corpus, strategy = cli.prepare_run(args, "classification", load_corpus, strategy)
+    return training.finetune(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
 main = cli.console_script(parse_args, finetune)

@@ -32,15 +32,6 @@ from keras_linformer.programs import cli
 GRACE_SECONDS = 60
 
 
-def free_ports(count):
-    """`count` distinct TCP ports free on localhost right now."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("localhost", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-
-
 def parse_args(argv=None):
     parser = cli.program_parser("launch", __doc__,
                                 epilog=__doc__[__doc__.index("On a real cluster"):])
@@ -70,12 +61,13 @@ def parse_args(argv=None):
 
 def launch(args):
     """Starts the workers, waits for them; returns the exit status."""
-    ports = args.ports or free_ports(args.workers)
-    busy = []
-    for port in ports:
-        with socket.socket() as sock:
+    ports, busy = [], []
+    with contextlib.ExitStack() as stack:  # Port 0: a free one, held until all are picked.
+        for port in args.ports or [0] * args.workers:
+            sock = stack.enter_context(socket.socket())
             try:
                 sock.bind(("localhost", port))
+                ports.append(sock.getsockname()[1])
             except OSError:
                 busy.append(port)
     if busy:

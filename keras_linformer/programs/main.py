@@ -160,9 +160,11 @@ def run(args):
     cli.check_output_dir(finetune_args.output_dir, "classification")
     strategy = cli.set_up_hardware(finetune_args)
     pretraining = None
-    if not args.no_pretraining:
-        pretraining = pretrain_program.pretrain(pretrain_args, strategy)
-    summary = finetune_program.finetune(finetune_args, strategy)
+    if not args.no_pretraining:  # Errors name each stage's flags, as the stage would.
+        with cli.flag_names(**cli.parser_flags(pretrain_parser)):
+            pretraining = pretrain_program.pretrain(pretrain_args, strategy)
+    with cli.flag_names(**cli.parser_flags(finetune_parser)):
+        summary = finetune_program.finetune(finetune_args, strategy)
     export_path = export_classifier(finetune_args.output_dir, args.export_dir, args.model_name)
     report = export.verify(export_path, log=cli.log)
     if not report.passed:

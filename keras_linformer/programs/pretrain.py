@@ -77,12 +77,12 @@ def load_corpus(args):
     from keras_linformer import data
 
     if args.text_files:
-        with cli.flag_names(paths="--text-files", documents="--documents", encoding="--encoding"):
+        with cli.flag_names(paths="--text-files"):
             corpus = data.load_text_files(
                 args.text_files, documents=args.documents, encoding=args.encoding,
                 seed=args.seed, exclude=args.output_dir)
     elif args.table is not None:
-        with cli.flag_names(path="--table", text_column="--text-column", encoding="--encoding"):
+        with cli.flag_names(path="--table"):
             corpus = data.load_table(
                 args.table, text_column=args.text_column, label_column=None,
                 encoding=args.encoding, seed=args.seed, exclude=args.output_dir)
@@ -107,11 +107,9 @@ def pretrain(args, strategy=None):
     """Runs the pretraining the flags describe; returns its summary dict."""
     from keras_linformer import training
 
-    with cli.flag_names(from_bert="--from-bert", projected_dim="--projected-dim",
-                        **cli.config_flags(PretrainingConfig)):
-        corpus, strategy = cli.prepare_run(args, args.objective, load_corpus, strategy)
-        run = training.distill if args.objective == "distillation" else training.pretrain
-        return run(corpus, config_from(args), strategy=strategy, log=cli.log)
+    corpus, strategy = cli.prepare_run(args, args.objective, load_corpus, strategy)
+    run = training.distill if args.objective == "distillation" else training.pretrain
+    return run(corpus, config_from(args), strategy=strategy, log=cli.log)
 
 
 main = cli.console_script(parse_args, pretrain)

@@ -30,8 +30,7 @@ def query(args):
 
     from keras_linformer import export
 
-    with cli.flag_names(signature="--signature"):
-        outputs = export.query(args.export_dir, args.texts, signature=args.signature)
+    outputs = export.query(args.export_dir, args.texts, signature=args.signature)
     for row, text in enumerate(args.texts):
         answer = {"text": text, **{name: np.asarray(values[row]).tolist()
                                    for name, values in sorted(outputs.items())}}

@@ -38,7 +38,6 @@ def verify(args):
                          log=cli.log)
 
 
-# Exits with 1 when a check failed.
 main = cli.console_script(parse_args, verify, lambda report: int(not report.passed))
 
 
