@@ -21,7 +21,6 @@ LOAD_CHECK = "tf.saved_model.load"
 
 
 def run_check(signature):
-    """The name of the `saved_model_cli run` check of one signature."""
     return f"saved_model_cli run {signature}"
 
 
@@ -76,8 +75,7 @@ def check_fingerprints(export_dir, info):
         lines = exported_lines(file_name, record, info)
         problem = fingerprints.check_file(path, where, record, lines)
         if problem is None:
-            sha256 = fingerprints.short(record["sha256"])
-            described.append(f"{where} ({record['lines']} lines, sha256 {sha256})")
+            described.append(f"{where} ({record['lines']} lines, sha256 {record['sha256'][:12]})")
         else:
             problems.append(problem)
     labels = files.get(sources.LABELS_FILE)
@@ -97,7 +95,8 @@ def check_fingerprints(export_dir, info):
         problems = problems or [f"{serving.INFO_FILE} records fingerprints of no file"]
         problems[-1] += (". The served model still holds what was exported, but clients and "
                          "this check read these files: restore them (from the training run) or "
-                         "export again")
+                         "export again. The other checks were skipped: they compare the served "
+                         "model with one built from these files")
     detail = " and ".join(described) + f" match the fingerprints in {serving.INFO_FILE}"
     return outcome("fingerprints", problems, detail)
 
@@ -175,9 +174,9 @@ def read_cli_outputs(result, out_dir):
             for file in sorted(os.listdir(out_dir))}, None
 
 
-def check_run(signature, result, reference, atol, batch_size):
-    """Returns `(Check, outputs or None)` for one `read_cli_outputs` result."""
-    outputs, error = result
+def check_run(signature, result, out_dir, reference, atol, batch_size):
+    """Returns `(Check, outputs or None)` for one `cli_program` outcome."""
+    outputs, error = read_cli_outputs(result, out_dir)
     if outputs is None:
         return Check(run_check(signature), False, error), None
     passed, detail = reference.compare(outputs, atol)

@@ -52,16 +52,6 @@ def model_sha256(model):
     return digest.hexdigest()
 
 
-def export_sha256(fields):
-    """The SHA-256 of a JSON-serialisable dict of what makes an export."""
-    text = json.dumps({"format": FORMAT, **fields}, sort_keys=True, ensure_ascii=True)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
-def short(sha256):
-    return sha256[:12]
-
-
 def line_differences(found, recorded, limit=3):
     """`"line 12 is 'cat' (exported: 'the'); ..."` for the first lines that differ."""
 
@@ -100,8 +90,8 @@ def check_contents(export_dir, recorded):
             return f"{relative} is missing"
         found = file_sha256(path)
         if found != sha256:
-            return (f"{relative} does not match its fingerprint (sha256 {short(found)}... now, "
-                    f"{short(sha256)}... at export)")
+            return (f"{relative} does not match its fingerprint (sha256 {found[:12]}... now, "
+                    f"{sha256[:12]}... at export)")
     return None
 
 
@@ -109,13 +99,13 @@ def check_file(path, name, record, exported_lines=None):
     """A problem (str) if the file at `path` (called `name`) does not match its `record`;
     `exported_lines`, when known to be what was exported, name the lines that differ."""
     if not os.path.isfile(path):
-        return f"{name} is missing (export_info.json records sha256 {short(record['sha256'])})"
+        return f"{name} is missing (export_info.json records sha256 {record['sha256'][:12]})"
     found = file_sha256(path)
     if found == record["sha256"]:
         return None
     lines = read_lines(path)
     problem = (f"{name} does not match the fingerprint recorded at export: sha256 "
-               f"{short(found)}... now, {short(record['sha256'])}... recorded; "
+               f"{found[:12]}... now, {record['sha256'][:12]}... recorded; "
                f"{len(lines)} lines now, {record['lines']} at export")
     if exported_lines is not None:
         differences = line_differences(lines, exported_lines)

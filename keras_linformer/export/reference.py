@@ -17,6 +17,9 @@ class KerasReference:
         tokenizer = data.make_tokenizer(source.vocabulary,
                                         mask_token_in_text=self.task == "masked_lm")
         self.encoder = data.TextEncoder(tokenizer, info["sequence_length"])
+        # `compare(outputs, atol)`: `(passed, detail)` for one signature's outputs.
+        self.compare = (self.compare_classifier if self.task == "classifier"
+                        else self.compare_fill_mask)
 
     def cases(self, texts):
         """`{signature: {input: array}}` for every expected signature."""
@@ -52,12 +55,6 @@ class KerasReference:
         probabilities /= probabilities.sum(-1, keepdims=True)
         self.predictions = positions, is_mask.sum(1).astype("int32"), probabilities
         return self.predictions
-
-    def compare(self, outputs, atol):
-        """Returns `(passed, detail)` for one signature's outputs."""
-        if self.task == "classifier":
-            return self.compare_classifier(outputs, atol)
-        return self.compare_fill_mask(outputs, atol)
 
     def compare_classifier(self, outputs, atol):
         expected = self.classifier_probabilities()

@@ -5,6 +5,7 @@ Each export is a `keras.export.ExportArchive` that tokenizes in the graph with
 """
 
 import datetime
+import hashlib
 import json
 import os
 
@@ -25,7 +26,6 @@ from keras_linformer.utils.validation import check_bool
 
 INFO_FILE = "export_info.json"
 SERVE_TAG = "serve"
-TEXT_SPEC = tf.TensorSpec([None], tf.string, name="text")
 
 # Texts per request, checked in the graph (memory grows with the batch). The floor
 # leaves room for the warmup requests and `verify`'s batches (11 texts).
@@ -34,6 +34,8 @@ MIN_MAX_BATCH_SIZE = 16
 
 # -1: any size, as `saved_model_cli show` writes it; n: sequence length, C: classes,
 # P: `max_masks`, K: `top_k`.
+TEXT_INPUT = {"text": ("string", (-1,))}
+TOKEN_ID_INPUTS = {key: ("int32", (-1, "n")) for key in ("token_ids", "padding_mask")}
 CLASSIFIER_OUTPUTS = {
     "probabilities": ("float32", (-1, "C")),
     "label_ids": ("int32", (-1,)),
@@ -47,17 +49,10 @@ FILL_MASK_OUTPUTS = {
     "top_k_scores": ("float32", (-1, "P", "K")),
 }
 SIGNATURES = {
-    "classifier": {
-        "serving_default": ({"text": ("string", (-1,))}, CLASSIFIER_OUTPUTS),
-        "predict_token_ids": (
-            {"token_ids": ("int32", (-1, "n")), "padding_mask": ("int32", (-1, "n"))},
-            CLASSIFIER_OUTPUTS,
-        ),
-    },
-    "masked_lm": {
-        "fill_mask": ({"text": ("string", (-1,))}, FILL_MASK_OUTPUTS),
-        "serving_default": ({"text": ("string", (-1,))}, FILL_MASK_OUTPUTS),
-    },
+    "classifier": {"serving_default": (TEXT_INPUT, CLASSIFIER_OUTPUTS),
+                   "predict_token_ids": (TOKEN_ID_INPUTS, CLASSIFIER_OUTPUTS)},
+    "masked_lm": dict.fromkeys(("fill_mask", "serving_default"),
+                               (TEXT_INPUT, FILL_MASK_OUTPUTS)),
 }
 
 
@@ -109,9 +104,7 @@ def read_export_info(export_dir):
 def probabilities_from(source, outputs):
     """float32 class probabilities from the classifier's logits or softmax outputs."""
     outputs = tf.cast(outputs, "float32")
-    if source.activation == "softmax":
-        return outputs
-    return tf.nn.softmax(outputs, axis=-1)
+    return outputs if source.activation == "softmax" else tf.nn.softmax(outputs, axis=-1)
 
 
 def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_models",
@@ -123,9 +116,7 @@ def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_
     `(B, n)` inputs `token_ids` (and optionally `padding_mask`, `segment_ids`) with one
     `(B, C)` output of logits or softmax from its last layer. Writes
     `<base_dir>/<model_name>/<version>/` atomically: a SavedModel that tokenizes raw text in
-    its graph, with warmup requests and `assets.extra/` files. Its signatures
-    `serving_default` (`text`) and `predict_token_ids` give `probabilities`, `label_ids` and
-    `labels`; see docs/serving.md and `saved_models/README.md`.
+    its graph, with warmup requests and `assets.extra/` files (docs/serving.md).
 
     Args:
         model: a classifier, its `.keras` file, or the output directory of
@@ -149,13 +140,6 @@ def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_
 
     Returns:
         str, the new version directory (or the reused one).
-
-    Example:
-
-    ```python
-    path = keras_linformer.export.export_classifier("artifacts/finetune")
-    keras_linformer.export.verify(path)
-    ```
     """
     check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
     source = sources.load_source("classifier", model, vocabulary, label_names, sequence_length)
@@ -194,12 +178,11 @@ def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
     """
     check_destination(base_dir, model_name, version, max_batch_size, reuse_existing)
     source = sources.load_source("masked_lm", model, vocabulary, None, sequence_length)
-    size = len(source.vocabulary)
-    words = f"an integer from 1 to the vocabulary size {size}"
-    Bounds(int, 1, size, words=words).check("top_k", top_k)
-    most = source.sequence_length - 2
-    words = f"an integer from 1 to sequence_length - 2 = {most}"
-    Bounds(int, 1, most, words=words).check("max_masks", max_masks)
+    size, most = len(source.vocabulary), source.sequence_length - 2
+    Bounds(int, 1, size, words=f"an integer from 1 to the vocabulary size {size}").check(
+        "top_k", top_k)
+    Bounds(int, 1, most, words=f"an integer from 1 to sequence_length - 2 = {most}").check(
+        "max_masks", max_masks)
     source.top_k, source.max_masks = top_k, max_masks
     return write_export(source, base_dir, model_name, version, max_batch_size, reuse_existing)
 
@@ -232,13 +215,15 @@ def export_fingerprints(source, model_name):
     if source.task == "classifier":
         files[sources.LABELS_FILE] = fingerprints.file_record(source.label_names)
     model = fingerprints.model_sha256(source.model)
-    export = fingerprints.export_sha256({
+    export = json.dumps({
+        "format": fingerprints.FORMAT,
         **{field: getattr(source, field) for field in EXPORT_FIELDS},
         "model_name": model_name,
         "model": model,
         "files": {name: record["sha256"] for name, record in files.items()},
         "versions": library_versions(),
-    })
+    }, sort_keys=True, ensure_ascii=True)
+    export = hashlib.sha256(export.encode("ascii")).hexdigest()
     return {"files": files, "model": model, "export": export}
 
 
@@ -247,36 +232,23 @@ def library_versions():
             "keras": keras.__version__}
 
 
-def find_same_export(base_dir, model_name, export_fingerprint):
-    """`(path, damage)` of the latest version if it holds that export (damage `None` if
-    intact), else `(None, None)`."""
-    model_dir = os.path.join(os.fspath(base_dir), model_name)
-    versions = layout.list_versions(model_dir)
-    if not versions:
-        return None, None
-    path = os.path.join(model_dir, str(versions[-1]))
-    try:
-        recorded = read_export_info(path).get("fingerprints") or {}
-    except (OSError, ValueError):
-        return None, None
-    if recorded.get("export") != export_fingerprint:
-        return None, None
-    if not recorded.get("contents"):
-        return path, f"{INFO_FILE} records no fingerprints of its files, so it cannot be checked"
-    # The contents cover vocab.txt and labels.txt too.
-    return path, fingerprints.check_contents(path, recorded["contents"])
-
-
 def write_export(source, base_dir, model_name, version, max_batch_size, reuse_existing):
     """Writes `source` as a new version, unless `reuse_existing` finds it intact in the latest."""
     source.max_batch_size = max_batch_size
     recorded = export_fingerprints(source, model_name)
-    if reuse_existing:
-        existing, damage = find_same_export(base_dir, model_name, recorded["export"])
-        if existing is not None and damage is None:
-            return existing
-        if existing is not None:
-            print(f"{existing} holds this export, but damaged: {damage}. Writing a new version.")
+    model_dir = os.path.join(os.fspath(base_dir), model_name)
+    latest = os.path.join(model_dir, str(max(layout.list_versions(model_dir), default=0)))
+    try:
+        found = read_export_info(latest).get("fingerprints") or {}
+    except (OSError, ValueError):
+        found = {}
+    if reuse_existing and found.get("export") == recorded["export"]:
+        damage = f"{INFO_FILE} records no fingerprints of its files, so it cannot be checked"
+        if found.get("contents"):  # They cover vocab.txt and labels.txt too.
+            damage = fingerprints.check_contents(latest, found["contents"])
+        if damage is None:
+            return latest
+        print(f"{latest} holds this export, but damaged: {damage}. Writing a new version.")
 
     build = build_classifier_archive if source.task == "classifier" else build_masked_lm_archive
 
@@ -336,13 +308,16 @@ def capped(inputs, max_batch_size, name="text", unit="texts"):
 
 
 def new_archive(source, encoder, endpoints):
-    """An ExportArchive of the model and the encoder's tokenizer with `{name: (function,
-    input signature)}` endpoints."""
+    """An ExportArchive of the model and the encoder's tokenizer with `{name: function}`
+    endpoints, taking the inputs `SIGNATURES` declares."""
     archive = keras.export.ExportArchive()
     archive.track(source.model)
     archive.track(encoder.tokenizer)
-    for name, (function, signature) in endpoints.items():
-        archive.add_endpoint(name, function, input_signature=signature)
+    for name, function in endpoints.items():
+        inputs, _ = SIGNATURES[source.task][name]
+        specs = [tf.TensorSpec([None] + [source.sequence_length] * (len(shape) - 1), dtype, key)
+                 for key, (dtype, shape) in inputs.items()]
+        archive.add_endpoint(name, function, input_signature=specs)
     return archive
 
 
@@ -353,7 +328,6 @@ def build_classifier_archive(source):
     texts = np.array(hard_texts(n, "classifier"), dtype=object)
     warmup_inputs = encoder(texts)  # Also builds the tokenizer for tracking.
     label_names = tf.constant(source.label_names)
-    id_inputs = ("token_ids", "padding_mask")
 
     def predict(token_ids, padding_mask):
         features = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
@@ -388,27 +362,13 @@ def build_classifier_archive(source):
         ])
         return predict(token_ids, padding_mask)
 
-    id_specs = [tf.TensorSpec([None, n], tf.int32, name=key) for key in id_inputs]
-    archive = new_archive(source, encoder, {"serving_default": (serve_text, [TEXT_SPEC]),
-                                            "predict_token_ids": (serve_token_ids, id_specs)})
+    archive = new_archive(source, encoder, {"serving_default": serve_text,
+                                            "predict_token_ids": serve_token_ids})
     requests = [
         ("serving_default", {"text": texts}),
-        ("predict_token_ids", {key: warmup_inputs[key].numpy() for key in id_inputs}),
+        ("predict_token_ids", {key: warmup_inputs[key].numpy() for key in TOKEN_ID_INPUTS}),
     ]
     return archive, requests
-
-
-def mask_slots(token_ids, padding_mask, mask_token_id, max_masks):
-    """`(positions, valid, num_masks)` of the first `max_masks` mask tokens per row; `positions`
-    (`(B, P)`) holds 0 where `valid` is False."""
-    sequence_length = tf.shape(token_ids)[1]
-    is_mask = tf.logical_and(tf.equal(token_ids, mask_token_id), tf.equal(padding_mask, 1))
-    num_masks = tf.reduce_sum(tf.cast(is_mask, "int32"), axis=1)
-    # Non-mask positions become `sequence_length`, so sorting puts the masks first.
-    candidates = tf.where(is_mask, tf.range(sequence_length)[None, :], sequence_length)
-    first = tf.sort(candidates, axis=1)[:, :max_masks]
-    valid = first < sequence_length
-    return tf.where(valid, first, 0), valid, num_masks
 
 
 def build_masked_lm_archive(source):
@@ -424,8 +384,11 @@ def build_masked_lm_archive(source):
     def fill_mask(text):
         (text,) = capped([text], source.max_batch_size)
         x = encoder(text)
-        positions, valid, num_masks = mask_slots(x["token_ids"], x["padding_mask"],
-                                                 mask_token_id, max_masks)
+        # The first `max_masks` masks per row: other positions become n, sorted after them.
+        is_mask = (x["token_ids"] == mask_token_id) & (x["padding_mask"] == 1)
+        first = tf.sort(tf.where(is_mask, tf.range(n)[None, :], n), axis=1)[:, :max_masks]
+        valid = first < n
+        positions = tf.where(valid, first, 0)
         logits = model({**x, "mask_positions": positions}, training=False)
         probabilities = tf.nn.softmax(tf.cast(logits, "float32"), axis=-1)
         scores, ids = tf.math.top_k(probabilities, k=top_k)
@@ -433,12 +396,12 @@ def build_masked_lm_archive(source):
         ids = tf.where(valid_k, ids, -1)
         return {
             "mask_positions": tf.where(valid, positions, -1),
-            "num_masks": num_masks,
+            "num_masks": tf.reduce_sum(tf.cast(is_mask, "int32"), axis=1),
             "top_k_ids": ids,
             "top_k_tokens": tf.where(valid_k, tf.gather(tokens, tf.maximum(ids, 0)), ""),
             "top_k_scores": tf.where(valid_k, scores, 0.0),
         }
 
-    archive = new_archive(source, encoder, {"fill_mask": (fill_mask, [TEXT_SPEC])})
+    archive = new_archive(source, encoder, {"fill_mask": fill_mask})
     # Written out as `serving_default` too (the first endpoint is aliased).
     return archive, [(name, {"text": texts}) for name in ("fill_mask", "serving_default")]

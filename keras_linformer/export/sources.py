@@ -18,7 +18,6 @@ from keras_linformer.training.run_directory import MASKED_LM_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.utils.validation import Bounds
 
-TASK_FILES = {"classifier": CLASSIFIER_FILE, "masked_lm": MASKED_LM_FILE}
 # The `TextEncoder` outputs a classifier may take (by input name); `token_ids` is required.
 TEXT_INPUTS = ("token_ids", "padding_mask", "segment_ids")
 # Layers whose `sequence_length` bounds the inputs of a model built on them.
@@ -27,10 +26,11 @@ SEQUENCE_LAYERS = (
     layers.LinformerEncoderBlock,
     layers.LinformerAttention,
 )
-# Each task's output directory: what it is, the program writing it, the export function.
-TASK_PROGRAMS = {
-    "classifier": ("a fine-tuning", "finetune", "export_classifier"),
-    "masked_lm": ("a pretraining", "pretrain", "export_masked_lm"),
+# Each task's output directory: its model file, what it is, the program writing it, the
+# export function.
+TASKS = {
+    "classifier": (CLASSIFIER_FILE, "a fine-tuning", "finetune", "export_classifier"),
+    "masked_lm": (MASKED_LM_FILE, "a pretraining", "pretrain", "export_masked_lm"),
 }
 
 
@@ -41,12 +41,13 @@ class Source:
     `"softmax"`) are set for a classifier; `top_k` and `max_masks` for a masked LM.
     """
 
-    def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path):
+    def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path,
+                 input_names, activation):
         self.task, self.model, self.model_path = task, model, model_path
         self.vocabulary, self.label_names = vocabulary, label_names
         self.sequence_length = sequence_length
+        self.input_names, self.activation = input_names, activation
         self.top_k = self.max_masks = self.max_batch_size = None
-        self.input_names = self.activation = None
 
     def model_inputs(self, features):
         """The classifier's inputs, in its declared structure, from `TextEncoder` features."""
@@ -61,7 +62,7 @@ def task_of_directory(directory):
             f"model: directory {directory!r} does not exist. Pass the --output-dir of "
             "`keras-linformer-finetune` (classifier.keras) or of `keras-linformer-pretrain` "
             "(masked_lm.keras).")
-    for task, name in TASK_FILES.items():
+    for task, (name, *_) in TASKS.items():
         if os.path.isfile(os.path.join(directory, name)):
             return task
     raise ValueError(
@@ -72,17 +73,17 @@ def task_of_directory(directory):
 
 def model_file(task, path):
     """`(the .keras file, the output directory or None)` that `path` names for `task`."""
-    kind, program, _ = TASK_PROGRAMS[task]
+    name, kind, program, _ = TASKS[task]
     program = f"keras-linformer-{program}"
     if os.path.isdir(path):
         found = task_of_directory(path)
         if found != task:
-            other = TASK_PROGRAMS[found]
+            other = TASKS[found]
             raise ValueError(
-                f"model: {path!r} is {other[0]} output directory (it has {TASK_FILES[found]}, "
-                f"not {TASK_FILES[task]}); export it with `{other[2]}` (or "
-                "`keras-linformer-export`, which tells them apart).")
-        return os.path.join(path, TASK_FILES[task]), path
+                f"model: {path!r} is {other[1]} output directory (it has {other[0]}, not "
+                f"{name}); export it with `{other[3]}` (or `keras-linformer-export`, which "
+                "tells them apart).")
+        return os.path.join(path, name), path
     if os.path.isfile(path) and path.endswith(".keras"):
         return path, None
     if os.path.exists(path):
@@ -95,7 +96,7 @@ def model_file(task, path):
 
 def load_source(task, model, vocabulary=None, label_names=None, sequence_length=None):
     """A `Source` from the arguments of `export_classifier` or `export_masked_lm` (see there)."""
-    directory = model_path = None
+    directory = model_path = input_names = activation = None
     if isinstance(model, (str, os.PathLike)):
         model_path, directory = model_file(task, os.fspath(model))
         model = load_keras_file(model_path)
@@ -120,16 +121,13 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
 
     if task == "classifier":
         label_names = resolve_label_names(label_names, directory, num_classes)
-    elif label_names is not None:
-        raise ValueError(f"label_names: a masked LM has no classes. Received: {label_names!r}")
 
     longest, where = longest_sequence(model)
     if sequence_length is None and directory is not None:
         # Training may have cut texts shorter than the backbone's max_sequence_length.
-        run = run_directory.read_run(directory, "model")
-        sequence_length = None if run is None else run.get("sequence_length")
-        if not isinstance(sequence_length, int) or isinstance(sequence_length, bool):
-            sequence_length = None
+        recorded = (run_directory.read_run(directory, "model") or {}).get("sequence_length")
+        if isinstance(recorded, int) and not isinstance(recorded, bool):
+            sequence_length = recorded
     if sequence_length is None:
         sequence_length = longest
     if sequence_length is None:
@@ -140,10 +138,8 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
     bound = f"{where} {longest}" if longest else "2**31 - 1"
     Bounds(int, 3, longest or 2**31 - 1, words=f"an integer from 3 ([CLS], a token, [SEP]) "
            f"to {bound}").check("sequence_length", sequence_length)
-    source = Source(task, model, vocabulary, label_names, sequence_length, model_path)
-    if task == "classifier":
-        source.input_names, source.activation = input_names, activation
-    return source
+    return Source(task, model, vocabulary, label_names, sequence_length, model_path,
+                  input_names, activation)
 
 
 def input_structure(model):

@@ -18,14 +18,10 @@ WarmupRequest = collections.namedtuple("WarmupRequest",
                                        ["model_name", "signature_name", "inputs", "dtypes"])
 
 
-def warmup_path(export_dir):
-    return os.path.join(os.fspath(export_dir), EXTRA_DIR, WARMUP_FILE)
-
-
 def write_warmup_requests(export_dir, model_name, requests):
     """Writes `requests`, `(signature_name, {input: array})` pairs, as the warmup file of
     `export_dir`; returns its path."""
-    path = warmup_path(export_dir)
+    path = os.path.join(os.fspath(export_dir), EXTRA_DIR, WARMUP_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:
         for signature_name, inputs in requests:
@@ -49,12 +45,8 @@ def read_warmup_requests(export_dir):
         A list of `WarmupRequest(model_name, signature_name, inputs, dtypes)`:
         `inputs` maps input names to NumPy arrays, `dtypes` to their
         TensorFlow dtype names (`"string"`, `"int32"`, ...).
-
-    Raises:
-        FileNotFoundError: the export has no warmup file.
-        ValueError: a record is not a `PredictionLog` with a predict request.
     """
-    path = warmup_path(export_dir)
+    path = os.path.join(os.fspath(export_dir), EXTRA_DIR, WARMUP_FILE)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"export_dir: no warmup file {path!r}.")
     requests = []
