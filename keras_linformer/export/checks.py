@@ -3,6 +3,7 @@ the programs of `keras_linformer.export.loaders` in a fresh process (one for the
 
 import json
 import os
+import pathlib
 import re
 
 import numpy as np
@@ -262,10 +263,8 @@ def read_load_outputs(result, cases):
             with np.load(path + ".out.npz", allow_pickle=True) as archive:
                 outputs[case] = {key: archive[key] for key in archive.files}
         if case.startswith("refused_"):
-            refusals[case] = None
-            if os.path.isfile(path + ".error.txt"):
-                with open(path + ".error.txt", encoding="utf-8") as file:
-                    refusals[case] = file.read()
+            refused = pathlib.Path(path + ".error.txt")
+            refusals[case] = refused.read_text(encoding="utf-8") if refused.is_file() else None
     return outputs, None, manifest, rows, refusals
 
 
@@ -309,11 +308,9 @@ def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
 def same_outputs(first, second, atol):
     """Whether two signatures' outputs agree: floats within `atol`, the rest exactly."""
 
-    def same(a, b):
-        if a.shape != b.shape:
-            return False
+    def same(a, b):  # array_equal compares the shapes too.
         if a.dtype.kind == "f":
-            return np.allclose(a, b, rtol=0, atol=atol, equal_nan=True)
+            return a.shape == b.shape and np.allclose(a, b, rtol=0, atol=atol, equal_nan=True)
         return np.array_equal(a, b)
 
     return set(first) == set(second) and all(same(first[k], second[k]) for k in first)

@@ -81,11 +81,8 @@ def latest_version_dir(path):
 
 
 def write_version(base_dir, model_name, write, version=None):
-    """Writes a new version (`None`: the next free one) with `write(path)`; returns its path.
-
-    `write` takes a directory that does not exist yet and writes the whole SavedModel there.
-    Raises FileExistsError if `version` exists.
-    """
+    """Writes a new version (`None`: the next free one) with `write(path)`, which writes the
+    whole SavedModel into a directory that does not exist yet; returns its path."""
     check_version_free(base_dir, model_name, version)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     os.makedirs(model_dir, exist_ok=True)

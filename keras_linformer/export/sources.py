@@ -35,11 +35,9 @@ TASKS = {
 
 
 class Source:
-    """A model ready to export, with its vocabulary, class names and serving options.
-
-    `input_names` (the `TEXT_INPUTS` it takes) and `activation` (`"linear"` or
-    `"softmax"`) are set for a classifier; `top_k` and `max_masks` for a masked LM.
-    """
+    """A model ready to export, with its vocabulary, class names and serving options: a
+    classifier's `input_names` (of `TEXT_INPUTS`) and `activation` (`"linear"` or `"softmax"`),
+    a masked LM's `top_k` and `max_masks`."""
 
     def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path,
                  input_names, activation):
@@ -218,15 +216,12 @@ def resolve_vocabulary(vocabulary):
         # The options that change the ids a text gets.
         keys = ("lowercase", "strip_accents", "split", "suffix_indicator", "oov_token",
                 "special_tokens", "special_tokens_in_strings")
-        options, expected = (
-            {key: tokenizer.get_config().get(key) for key in keys}
-            for tokenizer in (vocabulary, data.make_tokenizer(tokens))
-        )
-        if options != expected:
-            differ = {k: v for k, v in options.items() if expected.get(k) != v}
+        options, expected = vocabulary.get_config(), data.make_tokenizer(tokens).get_config()
+        differ = {key: options.get(key) for key in keys if options.get(key) != expected.get(key)}
+        if differ:
             raise ValueError(
                 f"vocabulary: the tokenizer's options {differ} differ from the encoding every "
-                f"export uses ({ {k: expected[k] for k in differ} }); the served model would "
+                f"export uses ({ {k: expected.get(k) for k in differ} }); the served model would "
                 "see other token ids than the ones it was trained on.")
         return tokens
     vocabulary = list(vocabulary)

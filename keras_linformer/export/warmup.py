@@ -59,12 +59,9 @@ def read_warmup_requests(export_dir):
         kind = log.WhichOneof("log_type")
         if kind != "predict_log":
             raise ValueError(f"{path}: record {index} holds a {kind!r}, not a predict_log.")
-        request = log.predict_log.request
-        inputs = request.inputs.items()
+        spec, inputs = log.predict_log.request.model_spec, log.predict_log.request.inputs
         requests.append(WarmupRequest(
-            request.model_spec.name,
-            request.model_spec.signature_name,
-            {name: tf.make_ndarray(proto) for name, proto in inputs},
-            {name: tf.as_dtype(proto.dtype).name for name, proto in inputs},
-        ))
+            spec.name, spec.signature_name,
+            {name: tf.make_ndarray(proto) for name, proto in inputs.items()},
+            {name: tf.as_dtype(proto.dtype).name for name, proto in inputs.items()}))
     return requests
