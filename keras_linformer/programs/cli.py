@@ -516,8 +516,7 @@ def note_start(path):
     path = os.path.abspath(path)
     if not devices.is_chief() or os.path.exists(os.path.join(path, run_directory.RUN_FILE)):
         return
-    created = None
-    ancestor = path
+    created, ancestor = None, path
     while not os.path.exists(ancestor):
         created, ancestor = ancestor, os.path.dirname(ancestor)
     before = set(os.listdir(path)) if created is None and os.path.isdir(path) else set()
