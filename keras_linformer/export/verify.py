@@ -36,12 +36,11 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
             training output directory; `None` means the `.keras` file recorded at export.
             Defaults to `None`.
         texts: optional list of extra str or bytes texts to feed with the built-in ones.
-        atol: float, the largest difference allowed for probabilities and scores. Defaults
+        atol: float, the largest difference allowed in probabilities and scores. Defaults
             to `1e-5`.
-        log: callable that receives each report line as it is known, or `None`. Defaults to
-            `print`.
-        python: str or `None`, the Python interpreter (with TensorFlow, tensorflow-text and
-            NumPy) of the loading process; `None` uses this one. Defaults to `None`.
+        log: callable receiving each report line as it is known, or `None`. Defaults to `print`.
+        python: str or `None`, the Python (with TensorFlow, tensorflow-text and NumPy) that
+            loads the export; `None`: this one. Defaults to `None`.
 
     Returns:
         A `VerificationReport`; `report.passed` tells the outcome.
@@ -128,8 +127,7 @@ def query(export_dir, texts, signature="serving_default", python=None):
         texts: list of str.
         signature: str. A signature taking `text`: `"serving_default"`, or `"fill_mask"` of a
             masked LM. Defaults to `"serving_default"`.
-        python: str or None. The Python to load it with (one with TensorFlow and
-            tensorflow-text); None: this one.
+        python: str or `None`, as in `verify`. Defaults to `None`.
 
     Returns:
         `{output: array}`, one row per text, as `saved_model_cli` gives them.
