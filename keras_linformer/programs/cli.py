@@ -135,7 +135,7 @@ fraction = Bounds(float, 0, 1, include_high=False)
 random_seed = SEED
 null_slot_count = Bounds(int, 0, 1024)
 tcp_port = Bounds(int, 1, 65535, words="a TCP port from 1 to 65535")
-sequence_length = Bounds(int, 3, words="at least 3 ([CLS], one token and [SEP])")
+sequence_length = Bounds(int, 3, words="an integer of at least 3 ([CLS], one token and [SEP])")
 
 
 def text_encoding(text):
