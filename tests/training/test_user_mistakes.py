@@ -365,7 +365,8 @@ def test_sequence_length_below_3_is_refused(program_name):
     program = importlib.import_module(f"keras_linformer.programs.{program_name}")
     status, stderr = run_in_process(program, ["--sequence-length", 1])
     assert status == 2
-    assert "--sequence-length: must be an integer of at least 3 ([CLS], one token and [SEP]), got 1" in stderr
+    assert ("--sequence-length: must be an integer of at least 3 ([CLS], one token and [SEP]), "
+            "got 1") in stderr
 
 
 def test_checkpoint_of_another_configuration_is_refused(
