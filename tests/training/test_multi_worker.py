@@ -1,14 +1,20 @@
-"""Two workers on localhost train under MultiWorkerMirroredStrategy through the installed
-console scripts, `keras-linformer-launch -- keras-linformer-pretrain ...`.
+"""Pretraining and fine-tuning on 2 replicas (MirroredStrategy on 2 logical CPUs), and two
+workers on localhost under MultiWorkerMirroredStrategy, through the installed console scripts
+(`keras-linformer-launch -- keras-linformer-pretrain ...` for the workers), from a directory
+outside the checkout.
 
-Two workers pretrain; one of them is killed mid-run (the launcher stops the
-other), then both are restarted and finish. Their final weights equal
-those of one process with two replicas (MirroredStrategy on two logical
-CPUs), which sees the same global batches split the same way, trained
-without interruption (meanwhile: it waits for no other process).
+One process with two replicas pretrains a few steps; fine-tuning starts from its model. Two
+workers pretrain with the same options; one of them is killed mid-run (the launcher stops
+the other), then both are restarted and finish. Their final weights equal those of the one
+process with two replicas, which sees the same global batches split the same way, trained
+without interruption. The two-replica run serves both: it is one process's work.
+
+Killing and resuming one process is tested in test_fault_tolerance.py (one device); the
+trainer is the same.
 """
 
 import json
+import math
 import os
 import re
 import signal
@@ -32,19 +38,129 @@ pytestmark = pytest.mark.slow
 
 # Four epochs: the kill after the first leaves three for the restart to fingerprint.
 STEPS, EVERY = 20, 5
+ROUNDS = STEPS // EVERY
 ARGUMENTS = [
     *TINY_MODEL, "--sequence-length", 16, "--vocabulary-size", 100, "--batch-size", 8,
-    "--epochs", 100, "--max-steps", STEPS, "--checkpoint-every", EVERY,
+    "--epochs", 100, "--max-steps", STEPS, "--checkpoint-every", EVERY, "--learning-rate", 1e-2,
     "--validation-batches", 1, "--max-eval-examples", 8, "--deterministic",
 ]
 
 
 @pytest.fixture(scope="module")
-def two_workers(reviews_file, tmp_path_factory):
+def pretraining(reviews_file, tmp_path_factory):
+    """One process with two replicas, uninterrupted, profiling steps 2-3: (output_dir,
+    stdout)."""
+    output_dir = tmp_path_factory.mktemp("pretrain")
+    result = run_program(
+        "keras-linformer-pretrain", "--table", reviews_file, *ARGUMENTS, "--cpu-replicas", 2,
+        "--profile-batches", "2,3", "--output-dir", output_dir, cwd=output_dir.parent,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir, result.stdout
+
+
+FINETUNING = ["--cpu-replicas", 2, "--batch-size", 8, "--epochs", 10, "--max-steps", 72,
+              "--checkpoint-every", 36, "--learning-rate", 5e-3, "--profile-batches", "100,101"]
+
+
+@pytest.fixture(scope="module")
+def finetuning(pretraining, reviews_file, tmp_path_factory):
+    output_dir = tmp_path_factory.mktemp("finetune")
+    result = run_program(
+        "keras-linformer-finetune", "--table", reviews_file, "--pretrained", pretraining[0],
+        *FINETUNING, "--output-dir", output_dir, cwd=output_dir.parent,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir, result.stdout
+
+
+def test_pretraining_runs_on_two_replicas_and_reports_a_summary(pretraining):
+    output_dir, stdout = pretraining
+    assert f"{ROUNDS * EVERY} steps of 8 on 2 replica(s), {ROUNDS} epochs of {EVERY}" in stdout
+    assert re.search(
+        r"Pretraining done: test perplexity [0-9.]+ .* \d+ steps, [0-9,]+ tokens/s", stdout
+    )
+    summary = read_summary(output_dir)
+    assert summary["test_perplexity"] > 1 and summary["steps"] == ROUNDS * EVERY
+    # CPU time of the training (all threads), beside its wall time.
+    assert summary["fit_cpu_seconds"] > 0 and summary["fit_seconds"] > 0
+
+
+def epoch_losses(stdout):
+    """The training loss of each epoch, from the trainer's epoch lines."""
+    return [
+        float(loss)
+        for loss in re.findall(r"^Epoch \d+/\d+: loss: ([0-9.]+)", stdout, re.MULTILINE)
+    ]
+
+
+def test_pretraining_loss_decreases(pretraining):
+    losses = epoch_losses(pretraining[1])
+    assert len(losses) == ROUNDS and losses[-1] < losses[0], losses
+
+
+def test_pretraining_writes_checkpoints_and_the_pretrained_model(pretraining):
+    output_dir = pretraining[0]
+    # The last two epochs' checkpoints are kept.
+    assert checkpoint_steps(output_dir) == [(ROUNDS - 1) * EVERY, ROUNDS * EVERY]
+    for name in ("vocab.txt", "config.json", "model.weights.h5", "masked_lm.keras", "run.json"):
+        assert (output_dir / name).is_file(), name
+
+
+def test_pretraining_logs_loss_perplexity_accuracy_and_learning_rate(pretraining):
+    train = scalars(pretraining[0] / "logs" / "train")
+    validation = scalars(pretraining[0] / "logs" / "validation")
+    for tag in ("epoch_loss", "epoch_perplexity", "epoch_accuracy", "epoch_learning_rate"):
+        assert len(train[tag]) >= 1, tag
+    for tag in ("epoch_loss", "epoch_perplexity", "epoch_accuracy"):
+        assert len(validation[tag]) >= 1, tag
+    # exp(mean cross-entropy of the masked tokens): per batch, exp(loss).
+    # Over an epoch the loss averages batch means, the perplexity all tokens.
+    assert train["epoch_perplexity"][0] == pytest.approx(math.exp(train["epoch_loss"][0]), rel=0.02)
+
+
+def test_profiling_writes_a_trace(pretraining, finetuning):
+    # Steps 2-3.
+    profile_dir = pretraining[0] / "logs" / "train" / "plugins" / "profile"
+    traces = list(profile_dir.glob("*/*.xplane.pb"))
+    assert traces and traces[0].stat().st_size > 0
+    # Profiling past the run's last step is said, not silently skipped.
+    assert ("profile_batches (100, 101): this call runs 72 steps (counted from 1, a resumed "
+            "run's too), so nothing is profiled.") in finetuning[1]
+    assert not (finetuning[0] / "logs" / "train" / "plugins" / "profile").exists()
+
+
+def test_finetuning_starts_from_the_pretrained_model_on_two_replicas(finetuning, pretraining):
+    output_dir, stdout = finetuning
+    assert f"classifier pretrained {pretraining[0]}" in stdout
+    assert "72 steps of 8 on 2 replica(s), 2 epochs of 36" in stdout
+    assert (output_dir / "vocab.txt").read_text() == (pretraining[0] / "vocab.txt").read_text()
+    match = re.search(r"Test accuracy: ([0-9.]+) .* on (\d+) held-out examples", stdout)
+    assert match and 0 <= float(match.group(1)) <= 1
+    assert read_summary(output_dir)["test_examples"] == int(match.group(2))
+
+
+def test_finetuning_loss_decreases_and_logs_accuracy(finetuning):
+    losses = epoch_losses(finetuning[1])
+    assert len(losses) == 2 and losses[-1] < losses[0], losses
+    train = scalars(finetuning[0] / "logs" / "train")
+    assert train["epoch_loss"] == pytest.approx(losses, abs=1e-4)
+    assert len(train["epoch_accuracy"]) == len(train["epoch_learning_rate"]) == 2
+
+
+def test_finetuning_writes_checkpoints_and_the_classifier(finetuning):
+    output_dir = finetuning[0]
+    assert checkpoint_steps(output_dir) == [36, 72]
+    assert (output_dir / "classifier.keras").is_file()
+    assert (output_dir / "labels.txt").read_text().split() == ["negative", "positive"]
+
+
+@pytest.fixture(scope="module")
+def two_workers(pretraining, reviews_file, tmp_path_factory):
     """The runs: `output_dir`, `killed` (the first launcher's output), `interrupted_at` (the
     checkpoint step worker 1 was killed after), `restarted` (the restart's output), `chief`
     and `other` (the restart's worker logs), and `one_process_dir` and `one_process` (the
-    output dir and output of one process with two replicas)."""
+    output dir and output of one process with two replicas: `pretraining`)."""
     root = tmp_path_factory.mktemp("two_workers")
     output_dir, log_dir = root / "out", root / "logs"
     arguments = [
@@ -53,21 +169,9 @@ def two_workers(reviews_file, tmp_path_factory):
         "--output-dir", output_dir,
     ]
     launcher = Run(arguments, root / "launcher-1.log", cwd=root)
-    # The run to compare with trains meanwhile, uninterrupted.
-    one_process_dir = root / "one_process"
-    one_process = Run(
-        ["training.pretrain", "--table", reviews_file, *ARGUMENTS, "--cpu-replicas", 2,
-         "--output-dir", one_process_dir],
-        root / "one-process.log",
-    )
-    try:
-        runs = interrupt_and_restart(launcher, arguments, output_dir, log_dir, root)
-        one_process.process.wait(timeout=400)
-    finally:
-        one_process.process.kill()  # Only if the workers failed first.
-    assert one_process.process.returncode == 0, one_process.output()[-3000:]
-    return SimpleNamespace(**runs, one_process_dir=one_process_dir,
-                           one_process=one_process.output())
+    runs = interrupt_and_restart(launcher, arguments, output_dir, log_dir, root)
+    one_process_dir, one_process = pretraining
+    return SimpleNamespace(**runs, one_process_dir=one_process_dir, one_process=one_process)
 
 
 def interrupt_and_restart(launcher, arguments, output_dir, log_dir, root):
