@@ -281,7 +281,7 @@ def test_the_wheels_console_scripts_rerun_export_verify_and_query(installed, mai
     their runs finished; the export finds the main job's export holds this classifier
     (`--reuse-existing`: the main job exported it through the same library call; writing a
     new version: tests/export/test_programs.py), which is verified and answers a text.
-    Training through these scripts: tests/training/test_programs.py."""
+    Training through these scripts: tests/training/test_multi_worker.py."""
     bin_dir, elsewhere, env = installed
     output_dir, result = main_job
     pretrain, finetune = (stage_command(result.stdout, stage) for stage in (1, 2))
