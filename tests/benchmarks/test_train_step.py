@@ -7,7 +7,6 @@ from benchmarks import train_step
 from benchmarks.harness import flops
 from benchmarks.harness import grid
 from benchmarks.harness import report
-from benchmarks.harness.runner import run_in_subprocess
 
 TINY_FLAGS = [
     "--num-layers", "1", "--hidden-dim", "16", "--num-heads", "2",
@@ -15,14 +14,18 @@ TINY_FLAGS = [
 ]
 
 
-def test_tiny_train_step_cell_runs_in_a_subprocess_and_yields_a_row(tmp_path):
+def test_tiny_train_step_cell_runs_and_yields_a_row(tmp_path):
+    """The XLA-compiled train step of a cell, measured here: a cell in its own process, as
+    the grid runs it (`runner.run_in_subprocess`), is tested in harness/test_runner.py."""
+    from benchmarks.harness import cell
+
     _, args = train_step.parse_args(TINY_FLAGS + ["--tokens-per-batch", "128"])
     shape = dict(grid.model_shape(args), vocabulary_size=100)
     spec = grid.cell_spec(args, shape, "linformer", 64, 16)
     assert spec["task"] == "train" and spec["batch_size"] == 2
     assert spec["masked_positions"] == 10  # 15% of 64, rounded
     assert spec["jit_compile"] is True  # The cell runs the XLA-compiled step.
-    result = run_in_subprocess(spec, time_budget_s=300, memory_limit_bytes=4 * 2**30)
+    result = cell.run_cell(spec)
     assert result["status"] == "ok", result
     row = grid.result_row(result, spec, shape, args)
     grid.derive(row, spec, peaks={})
