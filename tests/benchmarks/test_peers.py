@@ -1,7 +1,7 @@
 """benchmarks.peers: the Linformer against the exact attentions of a backend."""
 
 import csv
-import functools
+import os
 import re
 
 import pytest
@@ -10,14 +10,28 @@ from benchmarks import peers
 from tests.training.harness import run_here
 
 
+@pytest.fixture(scope="module")
+def probed():
+    """The device and matmul rate probed on each backend (and dtype), once for the file."""
+    return {}
+
+
 @pytest.fixture
-def on_backend(monkeypatch):
+def on_backend(monkeypatch, probed):
     """Runs `peers.main` here with its probe and cells on a backend (`KERAS_BACKEND` of the
     processes it starts; this one never imports it); the probe times a 256^2 matmul: the
-    tests read what it reports, not how fast this machine is. A test probes its backend
-    once: a rerun reads the device and rate the first run probed (a process each)."""
+    tests read what it reports, not how fast this machine is. The file probes each backend
+    once: a later run reads the device and rate the first run probed (a process each)."""
     monkeypatch.setattr(peers, "PROBE_SIZE", 256)
-    monkeypatch.setattr(peers, "_device", functools.cache(peers._device))
+    probe = peers._device
+
+    def device(dtype):
+        key = (os.environ["KERAS_BACKEND"], dtype)
+        if key not in probed:
+            probed[key] = probe(dtype)
+        return probed[key]
+
+    monkeypatch.setattr(peers, "_device", device)
 
     def run(backend, argv):
         monkeypatch.setenv("KERAS_BACKEND", backend)
