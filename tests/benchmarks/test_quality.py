@@ -30,14 +30,15 @@ from tests.training.harness import run_in_process
 pytestmark = pytest.mark.slow
 
 # A few documents of each split: a pretraining run trains its WordPiece vocabulary on its
-# training documents (seconds for 40 news articles), and evaluates every held-out one.
+# training documents (seconds for 40 news articles), and evaluates every held-out one; four
+# and two make enough masked sequences of 16 tokens for its steps and its curves.
 TOY = [
     "--linformers", "8:layerwise", "--sequence-length", 16, "--num-layers", 1,
     "--num-heads", 2, "--hidden-dim", 16, "--intermediate-dim", 32,
     "--pretrain-steps", 4, "--pretrain-batch-size", 4, "--checkpoint-every", 2,
     "--datasets", "rotten_tomatoes", "--finetune-lengths", "rotten_tomatoes=16",
     "--finetune-epochs", "rotten_tomatoes=1", "--scratch",
-    "--max-train-examples", 8, "--max-eval-examples", 4, "--no-jit-compile", "--seeds", 3,
+    "--max-train-examples", 4, "--max-eval-examples", 2, "--no-jit-compile", "--seeds", 3,
 ]
 RUN_NAMES = [
     ("pretrain", "transformer-seed3"), ("pretrain", "linformer-k8-layerwise-seed3"),
