@@ -335,11 +335,17 @@ def batches_of(inputs, batch_size, trim_to=None):
 
 def throughput(models, batches, texts, rounds, log, prefix, jit_compile=False):
     """Rows of texts/s, every model once per round in turn: `batches[key]` holds what model
-    `models[key]` reads of the same `texts` texts (one row each, or several chunks of each)."""
+    `models[key]` reads of the same `texts` texts (one row each, or several chunks of each).
+    Keys that hold the same model (its padded and trimmed batches) share its function: a
+    batch shape both read is compiled once."""
     import tensorflow as tf
 
-    calls = {key: tf.function(functools.partial(model, training=False),
-                              jit_compile=jit_compile) for key, model in models.items()}
+    functions = {}
+    for model in models.values():
+        if id(model) not in functions:
+            functions[id(model)] = tf.function(functools.partial(model, training=False),
+                                               jit_compile=jit_compile)
+    calls = {key: functions[id(model)] for key, model in models.items()}
     for key, call in calls.items():
         for batch in {b["token_ids"].shape: b for b in batches[key]}.values():
             call(batch)  # Traced (and compiled) for every batch shape before timing.
