@@ -1,9 +1,9 @@
-"""The programs that load an export in a fresh process import TensorFlow, not keras_linformer."""
+"""The programs that load an export in a fresh process import TensorFlow, not keras_linformer,
+and refuse what the export refuses."""
 
 import json
 import os
 import pkgutil
-import subprocess
 import sys
 
 import numpy as np
@@ -11,6 +11,7 @@ import pytest
 
 from keras_linformer.export import loaders
 from keras_linformer.export.loaders import load_and_run
+from tests.export.conftest import MAX_BATCH_SIZE
 
 PROGRAMS = ["in_one_process", "load_and_run", "saved_model_cli_with_text_ops"]
 
@@ -21,23 +22,55 @@ def test_every_module_of_the_package_is_a_program():
     assert sorted(module.name for module in pkgutil.iter_modules([loaders.LOADERS_DIR])) == PROGRAMS
 
 
-def test_a_loader_process_imports_neither_keras_linformer_nor_keras_hub(tmp_path):
-    code = (
-        "import sys\n"
-        + "".join(f"import {program}\n" for program in PROGRAMS)
-        + "print(sorted({m.split('.')[0] for m in sys.modules}"
-        " & {'keras_linformer', 'keras_hub', 'keras_nlp'}))"
+@pytest.fixture(scope="module")
+def loader_process(masked_lm_export, tmp_path_factory):
+    """One fresh loader process (`loaders.run_together`: TensorFlow starts once) that runs
+    `saved_model_cli run` on a batch over the masked LM export's cap, then imports every
+    program and lists what it imported: `{what: (ok, stdout, stderr tail)}` and the
+    directory `saved_model_cli` was told to write its outputs to."""
+    work = tmp_path_factory.mktemp("loader_process")
+    path = work / "texts.npy"
+    texts = np.array([b"the [MASK] sat"] * (MAX_BATCH_SIZE + 1), dtype=object)
+    np.save(path, texts, allow_pickle=True)
+    (work / "imported.py").write_text(
+        "import sys\n\n\ndef main(args):\n"
+        + "".join(f"    import {program}  # noqa: F401\n" for program in PROGRAMS)
+        + "    print(sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'keras_linformer', 'keras_hub', 'keras_nlp'}))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=loaders.environment(),
-        timeout=loaders.SUBPROCESS_TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", str(work))
+        outcomes = loaders.run_together({
+            "saved_model_cli run": ("saved_model_cli_with_text_ops", [
+                "run", "--dir", masked_lm_export, "--tag_set", "serve",
+                "--signature_def", "fill_mask", "--inputs", f"text={path}",
+                "--outdir", str(work / "outputs"),
+            ]),
+            "imports": ("imported", []),
+        })
+    return outcomes, work / "outputs"
+
+
+def test_a_loader_process_imports_neither_keras_linformer_nor_keras_hub(loader_process):
+    """Every program imported, after `saved_model_cli run` ran, in a fresh process."""
+    outcomes, _ = loader_process
+    ok, stdout, error = outcomes["imports"]
+    assert ok, error
+    assert stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+def test_the_session_loader_refuses_a_batch_over_the_cap(loader_process):
+    """As TF Serving loads it: `saved_model_cli run`, in a fresh process with the text ops.
+    (A batch at the cap is served: test_serving.py, under `tf.saved_model.load`.)"""
+    outcomes, outputs = loader_process
+    ok, _, error = outcomes["saved_model_cli run"]
+    assert not ok
+    assert (
+        f"text: a request may hold at most {MAX_BATCH_SIZE} texts (max_batch_size of this "
+        "export)"
+    ) in error
+    assert not outputs.exists()
 
 
 def test_load_and_run_writes_the_outputs_of_each_case(classifier_export, tmp_path, capsys):

@@ -9,7 +9,6 @@ import pytest
 
 from keras_linformer import data
 from keras_linformer import export
-from keras_linformer.export import loaders
 from tests.export.conftest import MAX_BATCH_SIZE
 from tests.export.conftest import SEQUENCE_LENGTH
 from tests.export.conftest import VOCABULARY
@@ -144,26 +143,3 @@ def test_verify_checks_that_a_batch_over_the_cap_is_refused(report):
         f"a batch of {MAX_BATCH_SIZE + 1} is refused by every signature "
         f"(max_batch_size {MAX_BATCH_SIZE})"
     )
-
-
-def test_the_session_loader_refuses_a_batch_over_the_cap(masked_lm_export, tmp_path):
-    """As TF Serving loads it: `saved_model_cli run`, in a fresh process with the text ops.
-    (A batch at the cap is served: test_serving.py, under `tf.saved_model.load`.)"""
-    path = tmp_path / "texts.npy"
-    texts = np.array([b"the [MASK] sat"] * (MAX_BATCH_SIZE + 1), dtype=object)
-    np.save(path, texts, allow_pickle=True)
-    ok, _, error = loaders.run(
-        "saved_model_cli_with_text_ops",
-        [
-            "run", "--dir", masked_lm_export, "--tag_set", "serve",
-            "--signature_def", "fill_mask", "--inputs", f"text={path}",
-            "--outdir", str(tmp_path / "outputs"),
-        ],
-        "saved_model_cli run",
-    )
-    assert not ok
-    assert (
-        f"text: a request may hold at most {MAX_BATCH_SIZE} texts (max_batch_size of this "
-        "export)"
-    ) in error
-    assert not (tmp_path / "outputs").exists()
