@@ -43,8 +43,10 @@ def inputs():
 
 
 def keras_outputs(model, inputs):
-    """The model's outputs by name; a single output under the one name an export gives it."""
-    return model.predict({name: inputs[name] for name in model.input}, verbose=0)
+    """The model's outputs by name; a single output under the one name an export gives it.
+    Called eagerly: each export traces the model anyway, a traced `predict` adds a trace."""
+    outputs = model({name: inputs[name] for name in model.input}, training=False)
+    return keras.tree.map_structure(keras.ops.convert_to_numpy, outputs)
 
 
 @pytest.fixture(scope="module")
