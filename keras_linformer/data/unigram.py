@@ -9,10 +9,8 @@ from keras_linformer.data.vocabulary import SPECIAL_TOKENS
 
 
 def unigram_perplexity(tokenizer, train_texts, test_texts, batch_size=256):
-    """Perplexity on `test_texts` of a model that predicts every token by its frequency.
-
-    Frequencies are counted on `train_texts`, add-one smoothed, special tokens left out: the
-    perplexity (a float, at least 1) a masked LM reaches by ignoring the context.
+    """Perplexity on `test_texts` of a model that predicts every token by its add-one smoothed
+    frequency in `train_texts` (special tokens left out): what ignoring the context achieves.
 
     Args:
         tokenizer: the run's tokenizer (`make_tokenizer`).

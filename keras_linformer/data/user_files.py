@@ -1,7 +1,7 @@
 """The user's own corpora: text files for pretraining, CSV/TSV/JSONL for classification.
 
-A file is read as meant or refused with an error naming the argument, the file and the line;
-what is skipped on purpose (blank lines, non-.txt files) is counted in a printed line."""
+Errors name the argument, the file and the line; what is skipped is counted in a printed line.
+"""
 
 import collections
 import csv
@@ -108,16 +108,13 @@ def expand_paths(paths, exclude=None):
 
 
 def load_text_files(paths, documents="file", encoding="utf-8", seed=0, exclude=None):
-    """Loads plain text files as an unlabelled pretraining corpus.
-
-    A document is a whole file (`documents="file"`) or a block of lines between blank lines
-    (`"paragraph"`, for one large file), split 80/10/10 by `split_corpus`; ids are `"<path>"`
-    or `"<path>#<paragraph index>"`.
+    """Loads plain text files as an unlabelled pretraining corpus, split by `split_corpus`.
 
     Args:
         paths: str, path-like, or a list of them: files, or directories whose `*.txt` files
             (recursively, sorted) are read.
-        documents: str, `"file"` or `"paragraph"`. Defaults to `"file"`.
+        documents: str, a document is a whole `"file"` (id `"<path>"`) or a `"paragraph"` of
+            lines between blank lines (id `"<path>#<index>"`). Defaults to `"file"`.
         encoding: str, the files' encoding. Defaults to `"utf-8"`.
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
         exclude: str or None, a directory never read (the run's output directory).
@@ -268,16 +265,14 @@ def load_table(
 ):
     """Loads a labelled (or unlabelled) text corpus from a CSV, TSV or JSONL file.
 
-    CSV and TSV files need a header row; JSONL files hold one JSON object per line. Blank
-    lines are skipped and counted. Labels (strings or integers) become indices into the sorted
-    `label_names` (numerically if every label is a numeral). Rows are split 80/10/10 by
-    `split_corpus`; ids are `"line <N>"`, the row's line in the file.
+    CSV and TSV files need a header row. Labels become indices into the sorted `label_names`
+    (numerically sorted if all are numerals). Rows are split by `split_corpus`, with ids
+    `"line <N>"`.
 
     Args:
         path: str or path-like, a `.csv`, `.tsv`, `.jsonl` or `.ndjson` file.
         text_column: str, the column (or JSON key) of the text. Defaults to `"text"`.
-        label_column: str or `None` (unlabelled), the column of the label.
-            Defaults to `"label"`.
+        label_column: str or `None` (unlabelled), the label's column. Defaults to `"label"`.
         encoding: str, the file's encoding. Defaults to `"utf-8"`.
         seed: int, picks the fixed split (see `split_of`). Defaults to `0`.
         check_labels: bool, whether to refuse more classes than half the rows, or a class with

@@ -20,15 +20,13 @@ def train_vocabulary(
 ):
     """Trains a lowercased WordPiece vocabulary (a list of str, a token's id its index).
 
-    Runs `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased"), the special
-    tokens `SPECIAL_TOKENS` first, on a seeded sample of whole texts (the learner is slow pure
-    Python). It keeps only pieces seen 10 times: a small sample may not fill `vocabulary_size`.
+    `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased"), `SPECIAL_TOKENS`
+    first, on a seeded sample of whole texts (the learner is slow pure Python).
 
     Args:
         texts: list of str, the training documents (never validation/test).
         vocabulary_size: int, the most tokens, special tokens included. Defaults to `8192`.
-        max_characters: int or `None` (every text), the sample size in characters.
-            Defaults to `1_000_000`.
+        max_characters: int or `None` (every text), the sample size. Defaults to `1_000_000`.
         seed: int, picks the sample. Defaults to `0`.
         output_file: str or `None`, where to also `save_vocabulary`. Defaults to `None`.
 
@@ -64,12 +62,7 @@ def train_vocabulary(
 
 
 def save_vocabulary(vocabulary, path):
-    """Writes one token per line (UTF-8), the `vocab.txt` layout BERT uses.
-
-    Args:
-        vocabulary: list of str.
-        path: str or path-like; parent directories are created.
-    """
+    """Writes `vocabulary` (list of str) to `path`, one token per line, as BERT's vocab.txt."""
     check_vocabulary(vocabulary, "vocabulary")
     os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="\n") as file:
@@ -77,11 +70,7 @@ def save_vocabulary(vocabulary, path):
 
 
 def load_vocabulary(path):
-    """Reads a `vocab.txt` written by `save_vocabulary` (one token per line) as a list of str.
-
-    Args:
-        path: str or path-like.
-    """
+    """Reads a `vocab.txt` written by `save_vocabulary` (one token per line) as a list of str."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"path: vocabulary file {os.fspath(path)!r} does not exist.")
     try:
@@ -142,8 +131,6 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
 
 def make_tokenizer(vocabulary, mask_token_in_text=False):
     """Builds the `keras_hub.tokenizers.WordPieceTokenizer` matching `train_vocabulary`.
-
-    Lowercases and strips accents like the trainer; unknown words become `[UNK]`.
 
     Args:
         vocabulary: list of str, or the path of a `vocab.txt`.

@@ -20,11 +20,11 @@ from keras_linformer.utils import validation
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 CHECKPOINT = "attention_transfer.npz"
+LOG_EVERY = 10  # Steps between progress lines.
 
 
-def linformer_only_variables(backbone):
-    """The variables of `backbone` that a BERT does not have: its projections E/F."""
-    return projections.projection_weights(backbone)
+# The variables of a conversion that a BERT does not have: its projections E/F.
+linformer_only_variables = projections.projection_weights
 
 
 def _check(linformer, bert, inputs):
@@ -110,9 +110,8 @@ def _batches(inputs, batch_size, order=None):
 
 
 def measure(linformer, bert, inputs, batch_size=8):
-    """How far the conversion is from the BERT on `inputs`: `(layer_errors, cosine)`, per
-    layer the mean relative error of the attention output over texts, and the mean cosine of
-    the two models' sentence embeddings (`agreement.embedding_cosine`)."""
+    """`(layer_errors, cosine)` on `inputs`: per layer the mean relative error of the attention
+    output, and the mean `agreement.embedding_cosine` of the two models."""
     _check(linformer, bert, inputs)
     layers = _Layers(linformer, bert)
     errors, cosines = [], []
@@ -139,24 +138,19 @@ def transfer_attention(
     seed=0,
     checkpoint_dir=None,
     log=print,
-    log_every=10,
 ):
     """Trains a conversion's projections to reproduce the BERT's attention layers.
 
-    Only `linformer_only_variables(linformer)` change; the loss is the mean over layers of the
-    squared relative error of the two attention layers' outputs over real tokens, both given
-    the BERT's hidden state. With `checkpoint_dir`, the projections, optimizer state and epoch
-    are saved after every epoch, and a later call resumes after the last saved one. If on
-    `evaluation_inputs` the mean layer error rose and the embedding cosine did not, or either
-    is not finite, the starting projections are put back and the report says so (a diverged
-    loss puts them back and raises ValueError).
+    Only the projections change, to reduce the squared relative error (`agreement`) of each
+    attention layer given the BERT's hidden state. With `checkpoint_dir`, a later call resumes
+    after the last saved epoch. If the evaluation got worse (or is not finite), the starting
+    projections are put back and the report says so; a diverged loss raises ValueError.
 
     Args:
         linformer: a `LinformerBackbone.from_bert(bert, ...)` with a learned projection.
         bert: the `keras_hub.models.BertBackbone` it was converted from, frozen; for longer
             texts, `copy_bert(bert, max_sequence_length=n)`.
-        inputs: dict of `token_ids`, `segment_ids`, `padding_mask` arrays `(texts, S)`: the
-            unlabelled training texts.
+        inputs: the unlabelled training texts, as a `data.TextEncoder` outputs them.
         evaluation_inputs: the same for the texts the report measures on. Defaults to the
             first 64 texts of `inputs`.
         epochs: int. Passes over `inputs`. Defaults to 1.
@@ -165,17 +159,14 @@ def transfer_attention(
         seed: int. Seeds the order of texts in each epoch. Defaults to 0.
         checkpoint_dir: str or None. Where to save and resume from. Defaults to None.
         log: callable for progress lines (None: silent). Defaults to `print`.
-        log_every: int. Steps between progress lines. Defaults to 10.
 
     Returns:
-        A dict: `layer_error_before`/`layer_error_after` (one relative error per layer),
-        `embedding_cosine_before`/`embedding_cosine_after`, `steps`, `epochs`, `seconds` (of
-        this call's training), and `kept_start` (True when the start was put back).
+        A dict: `layer_error_before`/`_after` (per layer), `embedding_cosine_before`/`_after`,
+        `steps`, `epochs`, `seconds` (of training), and `kept_start`.
     """
     _check(linformer, bert, inputs)
-    for name, value in (("epochs", epochs), ("batch_size", batch_size),
-                        ("log_every", log_every)):
-        validation.check_positive_int(name, value)
+    validation.check_positive_int("epochs", epochs)
+    validation.check_positive_int("batch_size", batch_size)
     validation.check_number("learning_rate", learning_rate, 0, include_low=False)
     validation.check_positive_int("seed", seed, minimum=0)
     variables = [v for v in linformer_only_variables(linformer) if v.trainable]
@@ -208,7 +199,7 @@ def transfer_attention(
     try:
         steps, seconds = _train(
             linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
-            learning_rate, seed, checkpoint_dir, log, log_every)
+            learning_rate, seed, checkpoint_dir, log)
     finally:
         bert.trainable = bert_was_trainable
     layer_error_after, cosine_after = measure_and_log("after")
@@ -234,7 +225,7 @@ def transfer_attention(
 
 
 def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
-           learning_rate, seed, checkpoint_dir, log, log_every):
+           learning_rate, seed, checkpoint_dir, log):
     """The epochs of `transfer_attention`: returns (steps run, seconds)."""
     import tensorflow as tf
 
@@ -267,9 +258,9 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
         losses = []
         for step, batch in enumerate(_batches(inputs, batch_size, order), 1):
             losses.append(float(train_step(batch)))
-            if step % log_every == 0 or step == steps_per_epoch:
+            if step % LOG_EVERY == 0 or step == steps_per_epoch:
                 log(f"Attention transfer: epoch {epoch + 1}/{epochs}, step "
-                    f"{step}/{steps_per_epoch}, loss {np.mean(losses[-log_every:]):.4f}")
+                    f"{step}/{steps_per_epoch}, loss {np.mean(losses[-LOG_EVERY:]):.4f}")
         if not np.isfinite(losses).all():
             put_back_start()
             raise ValueError(
@@ -302,17 +293,14 @@ def _restore(directory, variables, optimizer, log):
     with np.load(path) as saved:
         names = [f"variable_{i}" for i in range(len(variables))] + [
             f"optimizer_{i}" for i in range(len(optimizer.variables))]
-        if set(names) != set(saved.files) - {"epoch"}:
+        targets = dict(zip(names, [*variables, *optimizer.variables]))
+        if set(names) != set(saved.files) - {"epoch"} or any(
+                saved[name].shape != tuple(variable.shape) for name, variable in targets.items()):
             raise ValueError(
                 f"checkpoint_dir: {path} holds another model's or optimizer's state; use a "
                 "new directory for this conversion."
             )
-        for variable, name in zip([*variables, *optimizer.variables], names):
-            if tuple(saved[name].shape) != tuple(variable.shape):
-                raise ValueError(
-                    f"checkpoint_dir: {path} holds {name} of shape {saved[name].shape}, this "
-                    f"conversion's is {tuple(variable.shape)}; use a new directory."
-                )
+        for name, variable in targets.items():
             variable.assign(saved[name])
         epoch = int(saved["epoch"])
     log(f"Attention transfer: resumed from {path} after epoch {epoch}")

@@ -30,12 +30,9 @@ _LINFORMER_PREFIX, _BERT_PREFIX = "linformer_encoder/linformer_encoder_block_", 
 class LinformerBackbone(keras_hub.models.Backbone):
     """BERT-style bidirectional encoder with Linformer self-attention.
 
-    The layout of `keras_hub.models.BertBackbone` (token, position and segment embeddings,
-    encoder blocks, a tanh-pooled `[CLS]` output) with one `LinformerEncoderStack`,
-    `self.encoder`. The full-attention baseline is keras-hub's `BertBackbone` itself, built
-    from the same arguments by `backbone_for("transformer", ...)`. Inputs are int `(B, S)`
-    `token_ids`, `segment_ids` and `padding_mask`, S <= `max_sequence_length`; outputs are
-    `sequence_output` `(B, S, hidden_dim)` and `pooled_output` `(B, hidden_dim)`.
+    The layout of `keras_hub.models.BertBackbone` with one `LinformerEncoderStack`,
+    `self.encoder`, for its blocks; the same inputs and outputs. The full-attention baseline
+    is `BertBackbone` itself, built from the same arguments by `backbone_for("transformer")`.
 
     Args:
         vocabulary_size: int. Size of the token vocabulary.
@@ -43,12 +40,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
         num_heads: int. Attention heads per block.
         hidden_dim: int. Size of the hidden states.
         intermediate_dim: int. Hidden size of each feedforward network.
-        projected_dim: int or list of ints. k, the projected key/value length (one per
-            layer for a nonuniform k).
+        projected_dim: int or list of ints (one per layer). k, the projected length.
         max_sequence_length: int. n, the longest input. Defaults to 512.
-        projection: str or `SequenceProjection`, as in `LinformerAttention`. Defaults to
-            `"linear"`.
-        sharing: str. `"none"`, `"headwise"`, `"key_value"` or `"layerwise"`. Defaults to
+        projection, sharing: as in `LinformerEncoderStack`. Default to `"linear"` and
             `"layerwise"`.
         dropout: float. Dropout everywhere. Defaults to 0.1.
         num_segments: int. Number of segment ids. Defaults to 2.
@@ -182,18 +176,13 @@ class LinformerBackbone(keras_hub.models.Backbone):
                        data_parallel_dim_name="batch"):
         """A `keras.distribution.LayoutMap` that shards the backbone's large weights.
 
-        For `keras.distribution.ModelParallel`, as keras-hub's backbones do: attention heads
-        and feedforward intermediate units are split along `model_parallel_dim_name` (as in
-        Megatron-LM), the other axis of those kernels and of the token embedding along
-        `data_parallel_dim_name`. The same map serves the baseline, keras-hub's
-        `BertBackbone`; docs/training.md shows its use.
+        As keras-hub's backbones do (Megatron-style heads and intermediate units split); the
+        same map serves the baseline `BertBackbone`. docs/training.md shows its use.
 
         Args:
             device_mesh: a `keras.distribution.DeviceMesh`.
-            model_parallel_dim_name: str, the mesh axis the heads and intermediate
-                units are split along. Defaults to `"model"`.
-            data_parallel_dim_name: str, the mesh axis the batch is split along.
-                Defaults to `"batch"`.
+            model_parallel_dim_name: str, the mesh axis of the split. Defaults to `"model"`.
+            data_parallel_dim_name: str, the batch's mesh axis. Defaults to `"batch"`.
         """
         if not isinstance(device_mesh, keras.distribution.DeviceMesh):
             raise ValueError(
@@ -234,16 +223,14 @@ class LinformerBackbone(keras_hub.models.Backbone):
     ):
         """A Linformer with every weight of a pretrained BERT backbone.
 
-        Only the projections E/F are new, initialised by `projection_initializer`. With
-        `projection="mean"` and `projected_dim == max_sequence_length` the result computes
-        exactly what `backbone` does, padding included; docs/conversion.md shows its use.
+        Only the projections E/F are new; docs/conversion.md shows its use and when the
+        result computes exactly what `backbone` does.
 
         Args:
             backbone: a `keras_hub.models.BertBackbone`, e.g. `BertBackbone.from_preset(DIR)`.
-            projected_dim: int or list of ints. k.
+            projected_dim, sharing, projection_initializer, null_slots: as in the constructor.
             projection: str. As in the constructor. Defaults to `"mean"`, the conversion that
                 fine-tuned best (see docs/benchmarks.md).
-            sharing, projection_initializer, null_slots: as in the constructor.
             padding_compensation: bool. Defaults to False: a pretrained BERT's attention is
                 far from uniform, so the scale would inflate its outputs on padded texts.
             max_sequence_length: int or None. n; see `copy_bert` for positions past the
@@ -251,15 +238,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
             dropout: float or None. Defaults to the source's.
             dtype: dtype policy. Defaults to the source's.
         """
-        build = functools.partial(
-            cls,
-            projected_dim=projected_dim,
-            projection=projection,
-            sharing=sharing,
-            projection_initializer=projection_initializer,
-            padding_compensation=padding_compensation,
-            null_slots=null_slots,
-        )
+        options = {name: value for name, value in locals().items() if name in LINFORMER_ARGUMENTS}
+        build = functools.partial(cls, **options)
         return convert_bert(backbone, build, max_sequence_length, dropout, dtype)
 
     @classmethod
@@ -288,14 +268,10 @@ class LinformerBackbone(keras_hub.models.Backbone):
 def check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_length=512,
                          num_segments=2, dropout=0.1, **others):
     """Raises for an argument no BERT-style backbone can take, naming it (`others` pass)."""
-    for name, value in (
-        ("vocabulary_size", vocabulary_size),
-        ("num_heads", num_heads),
-        ("hidden_dim", hidden_dim),
-        ("max_sequence_length", max_sequence_length),
-        ("num_segments", num_segments),
-    ):
-        validation.check_positive_int(name, value)
+    sizes = locals()
+    for name in ("vocabulary_size", "num_heads", "hidden_dim", "max_sequence_length",
+                 "num_segments"):
+        validation.check_positive_int(name, sizes[name])
     validation.check_number("dropout", dropout, 0, 1, include_high=False)
     if hidden_dim % num_heads:
         raise ValueError(
@@ -352,9 +328,8 @@ def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None
 def copy_bert(bert, max_sequence_length=None, dropout=None, dtype=None):
     """A `keras_hub.models.BertBackbone` with the weights of `bert`, for another n.
 
-    The full-attention counterpart of `LinformerBackbone.from_bert`, with the same position
-    embeddings: the first n are kept, and past the source's m, position p starts as its p mod m
-    (as Longformer extended RoBERTa).
+    The full-attention counterpart of `LinformerBackbone.from_bert`: past the source's m
+    positions, position p starts as p mod m (as Longformer extended RoBERTa).
 
     Args:
         bert: a `keras_hub.models.BertBackbone`.
@@ -389,12 +364,7 @@ def copy_bert_weights(bert, target):
         if variable.path == "position_embedding/embeddings":
             # Longformer's extension of RoBERTa (Beltagy et al., 2020, section 5).
             value = value[np.arange(variable.shape[0]) % value.shape[0]]
-        if tuple(value.shape) != tuple(variable.shape):
-            raise ValueError(
-                f"{variable.path!r} has shape {tuple(variable.shape)} in the converted model "
-                f"and {tuple(value.shape)} in the BERT backbone."
-            )
-        variable.assign(value)
+        variable.assign(value)  # Built from the BERT's arguments: the shapes match.
     if source:
         raise ValueError(
             f"BERT variables without a counterpart in the converted model: {sorted(source)}."

@@ -79,14 +79,8 @@ def _first_line(error):
 
 
 def use_exact_gelu(backbone):
-    """Gives every full-attention block of `backbone` BERT's exact (erf) GELU.
-
-    The activation is not part of the config: a reloaded backbone gets keras-hub's tanh
-    approximation back, so this is for analysis and inference.
-
-    Args:
-        backbone: a `keras_hub.models.BertBackbone`.
-    """
+    """Gives every block of `backbone`, a `keras_hub.models.BertBackbone`, BERT's exact GELU;
+    for analysis and inference, as a reloaded backbone gets the tanh approximation back."""
     exact = keras.activations.get("gelu")  # approximate=False
     for block in backbone.transformer_layers:
         if not isinstance(block, keras_hub.layers.TransformerEncoder):

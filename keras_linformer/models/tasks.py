@@ -23,11 +23,8 @@ class _OneTrace:
 
 @keras_linformer_export("keras_linformer.models.LinformerMaskedLM")
 class LinformerMaskedLM(_OneTrace, keras_hub.models.BertMaskedLM):
-    """Masked-language-model pretraining head on a `LinformerBackbone`.
-
-    `keras_hub.models.BertMaskedLM`: a `MaskedLMHead` tied to the backbone's token embedding.
-    Inputs add `mask_positions` `(B, P)` to the backbone's; the output is
-    `(B, P, vocabulary_size)` logits.
+    """Masked-language-model pretraining head on a `LinformerBackbone`: keras-hub's
+    `BertMaskedLM`, whose inputs add `mask_positions` `(B, P)` to the backbone's.
 
     Args:
         backbone: a `LinformerBackbone` or `keras_hub.models.BertBackbone`.
@@ -55,10 +52,8 @@ class LinformerMaskedLM(_OneTrace, keras_hub.models.BertMaskedLM):
 
 @keras_linformer_export("keras_linformer.models.LinformerTextClassifier")
 class LinformerTextClassifier(_OneTrace, keras_hub.models.BertTextClassifier):
-    """Text classifier on the pooled `[CLS]` output of a `LinformerBackbone`.
-
-    `keras_hub.models.BertTextClassifier`: dropout and a dense layer of `num_classes` logits
-    (or probabilities with `activation="softmax"`).
+    """Text classifier on the pooled `[CLS]` output of a `LinformerBackbone`: keras-hub's
+    `BertTextClassifier`.
 
     Args:
         backbone: a `LinformerBackbone` or `keras_hub.models.BertBackbone`.
