@@ -64,17 +64,10 @@ class TextEncoder:
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.packer = keras_hub.layers.StartEndPacker(
-            sequence_length=sequence_length,
-            start_value=special[CLS],
-            end_value=special[SEP],
-            pad_value=special[PAD],
-            return_padding_mask=True,
-        )
-        self._encode = tf.function(
-            self._encode_graph,
-            input_signature=[tf.TensorSpec([None], tf.string, name="texts")],
-            autograph=False,
-        )
+            sequence_length, start_value=special[CLS], end_value=special[SEP],
+            pad_value=special[PAD], return_padding_mask=True)
+        self._encode = tf.function(self._encode_graph, autograph=False,
+                                   input_signature=[tf.TensorSpec([None], tf.string, "texts")])
 
     def _encode_graph(self, texts):
         token_ids, padding_mask = self.packer(self.tokenizer(replace_invalid_utf8(texts)))

@@ -5,17 +5,9 @@ whose stateful ops mask differently from run to run and after a resume, as a fun
 import tensorflow as tf
 
 
-def mask_tokens(
-    token_ids,
-    seed,
-    vocabulary_size,
-    mask_token_id,
-    unselectable_token_ids,
-    mask_selection_rate=0.15,
-    mask_selection_length=20,
-    mask_token_rate=0.8,
-    random_token_rate=0.1,
-):
+def mask_tokens(token_ids, seed, vocabulary_size, mask_token_id, unselectable_token_ids,
+                mask_selection_rate=0.15, mask_selection_length=20, mask_token_rate=0.8,
+                random_token_rate=0.1):
     """Selects and replaces tokens for masked-LM training; the same `seed` gives the same masks.
 
     In each row, `ceil(mask_selection_rate * n)` of the `n` selectable tokens (at most

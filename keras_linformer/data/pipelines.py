@@ -8,10 +8,7 @@ import tensorflow as tf
 from keras_linformer.data.encoding import TextEncoder
 from keras_linformer.data.encoding import special_token_ids
 from keras_linformer.data.masked_lm import mask_tokens
-from keras_linformer.data.vocabulary import CLS
 from keras_linformer.data.vocabulary import MASK
-from keras_linformer.data.vocabulary import PAD
-from keras_linformer.data.vocabulary import SEP
 from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
@@ -89,21 +86,10 @@ def split_some_chunks(chunks, rate, seed):
     return tf.data.Dataset.zip(chunks, seeds).flat_map(split)
 
 
-def pretraining_dataset(
-    texts,
-    tokenizer,
-    sequence_length=128,
-    batch_size=32,
-    mask_selection_rate=0.15,
-    mask_token_rate=0.8,
-    random_token_rate=0.1,
-    mask_selection_length=None,
-    shuffle=True,
-    seed=0,
-    drop_remainder=False,
-    input_context=None,
-    short_sequence_rate=0.0,
-):
+def pretraining_dataset(texts, tokenizer, sequence_length=128, batch_size=32,
+                        mask_selection_rate=0.15, mask_token_rate=0.8, random_token_rate=0.1,
+                        mask_selection_length=None, shuffle=True, seed=0, drop_remainder=False,
+                        input_context=None, short_sequence_rate=0.0):
     """A masked-LM pretraining `tf.data.Dataset` of `(x, y, sample_weight)` batches.
 
     Each document is cut into `[CLS] chunk [SEP]` sequences that never span two documents
@@ -146,6 +132,7 @@ def pretraining_dataset(
         mask_selection_length = max(1, math.ceil((sequence_length - 2) * mask_selection_rate))
     check_positive_int("mask_selection_length", mask_selection_length)
     special, vocabulary_size = special_token_ids(tokenizer)
+    mask_token_id = special.pop(MASK)  # The others, [PAD], [CLS] and [SEP], are never masked.
 
     def tokenize_and_chunk(batch_of_texts):
         return chunk_documents(tokenizer(batch_of_texts), sequence_length - 2)
@@ -153,15 +140,9 @@ def pretraining_dataset(
     def pack_and_mask(chunks, mask_seed):
         token_ids, padding_mask = packer(chunks)
         masked = mask_tokens(
-            token_ids,
-            mask_seed,
-            vocabulary_size=vocabulary_size,
-            mask_token_id=special[MASK],
-            unselectable_token_ids=[special[PAD], special[CLS], special[SEP]],
-            mask_selection_rate=mask_selection_rate,
-            mask_selection_length=mask_selection_length,
-            mask_token_rate=mask_token_rate,
-            random_token_rate=random_token_rate,
+            token_ids, mask_seed, vocabulary_size, mask_token_id, list(special.values()),
+            mask_selection_rate=mask_selection_rate, mask_selection_length=mask_selection_length,
+            mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
         )
         x = {
             "token_ids": tf.cast(masked["token_ids"], "int32"),
@@ -190,17 +171,8 @@ def pretraining_dataset(
     return dataset.prefetch(AUTOTUNE)
 
 
-def classification_dataset(
-    texts,
-    labels,
-    tokenizer,
-    sequence_length=128,
-    batch_size=32,
-    shuffle=False,
-    seed=0,
-    drop_remainder=False,
-    input_context=None,
-):
+def classification_dataset(texts, labels, tokenizer, sequence_length=128, batch_size=32,
+                           shuffle=False, seed=0, drop_remainder=False, input_context=None):
     """A text classification `tf.data.Dataset` of `(x, y)` batches.
 
     Texts are encoded by `TextEncoder`, as exported models do; `input_context` as in

@@ -50,12 +50,8 @@ def train_vocabulary(
         before = itertools.accumulate((len(texts[i]) for i in order), initial=0)
         texts = [texts[i] for i, characters in zip(order, before) if characters < max_characters]
     vocabulary = keras_hub.tokenizers.compute_word_piece_vocabulary(
-        tf.data.Dataset.from_tensor_slices(texts).batch(64),
-        vocabulary_size,
-        lowercase=True,
-        strip_accents=True,
-        reserved_tokens=list(SPECIAL_TOKENS),
-    )
+        tf.data.Dataset.from_tensor_slices(texts).batch(64), vocabulary_size, lowercase=True,
+        strip_accents=True, reserved_tokens=list(SPECIAL_TOKENS))
     if output_file is not None:
         save_vocabulary(vocabulary, output_file)
     return vocabulary
@@ -83,15 +79,11 @@ def load_vocabulary(path):
         ) from None
     if vocabulary[-1] == "":
         vocabulary.pop()
-    check_vocabulary(vocabulary, f"path ({os.fspath(path)!r})", positions=FILE_LINES)
+    check_vocabulary(vocabulary, f"path ({os.fspath(path)!r})", in_file=True)
     return vocabulary
 
 
-LIST_IDS = ("id", 0, "its index is its id")
-FILE_LINES = ("line", 1, "its line is its id")
-
-
-def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
+def check_vocabulary(vocabulary, argument, in_file=False):
     """Raises ValueError naming `argument` unless `vocabulary` can be the pipeline's.
 
     It needs the special tokens with [PAD] at id 0, and each token once, non-empty, without a
@@ -104,7 +96,7 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
             f"{PAD} at id 0. Missing: {missing}; first token: "
             f"{vocabulary[0] if vocabulary else None!r}."
         )
-    word, start, meaning = positions
+    word, start, meaning = ("line", 1, "its line") if in_file else ("id", 0, "its index")
     first = {}
     for number, token in enumerate(vocabulary, start=start):
         if not isinstance(token, str) or not token or token.endswith("\r"):
@@ -115,7 +107,7 @@ def check_vocabulary(vocabulary, argument, positions=LIST_IDS):
         if token in first:
             raise ValueError(
                 f"{argument}: the token {token!r} is on {word}s {first[token]} and "
-                f"{number}; every token must appear once ({meaning})."
+                f"{number}; every token must appear once ({meaning} is its id)."
             )
         first[token] = number
     # Bracketed tokens ([CLS], [unused0]) are never produced from text anyway.
@@ -156,10 +148,6 @@ def make_tokenizer(vocabulary, mask_token_in_text=False):
             f"Received: mask_token_in_text={mask_token_in_text!r}"
         )
     return keras_hub.tokenizers.WordPieceTokenizer(
-        vocabulary=vocabulary,
-        lowercase=True,
-        strip_accents=True,
-        oov_token=UNK,
+        vocabulary=vocabulary, lowercase=True, strip_accents=True, oov_token=UNK,
         special_tokens=[MASK] if mask_token_in_text else None,
-        special_tokens_in_strings=mask_token_in_text,
-    )
+        special_tokens_in_strings=mask_token_in_text)

@@ -127,18 +127,8 @@ def measure(linformer, bert, inputs, batch_size=8):
     return layer_errors, float(np.concatenate(cosines).mean())
 
 
-def transfer_attention(
-    linformer,
-    bert,
-    inputs,
-    evaluation_inputs=None,
-    epochs=1,
-    batch_size=8,
-    learning_rate=1e-3,
-    seed=0,
-    checkpoint_dir=None,
-    log=print,
-):
+def transfer_attention(linformer, bert, inputs, evaluation_inputs=None, epochs=1, batch_size=8,
+                       learning_rate=1e-3, seed=0, checkpoint_dir=None, log=print):
     """Trains a conversion's projections to reproduce the BERT's attention layers.
 
     Only the projections change, to reduce the squared relative error (`agreement`) of each

@@ -64,48 +64,23 @@ class LinformerBackbone(keras_hub.models.Backbone):
     ((2, 32, 16), (2, 16))
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        projected_dim,
-        max_sequence_length=512,
-        projection="linear",
-        sharing="layerwise",
-        dropout=0.1,
-        num_segments=2,
-        projection_initializer=None,
-        padding_compensation=True,
-        null_slots=0,
-        dtype=None,
-        **kwargs,
-    ):
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 projected_dim, max_sequence_length=512, projection="linear", sharing="layerwise",
+                 dropout=0.1, num_segments=2, projection_initializer=None,
+                 padding_compensation=True, null_slots=0, dtype=None, **kwargs):
+        arguments = locals()  # Under their own names, as `get_config` reads them.
         check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_length,
                              num_segments, dropout)
 
         self.token_embedding = ReversibleEmbedding(
-            input_dim=vocabulary_size,
-            output_dim=hidden_dim,
-            embeddings_initializer=bert_kernel_initializer(),
-            dtype=dtype,
-            name="token_embedding",
-        )
+            vocabulary_size, hidden_dim, embeddings_initializer=bert_kernel_initializer(),
+            dtype=dtype, name="token_embedding")
         self.position_embedding = keras_hub.layers.PositionEmbedding(
-            initializer=bert_kernel_initializer(),
-            sequence_length=max_sequence_length,
-            dtype=dtype,
-            name="position_embedding",
-        )
+            max_sequence_length, initializer=bert_kernel_initializer(), dtype=dtype,
+            name="position_embedding")
         self.segment_embedding = keras.layers.Embedding(
-            input_dim=num_segments,
-            output_dim=hidden_dim,
-            embeddings_initializer=bert_kernel_initializer(),
-            dtype=dtype,
-            name="segment_embedding",
-        )
+            num_segments, hidden_dim, embeddings_initializer=bert_kernel_initializer(),
+            dtype=dtype, name="segment_embedding")
         self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
         self.embeddings_layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, dtype=dtype, name="embeddings_layer_norm"
@@ -116,12 +91,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.encoder = LinformerEncoderStack(
             num_layers=num_layers,
             sequence_length=max_sequence_length,
-            projected_dim=projected_dim,
-            projection=projection,
-            sharing=sharing,
-            projection_initializer=projection_initializer,
-            padding_compensation=padding_compensation,
-            null_slots=null_slots,
+            **{name: arguments[name] for name in LINFORMER_ARGUMENTS},
             num_heads=num_heads,
             intermediate_dim=intermediate_dim,
             activation=GELU_APPROXIMATE,
@@ -132,12 +102,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
             name="linformer_encoder",
         )
         self.pooled_dense = keras.layers.Dense(
-            hidden_dim,
-            kernel_initializer=bert_kernel_initializer(),
-            activation="tanh",
-            dtype=dtype,
-            name="pooled_dense",
-        )
+            hidden_dim, kernel_initializer=bert_kernel_initializer(), activation="tanh",
+            dtype=dtype, name="pooled_dense")
 
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ("token_ids", "segment_ids", "padding_mask")}
@@ -148,15 +114,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
         x = self.embeddings_dropout(self.embeddings_layer_norm(x))
         x = self.encoder(x, padding_mask=inputs["padding_mask"])
         pooled_output = self.pooled_dense(x[:, 0, :])  # The [CLS] token.
-        super().__init__(
-            inputs=inputs,
-            outputs={"sequence_output": x, "pooled_output": pooled_output},
-            dtype=dtype,
-            **kwargs,
-        )
+        super().__init__(inputs=inputs, dtype=dtype, **kwargs,
+                         outputs={"sequence_output": x, "pooled_output": pooled_output})
 
-        # The arguments, under their own names (as `get_config` reads them).
-        arguments = locals()
         for name in BERT_ARGUMENTS + LINFORMER_ARGUMENTS:
             setattr(self, name, arguments[name])
         self.cls_token_index = 0
@@ -208,19 +168,9 @@ class LinformerBackbone(keras_hub.models.Backbone):
         return layout_map
 
     @classmethod
-    def from_bert(
-        cls,
-        backbone,
-        projected_dim,
-        projection="mean",
-        sharing="layerwise",
-        projection_initializer=None,
-        max_sequence_length=None,
-        dropout=None,
-        padding_compensation=False,
-        null_slots=0,
-        dtype=None,
-    ):
+    def from_bert(cls, backbone, projected_dim, projection="mean", sharing="layerwise",
+                  projection_initializer=None, max_sequence_length=None, dropout=None,
+                  padding_compensation=False, null_slots=0, dtype=None):
         """A Linformer with every weight of a pretrained BERT backbone.
 
         Only the projections E/F are new; docs/conversion.md shows its use and when the
@@ -233,10 +183,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
                 fine-tuned best (see docs/benchmarks.md).
             padding_compensation: bool. Defaults to False: a pretrained BERT's attention is
                 far from uniform, so the scale would inflate its outputs on padded texts.
-            max_sequence_length: int or None. n; see `copy_bert` for positions past the
-                source's. Defaults to the source's.
-            dropout: float or None. Defaults to the source's.
-            dtype: dtype policy. Defaults to the source's.
+            max_sequence_length, dropout, dtype: as in `copy_bert`.
         """
         options = {name: value for name, value in locals().items() if name in LINFORMER_ARGUMENTS}
         build = functools.partial(cls, **options)
@@ -285,20 +232,17 @@ def _check_input_shapes(inputs, max_sequence_length):
     at most `max_sequence_length` tokens."""
     shapes = {key: tuple(inputs[key].shape) for key in ("token_ids", "segment_ids", "padding_mask")
               if getattr(inputs.get(key), "shape", None) is not None}
+    expected = shapes.get("token_ids")  # First: checked before the others are compared to it.
     for key, shape in shapes.items():
         if len(shape) != 2:
             raise ValueError(
                 f"`{key}` must be a (batch, sequence) array. Received: {key} of shape {shape}")
-    expected = shapes.get("token_ids")
-    if expected is None:
-        return
-    for key, shape in shapes.items():
-        if any(a is not None and b is not None and a != b for a, b in zip(shape, expected)):
+        if any(None not in (a, b) and a != b for a, b in zip(shape, expected or shape)):
             raise ValueError(
                 f"`{key}` must have the shape of `token_ids`, {expected}: a value per token. "
                 f"Received: {key} of shape {shape}"
             )
-    if expected[1] is not None and expected[1] > max_sequence_length:
+    if expected and expected[1] is not None and expected[1] > max_sequence_length:
         raise ValueError(
             f"`token_ids` has {expected[1]} tokens per sequence, more than max_sequence_length="
             f"{max_sequence_length}. Truncate the inputs (the preprocessor's `sequence_length` "
@@ -333,9 +277,8 @@ def copy_bert(bert, max_sequence_length=None, dropout=None, dtype=None):
 
     Args:
         bert: a `keras_hub.models.BertBackbone`.
-        max_sequence_length: int or None. n. Defaults to the source's.
-        dropout: float or None. Defaults to the source's.
-        dtype: dtype policy. Defaults to the source's.
+        max_sequence_length, dropout, dtype: n, the dropout and the dtype policy. Default to
+            the source's.
 
     Example:
 

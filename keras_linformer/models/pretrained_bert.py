@@ -18,8 +18,7 @@ MINILM_REQUIREMENT = bundled.PACKAGES[MINILM_PACKAGE]
 
 
 def minilm_directory():
-    """The all-MiniLM-L6-v2 directory installed by `MINILM_REQUIREMENT`; errors name the
-    command that installs it (`bundled.package_data_path`)."""
+    """The all-MiniLM-L6-v2 directory of `MINILM_REQUIREMENT` (`bundled.package_data_path`)."""
     return bundled.package_data_path(MINILM_PACKAGE, "model")
 
 
@@ -45,8 +44,7 @@ def load_bert(preset, argument="preset"):
         argument: str. The name errors give the preset (e.g. a flag).
 
     Returns:
-        `(backbone, vocabulary)`: a `keras_hub.models.BertBackbone` and its list of tokens,
-        for `keras_linformer.data.make_tokenizer`.
+        `(backbone, vocabulary)`: a `keras_hub.models.BertBackbone` and its list of tokens.
     """
     if preset == MINILM_PRESET:
         preset = minilm_directory()
