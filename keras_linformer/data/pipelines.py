@@ -93,7 +93,7 @@ def pretraining_dataset(texts, tokenizer, sequence_length=128, batch_size=32,
     """A masked-LM pretraining `tf.data.Dataset` of `(x, y, sample_weight)` batches.
 
     Each document is cut into `[CLS] chunk [SEP]` sequences that never span two documents
-    (RoBERTa's "DOC-SENTENCES"); masking is `mask_tokens`', new each epoch; all draws come from
+    (RoBERTa's "DOC-SENTENCES"), masked by `mask_tokens` anew each epoch; all draws come from
     `seed`. Under a strategy, pass the `tf.distribute.InputContext`
     (`strategy.distribute_datasets_from_function`): each replica gets its rows of every batch.
 

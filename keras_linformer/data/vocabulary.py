@@ -21,7 +21,8 @@ def train_vocabulary(
     """Trains a lowercased WordPiece vocabulary (a list of str, a token's id its index).
 
     `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased"), `SPECIAL_TOKENS`
-    first, on a seeded sample of whole texts (the learner is slow pure Python).
+    first, on a seeded sample of whole texts (the learner is slow pure Python). Rare pieces are
+    dropped, so a small sample may not fill `vocabulary_size`.
 
     Args:
         texts: list of str, the training documents (never validation/test).
