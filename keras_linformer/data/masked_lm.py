@@ -18,8 +18,8 @@ def mask_tokens(token_ids, seed, vocabulary_size, mask_token_id, unselectable_to
     Args:
         token_ids: int tensor `(batch, length)`.
         seed: int tensor of shape `(2,)`, the stateless random seed.
-        vocabulary_size, mask_token_id, mask_selection_rate, mask_token_rate,
-            random_token_rate: as above.
+        vocabulary_size, mask_token_id: the range of random ids, and the `[MASK]` id.
+        mask_selection_rate, mask_token_rate, random_token_rate: the shares described above.
         unselectable_token_ids: list of int, ids never selected (`[PAD]`, `[CLS]`, `[SEP]`).
         mask_selection_length: int, the width `P` of the outputs.
 
