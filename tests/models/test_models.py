@@ -280,7 +280,8 @@ def test_tasks_on_the_baseline_load_in_a_fresh_process(tmp_path):
         "    task = keras.saving.load_model(f'{directory}/{name}.keras')\n"
         "    assert type(task.backbone).__name__ == 'BertBackbone', type(task.backbone)\n"
         "    found = keras.ops.convert_to_numpy(task(x, training=False))\n"
-        "    np.testing.assert_allclose(found, expected, atol=1e-5)\n"
+        "    np.testing.assert_allclose(found, expected, atol=1e-5)\n",
+        package_first=False,  # Keras is imported first.
     )
 
 
