@@ -23,10 +23,6 @@ CHECKPOINT = "attention_transfer.npz"
 LOG_EVERY = 10  # Steps between progress lines.
 
 
-# The variables of a conversion that a BERT does not have: its projections E/F.
-linformer_only_variables = projections.projection_weights
-
-
 def _check(linformer, bert, inputs):
     if not isinstance(linformer, LinformerBackbone):
         raise TypeError(
@@ -159,7 +155,8 @@ def transfer_attention(linformer, bert, inputs, evaluation_inputs=None, epochs=1
     validation.check_positive_int("batch_size", batch_size)
     validation.check_number("learning_rate", learning_rate, 0, include_low=False)
     validation.check_positive_int("seed", seed, minimum=0)
-    variables = [v for v in linformer_only_variables(linformer) if v.trainable]
+    # What a BERT does not have: the projections.
+    variables = [v for v in projections.projection_weights(linformer) if v.trainable]
     if not variables:
         raise ValueError(
             f"linformer: projection={linformer.projection!r} has no weights that train, "

@@ -194,7 +194,7 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
     """What `--attention-transfer` does: `bert` converted with `conversion` at n =
     `sequence_length`, then `epochs` of `attention_transfer.transfer_attention` on the first
     `TRANSFER_TEXTS` texts, checkpointed to `output_dir/attention_transfer`. Returns the
-    values of its `linformer_only_variables`, for `assign_transferred`."""
+    values of its `projections.projection_weights`, for `assign_transferred`."""
     linformer = backbones.backbone_from_bert(bert, max_sequence_length=sequence_length,
                                              **conversion)
     encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:TRANSFER_TEXTS])
@@ -204,7 +204,7 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
     attention_transfer.transfer_attention(linformer, bert, inputs, epochs=epochs, log=log,
                                           checkpoint_dir=checkpoint_dir)
     _UNFINISHED.discard(os.path.abspath(output_dir))
-    variables = attention_transfer.linformer_only_variables(linformer)
+    variables = projections.projection_weights(linformer)
     return [ops.convert_to_numpy(v) for v in variables]
 
 
@@ -217,6 +217,6 @@ def stopped_with_checkpoint(output_dir):
 
 def assign_transferred(backbone, values):
     """Gives `backbone`, converted as by `transfer_for_run`, the transferred projections."""
-    variables = attention_transfer.linformer_only_variables(backbone)
+    variables = projections.projection_weights(backbone)
     for variable, value in zip(variables, values, strict=True):
         variable.assign(value)

@@ -70,7 +70,7 @@ def test_attention_transfer_leaves_a_fixed_projection_alone():
     bert = keras_hub.models.BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2,
                                          hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
     linformer = LinformerBackbone.from_bert(bert, projected_dim=4, projection="random")
-    assert attention_transfer.linformer_only_variables(linformer)  # It has weights...
+    assert projections.projection_weights(linformer)  # It has weights...
     inputs = {"token_ids": np.ones((4, 16), "int32"), "segment_ids": np.zeros((4, 16), "int32"),
               "padding_mask": np.ones((4, 16), "int32")}
     with pytest.raises(ValueError, match="projection='random' has no weights that train"):
