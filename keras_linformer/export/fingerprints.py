@@ -26,6 +26,12 @@ def file_record(lines):
     return {"sha256": lines_sha256(lines), "lines": len(lines)}
 
 
+def export_sha256(fields):
+    """The SHA-256 (hex) of a JSON-serialisable dict of what makes an export."""
+    text = json.dumps({"format": FORMAT, **fields}, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 def file_sha256(path):
     with open(path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()

@@ -5,7 +5,6 @@ Each export is a `keras.export.ExportArchive` that tokenizes in the graph with
 """
 
 import datetime
-import hashlib
 import json
 import os
 
@@ -215,15 +214,13 @@ def export_fingerprints(source, model_name):
     if source.task == "classifier":
         files[sources.LABELS_FILE] = fingerprints.file_record(source.label_names)
     model = fingerprints.model_sha256(source.model)
-    export = json.dumps({
-        "format": fingerprints.FORMAT,
+    export = fingerprints.export_sha256({
         **{field: getattr(source, field) for field in EXPORT_FIELDS},
         "model_name": model_name,
         "model": model,
         "files": {name: record["sha256"] for name, record in files.items()},
         "versions": library_versions(),
-    }, sort_keys=True, ensure_ascii=True)
-    export = hashlib.sha256(export.encode("ascii")).hexdigest()
+    })
     return {"files": files, "model": model, "export": export}
 
 

@@ -63,10 +63,10 @@ def export(args):
     model_name = args.model_name or DEFAULT_MODEL_NAMES[task]
     given = {name: getattr(args, name) for name in ("max_batch_size", "top_k", "max_masks")
              if getattr(args, name) is not None}
-    wrong = [name for name in ("top_k", "max_masks") if name in given and task == "classifier"]
-    if wrong:  # Named by its flag, as the library's errors (`cli.console_script`).
-        raise ValueError(f"{wrong[0]}: only for a masked LM, but {args.source!r} is a fine-tuning "
-                         f"output (classifier). Received: {wrong[0]}={given[wrong[0]]}")
+    for name in ("top_k", "max_masks"):
+        if task == "classifier" and name in given:  # Named by its flag (`cli.console_script`).
+            raise ValueError(f"{name}: only for a masked LM, but {args.source!r} is a "
+                             f"fine-tuning output (classifier). Received: {name}={given[name]}")
     before = set(export_lib.list_versions(os.path.join(args.base_dir, model_name)))
     path = getattr(export_lib, f"export_{task}")(
         args.source, base_dir=args.base_dir, model_name=model_name, version=args.version,
