@@ -13,6 +13,9 @@ from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 AUTOTUNE = tf.data.AUTOTUNE
+# The functions tf.data traces use no Python control flow on tensors: AutoGraph would only
+# rewrite them, and what they call, again in every process.
+traced_as_written = tf.autograph.experimental.do_not_convert
 TOKENIZE_BATCH_SIZE = 64
 SHUFFLE_BUFFER_SIZE = 4096  # Chunks.
 
@@ -48,6 +51,7 @@ def replica_batches(global_batches, batch_size, input_context):
             piece = tf.ensure_shape(piece, [per_replica, *rows.shape[1:]])
         return piece
 
+    @traced_as_written
     def pieces(*batch):
         batch = batch[0] if len(batch) == 1 else batch
         return tf.data.Dataset.from_tensor_slices(starts).map(
@@ -72,6 +76,7 @@ def split_some_chunks(chunks, rate, seed):
     """Cuts a `rate` share of the chunks in two at a random point (stateless draws)."""
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
 
+    @traced_as_written
     def split(chunk, chunk_seed):
         cut_it, where = tf.unstack(tf.random.stateless_uniform([2], seed=chunk_seed))
         length = tf.shape(chunk, out_type="int64")[0]
@@ -134,9 +139,11 @@ def pretraining_dataset(texts, tokenizer, sequence_length=128, batch_size=32,
     special, vocabulary_size = special_token_ids(tokenizer)
     mask_token_id = special.pop(MASK)  # The others, [PAD], [CLS] and [SEP], are never masked.
 
+    @traced_as_written
     def tokenize_and_chunk(batch_of_texts):
         return chunk_documents(tokenizer(batch_of_texts), sequence_length - 2)
 
+    @traced_as_written
     def pack_and_mask(chunks, mask_seed):
         token_ids, padding_mask = packer(chunks)
         masked = mask_tokens(
@@ -202,6 +209,7 @@ def classification_dataset(texts, labels, tokenizer, sequence_length=128, batch_
                 "`labels` must be non-negative int class indices (see `Corpus.label_names`)."
             )
 
+    @traced_as_written
     def encode_batch(batch_of_texts, *y):
         return (encode(batch_of_texts), *y) if y else encode(batch_of_texts)
 

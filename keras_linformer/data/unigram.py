@@ -22,7 +22,7 @@ def unigram_perplexity(tokenizer, train_texts, test_texts, batch_size=256):
     # The graph path, as training runs it (eagerly keras-hub returns lists).
     token_ids = tf.function(
         lambda texts: tokenizer(texts).flat_values,
-        input_signature=[tf.TensorSpec([None], tf.string)],
+        input_signature=[tf.TensorSpec([None], tf.string)], autograph=False,
     )
 
     def counts(texts):
