@@ -11,15 +11,6 @@ from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.utils import validation
 
 
-def check_heads_divide(num_heads, hidden_dim):
-    """Raises ValueError unless `num_heads` divides the hidden size of a block's inputs."""
-    if hidden_dim % num_heads:
-        raise ValueError(
-            f"`num_heads` must divide the hidden size ({hidden_dim}, the last "
-            f"dimension of the inputs). Received: num_heads={num_heads}"
-        )
-
-
 @keras_linformer_export("keras_linformer.layers.LinformerEncoderBlock")
 class LinformerEncoderBlock(keras.layers.Layer):
     """Transformer encoder block with Linformer self-attention.
@@ -117,7 +108,11 @@ class LinformerEncoderBlock(keras.layers.Layer):
 
     def build(self, inputs_shape):
         hidden_dim = inputs_shape[-1]
-        check_heads_divide(self.num_heads, hidden_dim)
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"`num_heads` must divide the hidden size ({hidden_dim}, the last "
+                f"dimension of the inputs). Received: num_heads={self.num_heads}"
+            )
         head_dim = hidden_dim // self.num_heads
         self._self_attention_layer = LinformerAttention(
             num_heads=self.num_heads,

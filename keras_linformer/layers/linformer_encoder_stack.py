@@ -5,8 +5,13 @@ import keras
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.layers.linformer_encoder_block import LinformerEncoderBlock
-from keras_linformer.layers.linformer_encoder_block import check_heads_divide
 from keras_linformer.utils import validation
+
+# The arguments of every block, but its k.
+_BLOCK_ARGUMENTS = ("intermediate_dim", "num_heads", "sequence_length", "projection", "sharing",
+                    "dropout", "activation", "layer_norm_epsilon", "kernel_initializer",
+                    "bias_initializer", "projection_initializer", "normalize_first",
+                    "padding_compensation", "null_slots")
 
 
 @keras_linformer_export("keras_linformer.layers.LinformerEncoderStack")
@@ -85,34 +90,14 @@ class LinformerEncoderStack(keras.layers.Layer):
                 )
         else:
             projected_dims = [projected_dim] * num_layers
-        # Each block checks the arguments it shares with the stack.
+        # Each block checks and converts the arguments it shares with the stack.
+        arguments = {name: value for name, value in locals().items() if name in _BLOCK_ARGUMENTS}
         self.blocks = [
-            LinformerEncoderBlock(
-                intermediate_dim=intermediate_dim,
-                num_heads=num_heads,
-                sequence_length=sequence_length,
-                projected_dim=k,
-                projection=projection,
-                sharing=sharing,
-                dropout=dropout,
-                activation=activation,
-                layer_norm_epsilon=layer_norm_epsilon,
-                kernel_initializer=kernel_initializer,
-                bias_initializer=bias_initializer,
-                projection_initializer=projection_initializer,
-                normalize_first=normalize_first,
-                padding_compensation=padding_compensation,
-                null_slots=null_slots,
-                dtype=self.dtype_policy,
-                name=f"linformer_encoder_block_{i}",
-            )
+            LinformerEncoderBlock(projected_dim=k, **arguments, dtype=self.dtype_policy,
+                                  name=f"linformer_encoder_block_{i}")
             for i, k in enumerate(projected_dims)
         ]
-        # The arguments, as the first block checked and converted them.
-        for name in ("intermediate_dim", "num_heads", "sequence_length", "projection", "sharing",
-                     "dropout", "activation", "layer_norm_epsilon", "kernel_initializer",
-                     "bias_initializer", "projection_initializer", "normalize_first",
-                     "padding_compensation", "null_slots"):
+        for name in _BLOCK_ARGUMENTS:
             setattr(self, name, getattr(self.blocks[0], name))
         if (
             sharing == "layerwise"
@@ -130,13 +115,13 @@ class LinformerEncoderStack(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, inputs_shape):
-        hidden_dim = inputs_shape[-1]
-        check_heads_divide(self.num_heads, hidden_dim)
+        # A block's build refuses a `num_heads` that does not divide the hidden size.
+        head_dim = inputs_shape[-1] // self.num_heads
         self.shared_projection = None
         if self.sharing == "layerwise":
             self.shared_projection = self.projection.add_weight(
                 self, "shared_projection", self.sharing, self.sequence_length,
-                self.projected_dims[0], self.num_heads, hidden_dim // self.num_heads,
+                self.projected_dims[0], self.num_heads, head_dim,
                 initializer=self.projection_initializer,
             )
         for block in self.blocks:
