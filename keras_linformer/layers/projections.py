@@ -269,10 +269,14 @@ class _Windows(SequenceProjection):
             x, (-1, projected_dim, sequence_length // projected_dim) + tuple(x.shape[2:])
         )
 
-    def slot_counts(self, mask, sequence_length, projected_dim):
-        """(B, k): the real positions in each window."""
-        windows = self.windows(ops.cast(mask, "float32"), sequence_length, projected_dim)
-        return ops.sum(windows, axis=2)
+    def project(self, x, mask, kernel, sequence_length, projected_dim):
+        real = self.windows(ops.cast(mask, "float32"), sequence_length, projected_dim)  # (B, k, w)
+        counts = ops.sum(real, axis=2)  # The real positions in each window.
+        slot_mask = counts > 0
+        # A subclass's `pool` maps (B, k, w, ...) windows to (B, k, ...) slots.
+        projected = self.pool(self.windows(x, sequence_length, projected_dim), real > 0, counts,
+                              kernel)
+        return projected, ops.cast(slot_mask, x.dtype), slot_mask
 
 
 @register
@@ -285,13 +289,9 @@ class MeanPooling(_Windows):
     def commutes_with_kernel(self, sharing):
         return True  # No weights: shared by the heads whatever the sharing.
 
-    def project(self, x, mask, kernel, sequence_length, projected_dim):
-        counts = self.slot_counts(mask, sequence_length, projected_dim)
-        sums = ops.sum(self.windows(x, sequence_length, projected_dim), axis=2)
-        denominator = _broadcastable(ops.maximum(counts, 1.0), x)
-        slot_mask = counts > 0
-        projected = sums / ops.cast(denominator, x.dtype)
-        return projected, ops.cast(slot_mask, x.dtype), slot_mask
+    def pool(self, windows, real, counts, kernel):
+        sums = ops.sum(windows, axis=2)
+        return sums / ops.cast(_broadcastable(ops.maximum(counts, 1.0), sums), sums.dtype)
 
 
 @register
@@ -301,16 +301,10 @@ class MaxPooling(_Windows):
 
     trainable = False
 
-    def project(self, x, mask, kernel, sequence_length, projected_dim):
-        counts = self.slot_counts(mask, sequence_length, projected_dim)
-        slot_mask = counts > 0
-        windows = self.windows(x, sequence_length, projected_dim)
-        real = self.windows(ops.cast(mask, "bool"), sequence_length, projected_dim)
-        real = ops.reshape(real, ops.shape(real) + (1,) * (len(x.shape) - 2))
-        lowest = ops.full_like(windows, _lowest(x.dtype))
-        projected = ops.max(ops.where(real, windows, lowest), axis=2)
-        projected = ops.where(_broadcastable(slot_mask, x), projected, ops.zeros_like(projected))
-        return projected, ops.cast(slot_mask, x.dtype), slot_mask
+    def pool(self, windows, real, counts, kernel):
+        lowest = ops.full_like(windows, _lowest(windows.dtype))
+        pooled = ops.max(ops.where(_broadcastable(real, windows), windows, lowest), axis=2)
+        return ops.where(_broadcastable(counts > 0, pooled), pooled, ops.zeros_like(pooled))
 
 
 @register
@@ -331,14 +325,10 @@ class ConvProjection(_Windows):
         window = sequence_length // projected_dim
         return keras.initializers.RandomNormal(mean=1.0 / window, stddev=0.02, seed=seed)
 
-    def project(self, x, mask, kernel, sequence_length, projected_dim):
-        counts = self.slot_counts(mask, sequence_length, projected_dim)
-        slot_mask = counts > 0
-        windows = self.windows(x, sequence_length, projected_dim)  # (B, k, w, H, D)
-        kernel = ops.cast(kernel, x.dtype)
+    def pool(self, windows, real, counts, kernel):  # windows: (B, k, w, H, D)
+        kernel = ops.cast(kernel, windows.dtype)
         equation = "bkwhd,wd->bkhd" if len(kernel.shape) == 2 else "bkwhd,whd->bkhd"
-        projected = ops.einsum(equation, windows, kernel)
-        return projected, ops.cast(slot_mask, x.dtype), slot_mask
+        return ops.einsum(equation, windows, kernel)
 
 
 @register
@@ -372,9 +362,9 @@ def zero_padding(x, mask):
     return ops.where(real, x, ops.zeros_like(x))
 
 
-def _broadcastable(slots, x):
-    """(B, k) -> (B, k, 1, ...) with as many trailing axes as `x` has features."""
-    return ops.reshape(slots, ops.shape(slots) + (1,) * (len(x.shape) - 2))
+def _broadcastable(mask, x):
+    """`mask` with trailing axes of size 1 up to the rank of `x`."""
+    return ops.reshape(mask, ops.shape(mask) + (1,) * (len(x.shape) - len(mask.shape)))
 
 
 def _lowest(dtype):
