@@ -18,9 +18,8 @@ DEFAULT_PROJECTION_INITIALIZER = "window_average"
 def window_average_matrix(sequence_length, projected_dim):
     """`(n, k)` E whose column j averages window j: the positions s with `s * k // n == j`."""
     slots = np.arange(sequence_length) * projected_dim // sequence_length
-    matrix = np.zeros((sequence_length, projected_dim), "float64")
-    matrix[np.arange(sequence_length), slots] = 1.0
-    return matrix / matrix.sum(axis=0, keepdims=True)
+    one_hot = np.eye(projected_dim)[slots]  # (n, k) float64: 1 at (s, slot of s).
+    return one_hot / one_hot.sum(axis=0, keepdims=True)
 
 
 @keras_linformer_export("keras_linformer.layers.WindowAverage")
@@ -72,14 +71,8 @@ def projection_initializer(name, projected_dim, seed=None):
     """The Keras initializer for one of `PROJECTION_INITIALIZERS`."""
     if name == "window_average":
         return WindowAverage(seed=seed)
-    if name == "gaussian":
-        return keras.initializers.RandomNormal(stddev=1.0 / math.sqrt(projected_dim), seed=seed)
-    if name == "fairseq":
-        return keras.initializers.RandomNormal(stddev=0.02, seed=seed)
-    raise ValueError(
-        f"`projection_initializer` must be one of {list(PROJECTION_INITIALIZERS)} or a "
-        f"Keras initializer. Received: projection_initializer={name!r}"
-    )
+    stddev = {"gaussian": 1.0 / math.sqrt(projected_dim), "fairseq": 0.02}[name]
+    return keras.initializers.RandomNormal(stddev=stddev, seed=seed)
 
 
 def get(identifier):
