@@ -302,7 +302,8 @@ class MaxPooling(_Windows):
     trainable = False
 
     def pool(self, windows, real, counts, kernel):
-        lowest = ops.full_like(windows, _lowest(windows.dtype))
+        dtype = keras.backend.standardize_dtype(windows.dtype)
+        lowest = ops.full_like(windows, float(ml_dtypes.finfo(dtype).min))  # bfloat16 too.
         pooled = ops.max(ops.where(_broadcastable(real, windows), windows, lowest), axis=2)
         return ops.where(_broadcastable(counts > 0, pooled), pooled, ops.zeros_like(pooled))
 
@@ -365,8 +366,3 @@ def zero_padding(x, mask):
 def _broadcastable(mask, x):
     """`mask` with trailing axes of size 1 up to the rank of `x`."""
     return ops.reshape(mask, ops.shape(mask) + (1,) * (len(x.shape) - len(mask.shape)))
-
-
-def _lowest(dtype):
-    """The most negative finite value of a float dtype, bfloat16 included."""
-    return float(ml_dtypes.finfo(keras.backend.standardize_dtype(dtype)).min)
