@@ -146,13 +146,12 @@ class LinformerAttention(keras.layers.Layer):
             )
         validation.check_positive_int("num_heads", num_heads)
         validation.check_positive_int("key_dim", key_dim)
-        if value_dim is not None:
-            validation.check_positive_int("value_dim", value_dim)
+        value_dim = key_dim if value_dim is None else value_dim
+        validation.check_positive_int("value_dim", value_dim)
         projection_initializer = projection_initializers.get(projection_initializer)
         projection = projections.get_checked(
             projection, sharing, sequence_length, projected_dim, projection_initializer
         )
-        value_dim = key_dim if value_dim is None else value_dim
         if sharing in ("key_value", "layerwise") and value_dim != key_dim and (
             projection.kernel_shape(sharing, sequence_length, projected_dim, 1, key_dim)
             != projection.kernel_shape(sharing, sequence_length, projected_dim, 1, value_dim)
@@ -162,13 +161,8 @@ class LinformerAttention(keras.layers.Layer):
                 f"and {projection!r}'s depends on the head size, so `value_dim` must "
                 f"equal `key_dim`. Received: key_dim={key_dim}, value_dim={value_dim}"
             )
-        if isinstance(output_shape, (tuple, list)):
-            if len(output_shape) != 1:
-                raise ValueError(
-                    "`output_shape` must be an int (the output feature size). "
-                    f"Received: output_shape={output_shape!r}"
-                )
-            output_shape = output_shape[0]
+        if isinstance(output_shape, (tuple, list)) and len(output_shape) == 1:
+            output_shape = output_shape[0]  # The feature size, as MultiHeadAttention takes it.
         if output_shape is not None:
             validation.check_positive_int("output_shape", output_shape)
 
@@ -198,13 +192,12 @@ class LinformerAttention(keras.layers.Layer):
         self.supports_masking = True
         self._projects_input = projection.commutes_with_kernel(sharing)
 
-    # --- Build -------------------------------------------------------------
-
-    def _dense(self, name, equation, output_shape, bias_axes):
-        return keras.layers.EinsumDense(
+    def _dense(self, name, equation, output_shape, input_shape):
+        dense = keras.layers.EinsumDense(
             equation,
             output_shape=output_shape,
-            bias_axes=bias_axes if self.use_bias else None,
+            # Biases on the output's feature axes: all but (B, T).
+            bias_axes=equation[1 - len(output_shape):] if self.use_bias else None,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
             kernel_regularizer=self.kernel_regularizer,
@@ -214,6 +207,8 @@ class LinformerAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name=name,
         )
+        dense.build(input_shape)
+        return dense
 
     def _projection_weight(self, name, head_dim):
         return self.projection.add_weight(
@@ -227,22 +222,17 @@ class LinformerAttention(keras.layers.Layer):
 
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
-        self._check_ranks(query=query_shape, value=value_shape, key=key_shape)
-        self._check_length(value_shape[1])
-        self._check_key_value_shapes(key_shape, value_shape)
+        self._check_shapes(query_shape, value_shape, key_shape)
         heads = self.num_heads
         out_dim = self._output_shape or query_shape[-1]
         # (B, T, dim) -> (B, T, N, H), as in keras.layers.MultiHeadAttention.
-        self._query_dense = self._dense("query", "abc,cde->abde", (None, heads, self.key_dim), "de")
-        self._query_dense.build(query_shape)
-        self._key_dense = self._dense("key", "abc,cde->abde", (None, heads, self.key_dim), "de")
-        self._key_dense.build(key_shape)
-        self._value_dense = self._dense(
-            "value", "abc,cde->abde", (None, heads, self.value_dim), "de")
-        self._value_dense.build(value_shape)
+        split = "abc,cde->abde"
+        self._query_dense = self._dense("query", split, (None, heads, self.key_dim), query_shape)
+        self._key_dense = self._dense("key", split, (None, heads, self.key_dim), key_shape)
+        self._value_dense = self._dense("value", split, (None, heads, self.value_dim), value_shape)
         # (B, T, N, H) -> (B, T, out_dim)
-        self._output_dense = self._dense("attention_output", "abcd,cde->abe", (None, out_dim), "e")
-        self._output_dense.build(tuple(query_shape[:-1]) + (heads, self.value_dim))
+        self._output_dense = self._dense("attention_output", "abcd,cde->abe", (None, out_dim),
+                                         tuple(query_shape[:-1]) + (heads, self.value_dim))
         self._dropout_layer = keras.layers.Dropout(self.dropout, seed=self.seed,
                                                    dtype=self.dtype_policy)
 
@@ -273,10 +263,6 @@ class LinformerAttention(keras.layers.Layer):
             "`sequence_length`."
         )
 
-    def _check_length(self, length):
-        if length is not None and length > self.sequence_length:
-            raise ValueError(self._length_error(length))
-
     def _check_dynamic_length(self, value):
         """`value`, checked at run time in a TensorFlow graph of unknown length."""
         if value.shape[1] is not None or keras.backend.backend() != "tensorflow":
@@ -292,17 +278,15 @@ class LinformerAttention(keras.layers.Layer):
             spare = tf.reduce_sum(tf.zeros(tf.reshape(room, [1]), value.dtype))
         return value + spare
 
-    @staticmethod
-    def _check_ranks(**shapes):
-        for name, shape in shapes.items():
+    def _check_shapes(self, query_shape, value_shape, key_shape):
+        for name, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
             if len(shape) != 3:
                 raise ValueError(
                     f"`{name}` must be a 3-D tensor (batch, length, features). "
                     f"Received: {name} of shape {tuple(shape)}"
                 )
-
-    @staticmethod
-    def _check_key_value_shapes(key_shape, value_shape):
+        if value_shape[1] is not None and value_shape[1] > self.sequence_length:
+            raise ValueError(self._length_error(value_shape[1]))
         if None not in (key_shape[1], value_shape[1]) and key_shape[1] != value_shape[1]:
             raise ValueError(
                 "`key` and `value` must have the same length. Received: "
@@ -321,8 +305,6 @@ class LinformerAttention(keras.layers.Layer):
                 f"`{name}` must have the shape (batch, key/value length) = {expected}, "
                 f"True at real positions. Received: {name} of shape {shape}"
             )
-
-    # --- Call --------------------------------------------------------------
 
     def call(
         self,
@@ -358,10 +340,8 @@ class LinformerAttention(keras.layers.Layer):
         # The masks arrived as query_mask/value_mask/key_mask; Keras puts the
         # query's mask back on the output.
         query, value, key = without_keras_masks(query, value, key)
-        self._check_ranks(query=query.shape, value=value.shape, key=key.shape)
-        self._check_length(value.shape[1])
+        self._check_shapes(query.shape, value.shape, key.shape)
         value = self._check_dynamic_length(value)
-        self._check_key_value_shapes(key.shape, value.shape)
         self._check_mask("value_mask", value_mask, value.shape)
         self._check_mask("key_mask", key_mask, value.shape)
         key_projection, value_projection = self._projection_kernels(projection_kernel)
@@ -508,8 +488,6 @@ class LinformerAttention(keras.layers.Layer):
             correction = ops.expand_dims(ops.expand_dims(weight_sums - 1.0, -1), -1)
             out = out + correction * ops.cast(dense.bias, out.dtype)
         return out, slot_mask
-
-    # --- Shapes and config -------------------------------------------------
 
     def compute_output_shape(self, query_shape, value_shape, key_shape=None):
         out_dim = self._output_shape or query_shape[-1]
