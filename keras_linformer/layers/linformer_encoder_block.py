@@ -207,9 +207,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         x = self._feedforward_dropout(x, training=training) + residual
         if not self.normalize_first:
             x = self._feedforward_layer_norm(x)
-        if return_attention_scores:
-            return x, scores
-        return x
+        return (x, scores) if return_attention_scores else x
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
