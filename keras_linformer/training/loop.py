@@ -23,12 +23,6 @@ from keras_linformer.training.run_directory import BEST_DIR
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import LOG_DIR
 from keras_linformer.utils.validation import check_number
-from keras_linformer.utils.validation import check_positive_int
-
-
-def progress_verbosity():
-    """A progress bar on a terminal, one line per epoch otherwise (as `fit`'s `verbose`)."""
-    return 1 if sys.stdout.isatty() else 2
 
 
 def has_checkpoint(output_dir):
@@ -103,28 +97,24 @@ class Trainer:
         model: a compiled `keras.Model` built under `strategy`.
         strategy: the `tf.distribute.Strategy` the model was built under.
         output_dir: str, where `checkpoints/` and TensorBoard events (`logs/`) go.
-        max_to_keep: int, checkpoints kept (at least 2).
         log: callable for progress messages (called on the chief only).
         monitor: str or `None`, a validation metric (e.g. `"val_accuracy"`) whose best
             epoch `restore_best` loads: the lowest for a "loss", else the highest.
-        progress_every: float or `None`, seconds between progress lines inside an epoch
-            when there is no progress bar.
+        progress_every: float, seconds between progress lines inside an epoch when there
+            is no progress bar.
 
     Attributes:
         test_function: the traced test step; pass it to `evaluate` to trace it once only.
     """
 
-    def __init__(self, model, strategy, output_dir, max_to_keep=2, log=print, monitor=None,
-                 progress_every=60.0):
+    def __init__(self, model, strategy, output_dir, log=print, monitor=None, progress_every=60.0):
         if model.optimizer is None:
             raise ValueError("`model` must be compiled (with an optimizer) before training.")
-        check_positive_int("max_to_keep", max_to_keep, minimum=2)
         if monitor is not None and not (isinstance(monitor, str) and monitor.startswith("val_")):
             raise ValueError("monitor: expected the name of a validation metric, starting with "
                              "'val_' (e.g. 'val_accuracy' or 'val_loss'). Received: "
                              f"monitor={monitor!r}")
-        if progress_every is not None:
-            check_number("progress_every", progress_every, 0)
+        check_number("progress_every", progress_every, 0)
         self.progress_every = progress_every
         self.monitor = monitor
         self.model = model
@@ -146,7 +136,7 @@ class Trainer:
         if monitor is not None:
             tracked.update(best_value=self.best_value, best_step=self.best_step)
         self.checkpoint = tf.train.Checkpoint(**tracked)
-        self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, max_to_keep)
+        self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, 2)
         # Two: a kill between a best and the epoch's checkpoint leaves a newer best.
         best = tf.train.Checkpoint(model_variables=list(model.variables))
         self.best_manager = self._manager(best, BEST_DIR, 2) if monitor else None
@@ -192,12 +182,11 @@ class Trainer:
             path = manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
             # TensorFlow writes into a temporary name first; drop what it left.
-            for pattern in (f"ckpt-{step}.*", f"ckpt-{step}_temp*"):
-                for leftover in tf.io.gfile.glob(os.path.join(manager.directory, pattern)):
-                    if tf.io.gfile.isdir(leftover):
-                        tf.io.gfile.rmtree(leftover)
-                    else:
-                        tf.io.gfile.remove(leftover)
+            for leftover in tf.io.gfile.glob(os.path.join(manager.directory, f"ckpt-{step}[._]*")):
+                if tf.io.gfile.isdir(leftover):
+                    tf.io.gfile.rmtree(leftover)
+                else:
+                    tf.io.gfile.remove(leftover)
             message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "",
                              getattr(error, "message", None) or str(error))
             after = (f"The last complete checkpoint, {os.path.basename(previous)}, is intact: "
@@ -292,7 +281,7 @@ class Trainer:
 
     def fit(self, make_train_dataset, plan, validation=None, callbacks=None, update_freq="epoch",
             profile_batches=None):
-        """Trains for `plan`; returns `(History.history, steps this call ran, seconds)`.
+        """Trains for `plan`; returns `(History.history, steps this call ran)`.
 
         `callbacks` are called as `Model.fit` calls them; epochs are numbered over the whole
         run, batches within the epoch. A callback that sets `model.stop_training` (on any
@@ -336,10 +325,9 @@ class Trainer:
             self.step.assign_add(1)
             return logs
 
-        start = time.perf_counter()
         if step >= plan.total_steps:
             self.log(f"Nothing to do: the checkpoint is at step {step} of {plan.total_steps}.")
-            return {}, 0, 0.0
+            return {}, 0
         if profile_batches and profile_batches[0] > plan.total_steps - step:
             self.log(f"profile_batches {tuple(profile_batches)}: this call runs "
                      f"{plan.total_steps - step} steps (counted from 1, a resumed run's "
@@ -347,6 +335,8 @@ class Trainer:
         iterator = iter(make_train_dataset(step))
         self.model.stop_training = False
         epoch_logs = {}
+        # A progress bar on a terminal, one line per epoch otherwise (as `fit`'s `verbose`).
+        verbose = (1 if sys.stdout.isatty() else 2) if self.chief else 0
         callbacks.on_train_begin()
 
         def request_stop(signum, frame):
@@ -360,8 +350,7 @@ class Trainer:
                 for metric in self.model.metrics:
                     metric.reset_state()
                 first = step  # Of this call: a resumed epoch starts inside.
-                progress = keras.utils.Progbar(epoch_end - step, unit_name="step",
-                                               verbose=progress_verbosity() if self.chief else 0)
+                progress = keras.utils.Progbar(epoch_end - step, unit_name="step", verbose=verbose)
                 self.log(f"Epoch {epoch + 1}/{plan.epochs} (steps {step + 1}-{epoch_end})")
                 callbacks.on_epoch_begin(epoch)
                 epoch_start = last_line = time.perf_counter()
@@ -381,8 +370,7 @@ class Trainer:
                     step += 1
                     progress.update(step - first, list(logs.items()))
                     now = time.perf_counter()
-                    if (self.progress_every is not None and progress_verbosity() == 2
-                            and step < epoch_end and now - last_line >= self.progress_every):
+                    if verbose == 2 and step < epoch_end and now - last_line >= self.progress_every:
                         self.log(f"  step {step} ({step - first}/{epoch_end - first} of epoch "
                                  f"{epoch + 1}; {(now - epoch_start) / (step - first):.2f} "
                                  f"s/step; loss {logs.get('loss', math.nan):.4g})")
@@ -411,7 +399,7 @@ class Trainer:
         if self.model.stop_training and step < plan.total_steps:
             self.log(f"A callback stopped training at step {step} of {plan.total_steps}.")
         callbacks.on_train_end(epoch_logs)
-        return self.model.history.history, step - start_step, time.perf_counter() - start
+        return self.model.history.history, step - start_step
 
 
 class TensorBoard(keras.callbacks.TensorBoard):

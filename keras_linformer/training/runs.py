@@ -221,7 +221,7 @@ def run(task, strategy=None, log=print, callbacks=None):
 
         fit_start, fit_cpu_start = time.perf_counter(), time.process_time()
         trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor)
-        history, steps, _ = trainer.fit(make_train, plan, validation, callbacks,
+        history, steps = trainer.fit(make_train, plan, validation, callbacks,
                                         config.update_freq, config.profile_batches)
         # CPU time counts only this run's work on a shared machine.
         fit_seconds = time.perf_counter() - fit_start

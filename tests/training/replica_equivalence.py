@@ -54,7 +54,7 @@ def train_one_step(strategy, initial_weights, tokenizer, config, train, test):
         )
 
     trainer = training.Trainer(model, strategy, tempfile.mkdtemp(), log=lambda message: None)
-    history, _, _ = trainer.fit(
+    history, _ = trainer.fit(
         lambda skip: training.distribute(
             strategy, dataset(train, False), repeat=True, skip_steps=skip
         ),

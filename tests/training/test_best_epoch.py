@@ -54,7 +54,7 @@ def fit(output_dir, epochs, monitor, flipped):
         monitor=monitor,
     )
     train, validation = datasets(flipped)
-    history, _, _ = trainer.fit(
+    history, _ = trainer.fit(
         train, training.StepPlan(epochs=epochs, steps_per_epoch=STEPS_PER_EPOCH), validation
     )
     return model, trainer, history

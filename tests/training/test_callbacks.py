@@ -79,7 +79,7 @@ def fit(strategy, output_dir, epochs, callbacks, update_freq="epoch"):
         return lambda context: tf.data.Dataset.from_tensor_slices((features, targets)).batch(16)
 
     trainer = training.Trainer(model, strategy, output_dir, log=lambda message: None)
-    history, steps, _ = trainer.fit(
+    history, steps = trainer.fit(
         lambda skip: training.distribute(strategy, batches(labels), repeat=True, skip_steps=skip),
         training.StepPlan(epochs=epochs, steps_per_epoch=STEPS_PER_EPOCH),
         validation=training.distribute(strategy, batches(1 - labels)),
