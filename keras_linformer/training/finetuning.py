@@ -126,7 +126,7 @@ class ClassificationTask(runs.Task):
                                 dropout=config.dropout, jit_compile=jit_compile)
 
     def dataset(self, split, shuffle, input_context):
-        return data.classification_dataset(split.texts, split.labels, self.tokenizer(),
+        return data.classification_dataset(split.texts, split.labels, self.tokenizer,
                                            sequence_length=self.sequence_length,
                                            batch_size=self.config.batch_size, shuffle=shuffle,
                                            seed=self.config.seed, input_context=input_context)
@@ -145,9 +145,8 @@ class ClassificationTask(runs.Task):
                 f" / {len(corpus.test)} test texts, labels {shorten(corpus.label_names)}. "
                 f"{self.attention} classifier {self.source()}: "
                 f"{model.backbone.count_params():,} backbone parameters, "
-                f"n={self.sequence_length}; {plan.total_steps} steps of {config.batch_size} on "
-                f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
-                f"{plan.steps_per_epoch}; {runs.precision_words(jit_compile)} "
+                f"n={self.sequence_length}; {runs.plan_words(plan, config.batch_size, strategy)}; "
+                f"{runs.precision_words(jit_compile)} "
                 f"({time.perf_counter() - start:.0f} s).")
 
     def save(self, model, output_dir):

@@ -111,16 +111,14 @@ class MaskedLMTask(runs.Task):
             self.vocabulary = runs.vocabulary_for(config, corpus.train.texts)
         if config.short_sequence_rate:  # Only when used: older runs resume.
             record["short_sequence_rate"] = config.short_sequence_rate
-        sequences = inputs.count_sequences(corpus.train.texts, self.tokenizer(),
+        sequences = inputs.count_sequences(corpus.train.texts, self.tokenizer,
                                            self.sequence_length)
         plan = runs.plan_run(config, sequences / config.batch_size, config.checkpoint_every)
         self.backbone_config = {**self.architecture, "vocabulary_size": len(self.vocabulary)}
         log(f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
             f"sequences of {self.sequence_length} tokens; vocabulary of "
             f"{len(self.vocabulary)} ({time.perf_counter() - start:.0f} s). "
-            f"{plan.total_steps} steps of {config.batch_size} on "
-            f"{strategy.num_replicas_in_sync} replica(s), {plan.epochs} epochs of "
-            f"{plan.steps_per_epoch}.")
+            f"{runs.plan_words(plan, config.batch_size, strategy)}.")
         return plan, {"backbone": self.backbone_config, **record}
 
     def build_model(self, optimizer, jit_compile):
@@ -137,7 +135,7 @@ class MaskedLMTask(runs.Task):
         short_rate = self.config.short_sequence_rate if split is self.corpus.train else 0.0
         mask_rate = getattr(self.config, "mask_selection_rate", 0.0)
         return data.pretraining_dataset(
-            split.texts, self.tokenizer(), sequence_length=self.sequence_length,
+            split.texts, self.tokenizer, sequence_length=self.sequence_length,
             batch_size=self.config.batch_size, mask_selection_rate=mask_rate,
             shuffle=shuffle, seed=self.config.seed, input_context=input_context,
             short_sequence_rate=short_rate)
@@ -157,7 +155,7 @@ class MaskedLMTask(runs.Task):
 
     def summary(self, results):
         corpus = self.corpus
-        unigram = data.unigram_perplexity(self.tokenizer(), corpus.train.texts, corpus.test.texts)
+        unigram = data.unigram_perplexity(self.tokenizer, corpus.train.texts, corpus.test.texts)
         return {"test_perplexity": float(results["perplexity"]),
                 "unigram_test_perplexity": unigram,
                 "test_loss": float(results["loss"]),

@@ -6,6 +6,7 @@ whose `run.json` differs is refused instead of loading that state into another m
 data stream. A finished run is reported and never written again.
 """
 
+import functools
 import hashlib
 import json
 import math
@@ -104,15 +105,13 @@ class Task:
         self.config = config
         self.vocabulary = None
         self.sequence_length = None
-        self._tokenizer = None
         self.bert = None  # A BERT to convert (`convert_bert`).
         self.monitor = "val_accuracy" if getattr(config, "restore_best", False) else None
 
+    @functools.cached_property
     def tokenizer(self):
-        """The tokenizer of `vocabulary`, made once."""
-        if self._tokenizer is None:
-            self._tokenizer = data.make_tokenizer(self.vocabulary)
-        return self._tokenizer
+        """The tokenizer of `vocabulary` (once `prepare` has set it)."""
+        return data.make_tokenizer(self.vocabulary)
 
     def check_results(self, results):
         pass
@@ -131,7 +130,7 @@ class Task:
         if self.bert is not None and epochs:
             self.transferred = starting_points.transfer_for_run(
                 self.bert, self.conversion, self.sequence_length, self.corpus.train.texts,
-                self.tokenizer(), epochs, self.config.output_dir, log)
+                self.tokenizer, epochs, self.config.output_dir, log)
 
     def converted_backbone(self, dropout):
         """The backbone converted from `convert_bert`'s BERT, with the transferred projections."""
@@ -140,6 +139,12 @@ class Task:
         if self.config.attention_transfer_epochs:
             starting_points.assign_transferred(backbone, self.transferred)
         return backbone
+
+
+def plan_words(plan, batch_size, strategy):
+    """`T steps of B on R replica(s), E epochs of S`, for a run's description."""
+    return (f"{plan.total_steps} steps of {batch_size} on {strategy.num_replicas_in_sync} "
+            f"replica(s), {plan.epochs} epochs of {plan.steps_per_epoch}")
 
 
 def precision_words(jit_compile):
