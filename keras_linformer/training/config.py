@@ -101,6 +101,9 @@ class RunConfig:
         seed: int, seeds the vocabulary sample, weights, shuffling and masks.
         attention_transfer_epochs: int, with `from_bert`: epochs of attention transfer
             before training; `0`: none.
+        from_bert: str or `None`, a BERT preset or directory to convert and start from.
+        architecture: dict or `None`, `models.backbone_for` arguments but `vocabulary_size`
+            (what each run takes of them: its config's docstring).
     """
 
     output_dir: str
@@ -146,6 +149,8 @@ class RunConfig:
            "(keras_linformer.models.attention_transfer); resumes from "
            "OUTPUT_DIR/attention_transfer. 0: none.", Bounds(int, 0, 1000), START,
         "--attention-transfer", "EPOCHS")
+    from_bert: str | None = None
+    architecture: dict | None = None
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -154,7 +159,7 @@ class RunConfig:
                 bounds.check(field.name, value)
             elif field.type is bool:
                 validation.check_bool(field.name, value)
-        epochs, from_bert = self.attention_transfer_epochs, getattr(self, "from_bert", None)
+        epochs, from_bert = self.attention_transfer_epochs, self.from_bert
         if epochs and from_bert is None:
             raise ValueError("attention_transfer_epochs: attention transfer trains a BERT "
                              "conversion; it needs from_bert. Received: "
@@ -163,10 +168,9 @@ class RunConfig:
         if pretrained is not None and from_bert is not None:
             raise ValueError("pretrained and from_bert are two starting points; give one. "
                              f"Received: pretrained={pretrained!r}, from_bert={from_bert!r}")
-        architecture = getattr(self, "architecture", None)
-        if architecture is not None:
-            unknown = (sorted(set(architecture) - ARCHITECTURE_KEYS)
-                       if isinstance(architecture, dict) else architecture)
+        if self.architecture is not None:
+            unknown = (sorted(set(self.architecture) - ARCHITECTURE_KEYS)
+                       if isinstance(self.architecture, dict) else self.architecture)
             if unknown:
                 raise ValueError("`architecture` must be a dict of backbone_for arguments, "
                                  f"among {sorted(ARCHITECTURE_KEYS)}. Received unknown: "
@@ -208,7 +212,6 @@ class PretrainingConfig(RunConfig):
     epochs: float = again("epochs", 1.0)
     learning_rate: float = again("learning_rate", 1e-3)
     checkpoint_every: int | None = again("checkpoint_every", 200)
-    architecture: dict | None = None
     mask_selection_rate: float = option(
         0.15, "Share of tokens masked and predicted (masked_lm objective).",
         Bounds(float, 0, 1, include_low=False, include_high=False), DATA, "--mask-rate")
@@ -219,7 +222,6 @@ class PretrainingConfig(RunConfig):
     validation_batches: int = option(
         20, "Validation batches per epoch (the whole test split is evaluated at the end).",
         POSITIVE_INT, DATA)
-    from_bert: str | None = None
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -234,12 +236,10 @@ class DistillationConfig(RunConfig):
         validation_batches: int, validation batches per epoch.
     """
 
-    from_bert: str | None = None
     batch_size: int = again("batch_size", 32)
     epochs: float = again("epochs", 1.0)
     learning_rate: float = again("learning_rate", 1e-4)
     checkpoint_every: int | None = again("checkpoint_every", 200)
-    architecture: dict | None = None
     short_sequence_rate: float = again("short_sequence_rate", 0.0, PretrainingConfig)
     validation_batches: int = again("validation_batches", 20, PretrainingConfig)
 
@@ -268,8 +268,6 @@ class FinetuningConfig(RunConfig):
     learning_rate: float = again("learning_rate", 3e-4)
     checkpoint_every: int | None = again("checkpoint_every", None)
     pretrained: str | None = None
-    from_bert: str | None = None
-    architecture: dict | None = None
     sequence_length: int | None = option(None, bounds=Bounds(int, 3))
     dropout: float = option(0.1, bounds=Bounds(float, 0, 1, include_high=False))
     restore_best: bool = option(
