@@ -8,20 +8,18 @@ from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
 
-def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01,
-                   end_fraction=0.0):
+def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01):
     """Returns `keras.optimizers.AdamW` on a warmup-then-cosine schedule.
 
     The learning rate rises linearly from 0 over the first `warmup_fraction` of
-    `total_steps`, then follows a cosine down to `end_fraction * learning_rate`
-    (`keras.optimizers.schedules.CosineDecay`). Weight decay spares biases and LayerNorm.
+    `total_steps`, then follows a cosine down to 0 (`keras.optimizers.schedules.CosineDecay`).
+    Weight decay spares biases and LayerNorm.
 
     Args:
         learning_rate: float, the peak learning rate.
         total_steps: int, the number of optimizer steps of the whole run.
         warmup_fraction: float in [0, 1), the share of steps spent warming up.
         weight_decay: float, AdamW's decoupled weight decay.
-        end_fraction: float, the final learning rate as a fraction of the peak.
     """
     check_number("learning_rate", learning_rate, 0, include_low=False)
     check_positive_int("total_steps", total_steps)
@@ -30,8 +28,7 @@ def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay
     # With warmup, from 0 up to the peak (`warmup_target`); without, down from the peak.
     schedule = keras.optimizers.schedules.CosineDecay(
         0.0 if warmup_steps else learning_rate, decay_steps=max(1, total_steps - warmup_steps),
-        alpha=end_fraction, warmup_target=learning_rate if warmup_steps else None,
-        warmup_steps=warmup_steps)
+        warmup_target=learning_rate if warmup_steps else None, warmup_steps=warmup_steps)
     optimizer = keras.optimizers.AdamW(schedule, weight_decay=weight_decay)
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer
