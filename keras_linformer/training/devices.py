@@ -184,18 +184,14 @@ def read_tf_config(environ=None):
 def is_chief(strategy=None, environ=None):
     """Whether this process is the chief (the `chief` task, or worker 0 without one) of
     `strategy`'s cluster, or of `TF_CONFIG`'s without a `strategy`."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is not None and resolver.cluster_spec().as_dict():
-        cluster = resolver.cluster_spec().as_dict()
-        task_type, task_id = resolver.task_type, resolver.task_id
-    else:
-        config = read_tf_config(environ) if strategy is None else None
-        if config is None:
-            return True
-        cluster, task = config["cluster"], config["task"]
-        task_type, task_id = task["type"], task["index"]
-    return task_type == "chief" or (task_type == "worker" and task_id == 0
-                                    and "chief" not in cluster)
+    if strategy is not None:
+        return strategy.extended.should_checkpoint
+    config = read_tf_config(environ)
+    if config is None:
+        return True
+    task = config["task"]
+    return task["type"] == "chief" or (task["type"] == "worker" and task["index"] == 0
+                                       and "chief" not in config["cluster"])
 
 
 def make_multi_worker_strategy(connect_timeout=300.0, log=print):
