@@ -17,15 +17,14 @@ from keras_linformer.models import attention_transfer
 from keras_linformer.models import backbones
 from keras_linformer.models import pretrained_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
-from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+from keras_linformer.training.config import ARCHITECTURE_KEYS
 from keras_linformer.training.loop import first_line
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.training.run_directory import WEIGHTS_FILE
 
 # The backbone arguments that decide which weights exist and what they mean.
-ARCHITECTURE_KEYS = ("vocabulary_size", *(key for key in DEFAULT_ARCHITECTURE if key != "dropout"),
-                     "num_segments", "projection_initializer", "padding_compensation", "null_slots")
+WEIGHT_KEYS = (ARCHITECTURE_KEYS - {"dropout"}) | {"vocabulary_size"}
 
 # The backbone classes a pretrained directory may hold, by name, and their attention.
 _ATTENTION_OF_CLASS = {backbone_class.__name__: attention
@@ -37,9 +36,9 @@ _UNFINISHED = set()  # Output directories of this process's unfinished `transfer
 
 
 def architecture_of(config):
-    """The `ARCHITECTURE_KEYS` of a backbone config, with lists for tuples (JSON's view)."""
-    return {key: list(config[key]) if isinstance(config[key], tuple) else config[key]
-            for key in ARCHITECTURE_KEYS if key in config}
+    """The `WEIGHT_KEYS` of a backbone config, with lists for tuples (JSON's view)."""
+    return {key: list(value) if isinstance(value, tuple) else value
+            for key, value in config.items() if key in WEIGHT_KEYS}
 
 
 def architecture_differences(expected, found):
@@ -121,7 +120,7 @@ def load_pretrained(directory, architecture=None, dropout=None):
 
     Args:
         directory: str, a pretraining output directory.
-        architecture: dict or `None`, `ARCHITECTURE_KEYS` the checkpoint must have.
+        architecture: dict or `None`, `WEIGHT_KEYS` the checkpoint must have.
         dropout: float or `None`, a new dropout rate; `None` keeps the pretraining one.
 
     Raises:
