@@ -6,6 +6,7 @@ Keras callbacks where `fit` does. Checkpoints (every epoch, and on SIGTERM) let 
 resume; docs/training.md describes the fault tolerance.
 """
 
+import itertools
 import math
 import os
 import re
@@ -63,9 +64,9 @@ def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
     for metric in model.metrics:
         metric.reset_state()
     callbacks.on_test_begin()
-    logs, batch = {}, 0
+    logs = {}
     iterator = iter(dataset)
-    while True:
+    for batch in itertools.count():
         # As in Keras, with a dataset of unknown length the last begin finds no batch.
         callbacks.on_test_batch_begin(batch)
         try:
@@ -73,7 +74,6 @@ def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
         except (StopIteration, tf.errors.OutOfRangeError):
             break
         callbacks.on_test_batch_end(batch, {k: float(v) for k, v in logs.items()})
-        batch += 1
     results = _metric_results(model) if logs else {}
     callbacks.on_test_end(results)
     return results
@@ -136,18 +136,19 @@ class Trainer:
         if monitor is not None:
             tracked.update(best_value=self.best_value, best_step=self.best_step)
         self.checkpoint = tf.train.Checkpoint(**tracked)
-        self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR, 2)
-        # Two: a kill between a best and the epoch's checkpoint leaves a newer best.
+        self.manager = self._manager(self.checkpoint, CHECKPOINT_DIR)
         best = tf.train.Checkpoint(model_variables=list(model.variables))
-        self.best_manager = self._manager(best, BEST_DIR, 2) if monitor else None
+        self.best_manager = self._manager(best, BEST_DIR) if monitor else None
         self.test_function = _test_function(model, strategy)
         self._terminate_requested = False
 
-    def _manager(self, checkpoint, subdirectory, max_to_keep):
-        """A CheckpointManager writing under output_dir (chief) or a scratch directory."""
+    def _manager(self, checkpoint, subdirectory):
+        """A CheckpointManager writing under output_dir (chief) or a scratch directory. It
+        keeps two: the one before is the fallback when the latest does not load, and a kill
+        between a best and the epoch's checkpoint leaves a newer best."""
         directory = (os.path.join(self.output_dir, subdirectory) if self.chief
                      else tempfile.mkdtemp(prefix="keras_linformer_worker_checkpoints_"))
-        return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=max_to_keep)
+        return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
 
     def restore(self):
         """Restores the latest checkpoint that loads (reporting those that do not); returns its
