@@ -328,8 +328,9 @@ def option_arguments(options, config_class):
     return arguments
 
 
-def add_training_flags(parser, config_class):
-    """`config_class`'s flags, the data limits for trial runs and the hardware flags."""
+def add_training_flags(parser, config_class, output_dir, outputs):
+    """`config_class`'s flags, the data limits for trial runs, the hardware flags and
+    --output-dir (default `output_dir`, where `outputs` go)."""
     add_config_flags(parser, config_class)
     group = next(group for group in parser._action_groups if group.title == "training")
     group.add_argument("--max-train-examples", type=positive_int, default=None,
@@ -349,6 +350,9 @@ def add_training_flags(parser, config_class):
     group.add_argument("--deterministic", action="store_true",
                        help="Make every TensorFlow op deterministic, so that a run, resumed or "
                             "not, gives the same weights bit for bit; slower.")
+    parser.add_argument("--output-dir", type=nonempty, default=output_dir,
+                        help=f"Where {outputs}, checkpoints and logs go; a rerun with the same "
+                             "directory resumes an unfinished run.")
 
 
 def set_up_hardware(args):
@@ -359,12 +363,6 @@ def set_up_hardware(args):
         cpu_replicas=args.cpu_replicas, mixed_precision=args.mixed_precision,
         jit_compile=args.jit_compile, deterministic=args.deterministic,
         connect_timeout=args.connect_timeout, log=log)
-
-
-def add_output_dir_flag(parser, default, outputs):
-    parser.add_argument("--output-dir", type=nonempty, default=default,
-                        help=f"Where {outputs}, checkpoints and logs go; a rerun with the same "
-                             "directory resumes an unfinished run.")
 
 
 def add_debug_flag(parser):
@@ -541,8 +539,10 @@ def remove_unfinished_starts():
                 or transfer is not None and transfer.stopped_with_checkpoint(path)
                 or os.path.isfile(os.path.join(path, run_directory.SUMMARY_FILE))):
             continue
-        for name in sorted(set(os.listdir(path)) - before):
-            entry = os.path.join(path, name)
+        # All of the topmost directory it created, else what it added to `path`.
+        entries = [created] if created else [os.path.join(path, name) for name in
+                                             sorted(set(os.listdir(path)) - before)]
+        for entry in entries:
             # Best effort: the error that stopped the run is what to report.
             with contextlib.suppress(OSError):
                 if os.path.isdir(entry) and not os.path.islink(entry):
@@ -550,14 +550,6 @@ def remove_unfinished_starts():
                 else:
                     os.remove(entry)
                 removed.append(entry)
-        directory = path
-        while created is not None and directory != os.path.dirname(created):
-            try:
-                os.rmdir(directory)  # Only if empty.
-            except OSError:
-                break
-            removed.append(directory)
-            directory = os.path.dirname(directory)
     del STARTED_RUNS[:]
     return removed
 

@@ -41,8 +41,8 @@ def parse_args(argv=None):
                        "of a finished `keras-linformer-pretrain` run. Default: train from scratch.")
     start.add_argument("--from-bert", metavar="DIR_OR_PRESET", help=cli.FROM_BERT_HELP)
     cli.add_model_flags(parser)
-    cli.add_training_flags(parser, FinetuningConfig)
-    cli.add_output_dir_flag(parser, "artifacts/finetune", "the vocabulary, classifier.keras")
+    cli.add_training_flags(parser, FinetuningConfig, "artifacts/finetune",
+                           "the vocabulary, classifier.keras")
     args = parser.parse_args(argv)
     cli.check_training_flags(parser, args, FinetuningConfig, {
         "--text-column": ("text_column", "text", ["--table"]),

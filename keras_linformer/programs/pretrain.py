@@ -49,8 +49,7 @@ def parse_args(argv=None):
                        help="masked_lm: predict masked tokens; distillation (with --from-bert): "
                             "reproduce the frozen BERT's sequence output.")
     cli.add_model_flags(parser, checkpoint_flag="--from-bert")
-    cli.add_training_flags(parser, PretrainingConfig)
-    cli.add_output_dir_flag(parser, "artifacts/pretrain", "the vocabulary, model")
+    cli.add_training_flags(parser, PretrainingConfig, "artifacts/pretrain", "the vocabulary, model")
     args = parser.parse_args(argv)
     cli.check_training_flags(parser, args, PretrainingConfig, {
         "--documents": ("documents", "file", ["--text-files"]),
