@@ -19,6 +19,7 @@ import os
 import socket
 
 from keras_linformer.utils import files
+from keras_linformer.utils.validation import shorten
 
 RUN_FILE = "run.json"
 # Held by the process writing the run (`claimed`); left by a killed one, and then free.
@@ -155,43 +156,42 @@ def claimed(directory, writer=True):
         os.close(descriptor)  # Releases the claim.
 
 
-def _in_use(directory, descriptor, argument="output_dir"):
+def _in_use(directory, descriptor):
     holder = os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip()
-    return ValueError(f"{argument}: {directory!r} is in use by {holder or 'another process'}, a "
+    return ValueError(f"output_dir: {directory!r} is in use by {holder or 'another process'}, a "
                       "run writing there now. Wait for it to end (or stop it), or use another "
                       "output directory.")
 
 
-def check_output_dir(path, task, argument="output_dir"):
+def check_output_dir(path, task):
     """Raises ValueError unless `path` is new, empty (but for logs and hidden names: a
     launcher's notes), or a run of `task`; the message names the files that would be lost."""
     path = os.fspath(path)
     if not os.path.exists(path):
         return
     if not os.path.isdir(path):
-        raise ValueError(f"{argument}: {path!r} is a file, not a directory. Give a new directory "
+        raise ValueError(f"output_dir: {path!r} is a file, not a directory. Give a new directory "
                          "(or the directory of an earlier run to resume it).")
     lock = os.path.join(path, LOCK_FILE)  # `claimed`'s error if another process holds it now.
     with contextlib.suppress(FileNotFoundError, IsADirectoryError), open(lock, "rb+") as file:
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise _in_use(path, file.fileno(), argument) from None
+            raise _in_use(path, file.fileno()) from None
     present = sorted(name for name in os.listdir(path)
                      if not name.startswith(".") and not name.endswith(".log"))
     if not present:
         return
-    run = read_run(path, argument)
-    listed = ", ".join(present[:8]) + (f" and {len(present) - 8} more" if len(present) > 8 else "")
+    run = read_run(path)
     if run is None:
         reason = (f"holds {CHECKPOINT_DIR}/ but no {RUN_FILE} recording the options that produced "
                   "them, so they cannot be resumed safely"
                   if CHECKPOINT_DIR in present
                   else f"is not empty and is not a run (it has no {RUN_FILE})")
-        raise ValueError(f"{argument}: {path!r} {reason}; a run there would replace or mix with "
-                         f"its files ({listed}). Give a new or empty directory.")
+        raise ValueError(f"output_dir: {path!r} {reason}; a run there would replace or mix with "
+                         f"its files {shorten(present)}. Give a new or empty directory.")
     if run.get("task") != task:
         found = PROGRAMS.get(run.get("task"), f"task {run.get('task')!r}")
-        raise ValueError(f"{argument}: {path!r} holds a run of `{found}` ({RUN_FILE}); "
-                         f"`{PROGRAMS[task]}` would replace its files ({listed}). Give a new or "
-                         "empty directory.")
+        raise ValueError(f"output_dir: {path!r} holds a run of `{found}` ({RUN_FILE}); "
+                         f"`{PROGRAMS[task]}` would replace its files {shorten(present)}. Give a "
+                         "new or empty directory.")

@@ -64,7 +64,7 @@ def test_a_directory_of_other_files_is_refused_naming_them(reviews_file, tmp_pat
         in stderr
     )
     # Hidden names and logs (a launcher's notes) are left alone and not listed.
-    assert "labels.txt, summary.json, vocab.txt)" in stderr
+    assert "its files ['labels.txt', 'summary.json', 'vocab.txt']." in stderr
     assert len(stderr.strip().splitlines()) == 1
     assert contents(tmp_path) == before
 
@@ -78,7 +78,7 @@ def test_a_run_of_the_other_program_is_refused(reviews_file, tmp_path):
         finetune, ["--table", reviews_file, "--output-dir", tmp_path])
     assert status == 2
     assert "holds a run of `keras-linformer-pretrain` (run.json)" in stderr
-    assert "masked_lm.keras, run.json" in stderr
+    assert "its files ['masked_lm.keras', 'run.json']." in stderr
 
 
 def test_checkpoints_without_their_run_record_are_refused(reviews_file, tmp_path):
