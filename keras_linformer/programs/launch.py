@@ -81,7 +81,7 @@ def launch(args):
     if os.path.exists(args.log_dir) and not os.path.isdir(args.log_dir):
         raise ValueError(f"--log-dir: {args.log_dir!r} is a file, not a directory.")
     os.makedirs(args.log_dir, exist_ok=True)
-    workers = {}  # Index: (process, log file, its path) of those still running.
+    workers = {}  # Index: (process, log file) of those still running.
     for index in range(args.workers):
         log_path = os.path.join(args.log_dir, f"worker-{index}.log")
         log_file = open(log_path, "a", encoding="utf-8")
@@ -91,7 +91,7 @@ def launch(args):
         config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
         process = subprocess.Popen(args.command, stdout=log_file, stderr=subprocess.STDOUT,
                                    env={**os.environ, "TF_CONFIG": json.dumps(config)})
-        workers[index] = (process, log_file, log_path)
+        workers[index] = (process, log_file)
         cli.log(f"worker {index} ({addresses[index]}): pid {process.pid}, log {log_path}")
     deadline = None
 
@@ -99,31 +99,31 @@ def launch(args):
         # Workers save and stop; one stuck waiting for a dead peer is killed after a grace.
         nonlocal deadline
         deadline = deadline or time.monotonic() + GRACE_SECONDS
-        for process, _, _ in workers.values():
+        for process, _ in workers.values():
             process.send_signal(signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         status = 0
         while workers:
-            for index, (process, log_file, log_path) in list(workers.items()):
+            for index, (process, log_file) in list(workers.items()):
                 code = process.poll()
                 if code is None:
                     continue
                 del workers[index]
                 log_file.close()
-                cli.log(f"worker {index} exited with status {code} ({log_path})")
+                cli.log(f"worker {index} exited with status {code} ({log_file.name})")
                 if code and not status:
                     status = code
                     # The others would wait for it in their next collective.
-                    for other, _, _ in workers.values():
+                    for other, _ in workers.values():
                         other.kill()
                     if workers:
                         cli.log(f"worker {index} failed: stopped the others, which cannot go "
                                 "on without it. Run the same command again to resume from the "
                                 "last checkpoint.")
             if deadline is not None and time.monotonic() > deadline:
-                for process, _, _ in workers.values():
+                for process, _ in workers.values():
                     process.kill()
             time.sleep(0.2)
         return status
