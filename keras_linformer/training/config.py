@@ -70,10 +70,10 @@ def batch_range(text):
     """An argparse type: `FIRST,LAST` batch numbers, 1 <= FIRST <= LAST."""
     parts = text.split(",")
     try:
-        first, last = (int(parts[0]), int(parts[-1])) if len(parts) <= 2 else (None, None)
+        first, last = int(parts[0]), int(parts[-1])
     except ValueError:
-        first = last = None
-    if first is None or not 1 <= first <= last:
+        first = last = 0
+    if len(parts) > 2 or not 1 <= first <= last:
         raise argparse.ArgumentTypeError(
             f"must be FIRST,LAST batch numbers with 1 <= FIRST <= LAST, got {text!r}")
     return first, last
