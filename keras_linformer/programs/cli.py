@@ -15,6 +15,7 @@ import shutil
 import sys
 
 from keras_linformer import programs
+from keras_linformer.training.config import ARCHITECTURE_KEYS
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
 from keras_linformer.utils.names import ATTENTIONS
 from keras_linformer.utils.names import PROJECTION_INITIALIZERS
@@ -147,10 +148,7 @@ def text_encoding(text):
 
 
 # The backbone's arguments the model flags set; those with a value from scratch.
-ARCHITECTURE_FLAGS = (
-    "attention", "projection", "projection_initializer", "padding_compensation", "null_slots",
-    "projected_dim", "sharing", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-)
+ARCHITECTURE_FLAGS = sorted(ARCHITECTURE_KEYS - {"dropout", "max_sequence_length", "num_segments"})
 FROM_SCRATCH = {name: DEFAULT_ARCHITECTURE[name] for name in ARCHITECTURE_FLAGS
                 if name in DEFAULT_ARCHITECTURE}
 
