@@ -18,8 +18,8 @@ import numpy as np
 
 from keras_linformer import data
 from keras_linformer.export import serving
+from keras_linformer.export.checks import verify
 from keras_linformer.export.loaders import environment
-from keras_linformer.export.verify import verify
 from keras_linformer.models import LinformerBackbone
 from keras_linformer.models import LinformerMaskedLM
 from keras_linformer.models import LinformerTextClassifier

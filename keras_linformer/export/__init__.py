@@ -9,28 +9,41 @@ export.query(path, ["a fine film"])  # {"probabilities": ..., ...}
 ```
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
+from keras_linformer.export.layout import SIGNATURES
 from keras_linformer.export.layout import list_versions
 from keras_linformer.export.layout import next_version
+from keras_linformer.export.layout import read_export_info
+from keras_linformer.export.loaders import query
 from keras_linformer.export.report import VerificationReport
-from keras_linformer.export.serving import DEFAULT_MAX_BATCH_SIZE
-from keras_linformer.export.serving import SIGNATURES
-from keras_linformer.export.serving import export_classifier
-from keras_linformer.export.serving import export_masked_lm
-from keras_linformer.export.serving import read_export_info
-from keras_linformer.export.verify import query
-from keras_linformer.export.verify import verify
-from keras_linformer.export.warmup import read_warmup_requests
 
 __all__ = [
-    "DEFAULT_MAX_BATCH_SIZE",
-    "SIGNATURES",
-    "VerificationReport",
-    "export_classifier",
-    "export_masked_lm",
-    "list_versions",
-    "next_version",
-    "query",
-    "read_export_info",
-    "read_warmup_requests",
-    "verify",
+    "DEFAULT_MAX_BATCH_SIZE", "SIGNATURES", "VerificationReport", "export_classifier",
+    "export_masked_lm", "list_versions", "next_version", "query", "read_export_info",
+    "read_warmup_requests", "verify",
 ]
+# The modules of the other names, imported when first used (they import TensorFlow), so
+# that `query` runs without it.
+_MODULES = ("serving", "warmup", "checks")
+
+if TYPE_CHECKING:  # The same names, for type checkers and the API reference.
+    from keras_linformer.export.checks import verify
+    from keras_linformer.export.serving import DEFAULT_MAX_BATCH_SIZE
+    from keras_linformer.export.serving import export_classifier
+    from keras_linformer.export.serving import export_masked_lm
+    from keras_linformer.export.warmup import read_warmup_requests
+
+
+def __getattr__(name):
+    if name in __all__:
+        for module in _MODULES:
+            module = importlib.import_module(f"{__name__}.{module}")
+            if name in vars(module):
+                return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,24 +1,129 @@
-"""The checks of a verification, each a line of its report; those that load the export run
-the programs of `keras_linformer.export.loaders` in a fresh process (one for them all)."""
+"""`verify`: checks an export the way TF Serving loads it, against the Keras model it came
+from, each check a line of its report.
+
+TF Serving's binary cannot be installed here; the closest loader is `saved_model_cli` (the
+session loader TF Serving uses) in a fresh process that imports `tensorflow_text`.
+"""
 
 import json
 import os
 import pathlib
 import re
+import tempfile
 
 import numpy as np
 
 from keras_linformer.export import fingerprints
+from keras_linformer.export import layout
+from keras_linformer.export import loaders
 from keras_linformer.export import serving
 from keras_linformer.export import sources
 from keras_linformer.export import warmup
+from keras_linformer.export.reference import KerasReference
 from keras_linformer.export.report import Check
+from keras_linformer.export.report import VerificationReport
+from keras_linformer.utils.validation import check_number
 
-CLI_LOADER = "saved_model_cli_with_text_ops"
 LOAD_LOADER = "load_and_run"
 # The names of the checks that load the export, and of the loader runs behind them.
 SHOW_CHECK = "saved_model_cli show --all"
 LOAD_CHECK = "tf.saved_model.load"
+
+
+def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None):
+    """Loads an export the way TF Serving does and compares it with the Keras model.
+
+    Each check is a line of the report: the layout, the fingerprints of the `assets.extra/`
+    files (if they fail, the rest is skipped), `saved_model_cli show --all` and `run`, and
+    `tf.saved_model.load` in one fresh process, against the Keras model on awkward texts,
+    and the warmup records (docs/serving.md).
+
+    Args:
+        export_dir: str, a version directory (`saved_models/NAME/3`), or a model directory
+            (`saved_models/NAME`) for its latest version.
+        model: the Keras model to compare with: a model object, its `.keras` file or its
+            training output directory; `None` means the `.keras` file recorded at export.
+            Defaults to `None`.
+        texts: optional list of extra str or bytes texts to feed with the built-in ones.
+        atol: float, the largest difference allowed in probabilities and scores. Defaults
+            to `1e-5`.
+        log: callable receiving each report line as it is known, or `None`. Defaults to `print`.
+        python: str or `None`, the Python (with TensorFlow, tensorflow-text and NumPy) that
+            loads the export; `None`: this one. Defaults to `None`.
+
+    Returns:
+        A `VerificationReport`; `report.passed` tells the outcome.
+    """
+    log = log or (lambda line: None)
+    check_number("atol", atol, 0, include_low=False)
+    if isinstance(texts, (str, bytes)) or not all(isinstance(t, (str, bytes)) for t in texts or []):
+        raise ValueError(f"`texts` must be a list of str or bytes. Received: texts={texts!r:.100}")
+    export_dir = layout.latest_version_dir(export_dir)
+    info = layout.read_export_info(export_dir)
+    task = info["task"]
+    if model is None:
+        model = info.get("source_model")
+        if model is None or not os.path.isfile(model):
+            raise ValueError(f"model: the export records no readable source model ({model!r}); "
+                             "pass the Keras model (or its .keras file) it was exported from.")
+    built_in = serving.hard_texts(info["sequence_length"], task)
+    extra_texts = [text.encode("utf-8") if isinstance(text, str) else text for text in texts or []]
+    batch = built_in + extra_texts
+    max_batch_size = info.get("max_batch_size")
+    if max_batch_size is not None and len(batch) > max_batch_size:
+        raise ValueError(
+            f"texts: {len(extra_texts)} texts and the {len(built_in)} built-in ones make a batch "
+            f"of {len(batch)}, over the export's max_batch_size {max_batch_size}; pass at most "
+            f"{max(max_batch_size - len(built_in), 0)} texts.")
+    what = (f"text classifier, {len(info['label_names'])} classes {info['label_names']}"
+            if task == "classifier"
+            else f"masked LM, top_k={info['top_k']}, max_masks={info['max_masks']}")
+    header = (f"Verifying {export_dir} ({what}, sequence length {info['sequence_length']}, "
+              f"model name {info['model_name']!r})")
+    report = VerificationReport(export_dir, info, header)
+    log(header)
+
+    def add(check):
+        report.checks.append(check)
+        log(str(check))
+
+    add(check_layout(export_dir))
+    add(check_fingerprints(export_dir, info))
+    if not report.checks[-1].passed:
+        log(report.summary())
+        return report
+    vocabulary = os.path.join(export_dir, layout.EXTRA_DIR, sources.VOCABULARY_FILE)
+    source = sources.load_source(task, model, vocabulary, info.get("label_names"),
+                                 info["sequence_length"])
+    expected = layout.expected_signatures(info)
+    reference = KerasReference(source, info)
+    report.inputs = cases = reference.cases(batch)
+    requests, warmup_check = check_warmup(export_dir, info, expected)
+    with tempfile.TemporaryDirectory(prefix="keras_linformer_verify_") as work:
+        # One fresh process runs every loader: it mostly imports TensorFlow.
+        programs = {SHOW_CHECK: (loaders.CLI_LOADER, ["show", "--dir", export_dir, "--all"])}
+        out_dirs = {}
+        for signature, inputs in cases.items():
+            programs[run_check(signature)], out_dirs[signature] = (
+                loaders.cli_program(export_dir, signature, inputs, work))
+        programs[LOAD_CHECK], load_cases = load_program(
+            export_dir, cases, requests, work, max_batch_size)
+        outcomes = loaders.run_together(programs, python)
+        check, report.signatures = check_show(outcomes[SHOW_CHECK], expected)
+        add(check)
+        for signature, out_dir in out_dirs.items():
+            check, outputs = check_run(signature, outcomes[run_check(signature)], out_dir,
+                                       reference, atol, len(batch))
+            if outputs is not None:
+                report.cli_outputs[signature] = outputs
+            add(check)
+        result = read_load_outputs(outcomes[LOAD_CHECK], load_cases)
+        check, report.load_outputs = check_load(result, report.cli_outputs, reference, atol,
+                                                max_batch_size)
+        add(check)
+    add(warmup_check)
+    log(report.summary())
+    return report
 
 
 def run_check(signature):
@@ -38,8 +143,8 @@ def check_layout(export_dir):
     if not version.isdigit():
         problems.append("the directory is not an integer version (TF Serving skips it)")
     required = ["saved_model.pb", "variables"] + [
-        os.path.join(warmup.EXTRA_DIR, name)
-        for name in (warmup.WARMUP_FILE, sources.VOCABULARY_FILE, serving.INFO_FILE)
+        os.path.join(layout.EXTRA_DIR, name)
+        for name in (warmup.WARMUP_FILE, sources.VOCABULARY_FILE, layout.INFO_FILE)
     ]
     missing = [path for path in required if not os.path.exists(os.path.join(export_dir, path))]
     if missing:
@@ -66,13 +171,13 @@ def check_fingerprints(export_dir, info):
     """The files beside the SavedModel against the fingerprints `export_info.json` records."""
     recorded = info.get("fingerprints")
     if not recorded:
-        return Check("fingerprints", True, f"{serving.INFO_FILE} records no fingerprints "
+        return Check("fingerprints", True, f"{layout.INFO_FILE} records no fingerprints "
                      "(written before exports recorded them): vocab.txt and labels.txt not checked")
     files = recorded.get("files") or {}
     problems, described = [], []
     for file_name, record in files.items():
-        where = f"{warmup.EXTRA_DIR}/{file_name}"
-        path = os.path.join(export_dir, warmup.EXTRA_DIR, file_name)
+        where = f"{layout.EXTRA_DIR}/{file_name}"
+        path = os.path.join(export_dir, layout.EXTRA_DIR, file_name)
         lines = exported_lines(file_name, record, info)
         problem = fingerprints.check_file(path, where, record, lines)
         if problem is None:
@@ -82,7 +187,7 @@ def check_fingerprints(export_dir, info):
     labels = files.get(sources.LABELS_FILE)
     label_names = info.get("label_names")
     if labels is not None and fingerprints.lines_sha256(label_names or []) != labels["sha256"]:
-        problems.append(f"{warmup.EXTRA_DIR}/{serving.INFO_FILE}: label_names "
+        problems.append(f"{layout.EXTRA_DIR}/{layout.INFO_FILE}: label_names "
                         f"{label_names!r:.200} do not match the fingerprint of the exported "
                         f"{sources.LABELS_FILE}")
     contents = recorded.get("contents")
@@ -93,12 +198,12 @@ def check_fingerprints(export_dir, info):
         else:
             problems.append(problem + "; export again")
     if problems or not described:
-        problems = problems or [f"{serving.INFO_FILE} records fingerprints of no file"]
+        problems = problems or [f"{layout.INFO_FILE} records fingerprints of no file"]
         problems[-1] += (". The served model still holds what was exported, but clients and "
                          "this check read these files: restore them (from the training run) or "
                          "export again. The other checks were skipped: they compare the served "
                          "model with one built from these files")
-    detail = " and ".join(described) + f" match the fingerprints in {serving.INFO_FILE}"
+    detail = " and ".join(described) + f" match the fingerprints in {layout.INFO_FILE}"
     return outcome("fingerprints", problems, detail)
 
 
@@ -149,35 +254,9 @@ def check_show(result, expected):
     return outcome(SHOW_CHECK, problems, f"tag-set 'serve': {described}"), found
 
 
-def cli_program(export_dir, signature, inputs, work):
-    """`saved_model_cli run` on one signature: `(loader program and arguments, the directory
-    its outputs go to)`."""
-    case_dir = os.path.join(work, f"cli_{signature}")
-    os.makedirs(case_dir)
-    arguments = []
-    for key, value in inputs.items():
-        path = os.path.join(case_dir, f"{key}.npy")
-        np.save(path, value, allow_pickle=True)
-        arguments.append(f"{key}={path}")
-    out_dir = os.path.join(case_dir, "outputs")
-    return (CLI_LOADER, [
-        "run", "--dir", export_dir, "--tag_set", serving.SERVE_TAG,
-        "--signature_def", signature, "--inputs", ";".join(arguments), "--outdir", out_dir,
-    ]), out_dir
-
-
-def read_cli_outputs(result, out_dir):
-    """`(outputs or None, error)` of a `cli_program` outcome."""
-    ok, _, error = result
-    if not ok:
-        return None, error
-    return {file[: -len(".npy")]: np.load(os.path.join(out_dir, file), allow_pickle=True)
-            for file in sorted(os.listdir(out_dir))}, None
-
-
 def check_run(signature, result, out_dir, reference, atol, batch_size):
     """Returns `(Check, outputs or None)` for one `cli_program` outcome."""
-    outputs, error = read_cli_outputs(result, out_dir)
+    outputs, error = loaders.read_cli_outputs(result, out_dir)
     if outputs is None:
         return Check(run_check(signature), False, error), None
     passed, detail = reference.compare(outputs, atol)

@@ -1,9 +1,11 @@
-"""TF Serving's model layout: `<base_dir>/<model_name>/<version>/`, versions written atomically.
+"""TF Serving's model layout: `<base_dir>/<model_name>/<version>/`, versions written atomically,
+and what a version holds: its signatures and `assets.extra/export_info.json`.
 
 TF Serving serves the highest integer subdirectory of `<base_dir>/<model_name>`. A version
 is written in a hidden temporary directory beside them and renamed into place.
 """
 
+import json
 import os
 import re
 import tempfile
@@ -13,6 +15,55 @@ from keras_linformer.utils.validation import Bounds
 MODEL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Its model server links the tensorflow-text ops the raw-text signatures use.
 SERVING_IMAGE = "tensorflow/serving:2.20.0"
+SERVE_TAG = "serve"
+EXTRA_DIR = "assets.extra"
+INFO_FILE = "export_info.json"
+
+# -1: any size, as `saved_model_cli show` writes it; n: sequence length, C: classes,
+# P: `max_masks`, K: `top_k`.
+TEXT_INPUT = {"text": ("string", (-1,))}
+TOKEN_ID_INPUTS = {key: ("int32", (-1, "n")) for key in ("token_ids", "padding_mask")}
+CLASSIFIER_OUTPUTS = {
+    "probabilities": ("float32", (-1, "C")),
+    "label_ids": ("int32", (-1,)),
+    "labels": ("string", (-1,)),
+}
+FILL_MASK_OUTPUTS = {
+    "mask_positions": ("int32", (-1, "P")),
+    "num_masks": ("int32", (-1,)),
+    "top_k_ids": ("int32", (-1, "P", "K")),
+    "top_k_tokens": ("string", (-1, "P", "K")),
+    "top_k_scores": ("float32", (-1, "P", "K")),
+}
+SIGNATURES = {
+    "classifier": {"serving_default": (TEXT_INPUT, CLASSIFIER_OUTPUTS),
+                   "predict_token_ids": (TOKEN_ID_INPUTS, CLASSIFIER_OUTPUTS)},
+    "masked_lm": dict.fromkeys(("fill_mask", "serving_default"),
+                               (TEXT_INPUT, FILL_MASK_OUTPUTS)),
+}
+
+
+def expected_signatures(info):
+    """`{signature: (inputs, outputs)}` of `{key: (dtype, shape)}` an export must have."""
+    sizes = {"n": info["sequence_length"], "C": len(info.get("label_names") or ()),
+             "P": info.get("max_masks"), "K": info.get("top_k")}
+
+    def resolve(specs):
+        return {key: (dtype, tuple(sizes.get(d, d) for d in shape))
+                for key, (dtype, shape) in specs.items()}
+
+    return {name: (resolve(inputs), resolve(outputs))
+            for name, (inputs, outputs) in SIGNATURES[info["task"]].items()}
+
+
+def read_export_info(export_dir):
+    """Reads `assets.extra/export_info.json` of an export made here."""
+    path = os.path.join(os.fspath(export_dir), EXTRA_DIR, INFO_FILE)
+    if not os.path.isfile(path):
+        raise ValueError(f"export_dir: {os.fspath(export_dir)!r} has no {EXTRA_DIR}/"
+                         f"{INFO_FILE}; it was not written by keras_linformer.export.")
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
 
 
 def check_version_free(base_dir, model_name, version):

@@ -5,6 +5,7 @@ import numpy as np
 
 from keras_linformer import data
 from keras_linformer.data.vocabulary import MASK
+from keras_linformer.export import layout
 from keras_linformer.export import serving
 
 
@@ -28,7 +29,7 @@ class KerasReference:
         self.x = {k: v.numpy() for k, v in self.encoder(self.texts).items()}
         feeds = {"text": self.texts, **self.x}
         self.cases_fed = {name: {key: feeds[key] for key in inputs}
-                          for name, (inputs, _) in serving.SIGNATURES[self.task].items()}
+                          for name, (inputs, _) in layout.SIGNATURES[self.task].items()}
         return self.cases_fed
 
     def classifier_probabilities(self):

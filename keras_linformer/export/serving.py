@@ -23,36 +23,10 @@ from keras_linformer.training import run_directory
 from keras_linformer.utils.validation import Bounds
 from keras_linformer.utils.validation import check_bool
 
-INFO_FILE = "export_info.json"
-SERVE_TAG = "serve"
-
 # Texts per request, checked in the graph (memory grows with the batch). The floor
 # leaves room for the warmup requests and `verify`'s batches (11 texts).
 DEFAULT_MAX_BATCH_SIZE = 1024
 MIN_MAX_BATCH_SIZE = 16
-
-# -1: any size, as `saved_model_cli show` writes it; n: sequence length, C: classes,
-# P: `max_masks`, K: `top_k`.
-TEXT_INPUT = {"text": ("string", (-1,))}
-TOKEN_ID_INPUTS = {key: ("int32", (-1, "n")) for key in ("token_ids", "padding_mask")}
-CLASSIFIER_OUTPUTS = {
-    "probabilities": ("float32", (-1, "C")),
-    "label_ids": ("int32", (-1,)),
-    "labels": ("string", (-1,)),
-}
-FILL_MASK_OUTPUTS = {
-    "mask_positions": ("int32", (-1, "P")),
-    "num_masks": ("int32", (-1,)),
-    "top_k_ids": ("int32", (-1, "P", "K")),
-    "top_k_tokens": ("string", (-1, "P", "K")),
-    "top_k_scores": ("float32", (-1, "P", "K")),
-}
-SIGNATURES = {
-    "classifier": {"serving_default": (TEXT_INPUT, CLASSIFIER_OUTPUTS),
-                   "predict_token_ids": (TOKEN_ID_INPUTS, CLASSIFIER_OUTPUTS)},
-    "masked_lm": dict.fromkeys(("fill_mask", "serving_default"),
-                               (TEXT_INPUT, FILL_MASK_OUTPUTS)),
-}
 
 
 def hard_texts(sequence_length, task):
@@ -75,29 +49,6 @@ def hard_texts(sequence_length, task):
             "Caf\u00e9 [MASK] \u65e5\u672c\u8a9e".encode(),
         ]
     return texts
-
-
-def expected_signatures(info):
-    """`{signature: (inputs, outputs)}` of `{key: (dtype, shape)}` an export must have."""
-    sizes = {"n": info["sequence_length"], "C": len(info.get("label_names") or ()),
-             "P": info.get("max_masks"), "K": info.get("top_k")}
-
-    def resolve(specs):
-        return {key: (dtype, tuple(sizes.get(d, d) for d in shape))
-                for key, (dtype, shape) in specs.items()}
-
-    return {name: (resolve(inputs), resolve(outputs))
-            for name, (inputs, outputs) in SIGNATURES[info["task"]].items()}
-
-
-def read_export_info(export_dir):
-    """Reads `assets.extra/export_info.json` of an export made here."""
-    path = os.path.join(os.fspath(export_dir), warmup.EXTRA_DIR, INFO_FILE)
-    if not os.path.isfile(path):
-        raise ValueError(f"export_dir: {os.fspath(export_dir)!r} has no {warmup.EXTRA_DIR}/"
-                         f"{INFO_FILE}; it was not written by keras_linformer.export.")
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
 
 
 def probabilities_from(source, outputs):
@@ -236,11 +187,11 @@ def write_export(source, base_dir, model_name, version, max_batch_size, reuse_ex
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     latest = os.path.join(model_dir, str(max(layout.list_versions(model_dir), default=0)))
     try:
-        found = read_export_info(latest).get("fingerprints") or {}
+        found = layout.read_export_info(latest).get("fingerprints") or {}
     except (OSError, ValueError):
         found = {}
     if reuse_existing and found.get("export") == recorded["export"]:
-        damage = f"{INFO_FILE} records no fingerprints of its files, so it cannot be checked"
+        damage = f"{layout.INFO_FILE} records no fingerprints of its files, so it cannot be checked"
         if found.get("contents"):  # They cover vocab.txt and labels.txt too.
             damage = fingerprints.check_contents(latest, found["contents"])
         if damage is None:
@@ -259,7 +210,7 @@ def write_export(source, base_dir, model_name, version, max_batch_size, reuse_ex
 
 
 def write_extras(path, source, model_name, recorded):
-    extra = os.path.join(path, warmup.EXTRA_DIR)
+    extra = os.path.join(path, layout.EXTRA_DIR)
     data.save_vocabulary(source.vocabulary, os.path.join(extra, sources.VOCABULARY_FILE))
     source_model = source.model_path and os.path.abspath(source.model_path)
     info = {
@@ -277,13 +228,13 @@ def write_extras(path, source, model_name, recorded):
         run_directory.write_labels(extra, source.label_names)
     else:
         info.update(top_k=source.top_k, max_masks=source.max_masks)
-    skip = [f"{warmup.EXTRA_DIR}/{INFO_FILE}"]
+    skip = [f"{layout.EXTRA_DIR}/{layout.INFO_FILE}"]
     info["fingerprints"] = {**recorded, "contents": fingerprints.contents_sha256(path, skip)}
     info["signatures"] = {  # JSON writes each (dtype, shape) as [dtype, [...]].
         name: {"inputs": inputs, "outputs": outputs}
-        for name, (inputs, outputs) in expected_signatures(info).items()
+        for name, (inputs, outputs) in layout.expected_signatures(info).items()
     }
-    with open(os.path.join(extra, INFO_FILE), "w", encoding="utf-8") as file:
+    with open(os.path.join(extra, layout.INFO_FILE), "w", encoding="utf-8") as file:
         json.dump(info, file, indent=2, ensure_ascii=False)
 
 
@@ -311,7 +262,7 @@ def new_archive(source, encoder, endpoints):
     archive.track(source.model)
     archive.track(encoder.tokenizer)
     for name, function in endpoints.items():
-        inputs, _ = SIGNATURES[source.task][name]
+        inputs, _ = layout.SIGNATURES[source.task][name]
         specs = [tf.TensorSpec([None] + [source.sequence_length] * (len(shape) - 1), dtype, key)
                  for key, (dtype, shape) in inputs.items()]
         archive.add_endpoint(name, function, input_signature=specs)
@@ -363,7 +314,7 @@ def build_classifier_archive(source):
                                             "predict_token_ids": serve_token_ids})
     requests = [
         ("serving_default", {"text": texts}),
-        ("predict_token_ids", {key: warmup_inputs[key].numpy() for key in TOKEN_ID_INPUTS}),
+        ("predict_token_ids", {key: warmup_inputs[key].numpy() for key in layout.TOKEN_ID_INPUTS}),
     ]
     return archive, requests
 

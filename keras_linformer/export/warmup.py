@@ -11,7 +11,8 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_log_pb2
 
-EXTRA_DIR = "assets.extra"
+from keras_linformer.export.layout import EXTRA_DIR
+
 WARMUP_FILE = "tf_serving_warmup_requests"
 
 WarmupRequest = collections.namedtuple("WarmupRequest",

@@ -197,6 +197,24 @@ def test_query_answers_texts_as_typed_with_the_served_model(
     assert "`--signature` must be one of ['serving_default']" in refused.stderr
 
 
+@pytest.mark.slow
+def test_query_runs_without_tensorflow_in_its_own_process(classifier_export):
+    """Only the loader process it starts imports TensorFlow: the program answers sooner."""
+    script = (
+        "import sys\n"
+        "from keras_linformer.programs import query\n"
+        f"status = query.main([{classifier_export!r}, 'a fine film'])\n"
+        "print(sorted({'tensorflow', 'keras', 'keras_hub'} & set(sys.modules)))\n"
+        "sys.exit(status)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    answer, imported = result.stdout.strip().splitlines()[-2:]
+    assert '"text": "a fine film"' in answer
+    assert imported == "[]"
+
+
 def test_export_replaces_a_damaged_export_instead_of_reusing_it(
     finetune_dir, classifier_export, tmp_path
 ):

@@ -1,4 +1,5 @@
-"""Programs that load an export in a fresh Python process, as a server would.
+"""Programs that load an export in a fresh Python process, as a server would; `query` asks
+an export about texts through one, without importing TensorFlow itself.
 
 Each module here runs as `python -m NAME` with this directory on `PYTHONPATH`, so the
 process imports TensorFlow, tensorflow-text and NumPy, never `keras_linformer`: a served
@@ -11,8 +12,13 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
+from keras_linformer.export import layout
+
 LOADERS_DIR = os.path.dirname(os.path.abspath(__file__))
 SUBPROCESS_TIMEOUT = 600
+CLI_LOADER = "saved_model_cli_with_text_ops"
 
 
 def environment():
@@ -65,3 +71,64 @@ def run_together(programs, python=None):
         outcomes[what] = ((False, "", error) if done is None
                           else _outcome(what, done["status"], done["stdout"], done["stderr"]))
     return outcomes
+
+
+def cli_program(export_dir, signature, inputs, work):
+    """`saved_model_cli run` on one signature: `(loader program and arguments, the directory
+    its outputs go to)`."""
+    case_dir = os.path.join(work, f"cli_{signature}")
+    os.makedirs(case_dir)
+    arguments = []
+    for key, value in inputs.items():
+        path = os.path.join(case_dir, f"{key}.npy")
+        np.save(path, value, allow_pickle=True)
+        arguments.append(f"{key}={path}")
+    out_dir = os.path.join(case_dir, "outputs")
+    return (CLI_LOADER, [
+        "run", "--dir", export_dir, "--tag_set", layout.SERVE_TAG,
+        "--signature_def", signature, "--inputs", ";".join(arguments), "--outdir", out_dir,
+    ]), out_dir
+
+
+def read_cli_outputs(result, out_dir):
+    """`(outputs or None, error)` of a `cli_program` outcome."""
+    ok, _, error = result
+    if not ok:
+        return None, error
+    return {file[: -len(".npy")]: np.load(os.path.join(out_dir, file), allow_pickle=True)
+            for file in sorted(os.listdir(out_dir))}, None
+
+
+def query(export_dir, texts, signature="serving_default", python=None):
+    """The outputs of one of an export's text signatures for `texts`.
+
+    The export is loaded by `saved_model_cli run` in a fresh process, as `verify` does.
+
+    Args:
+        export_dir: str. A version directory, or a model directory (its highest version).
+        texts: list of str.
+        signature: str. A signature taking `text`: `"serving_default"`, or `"fill_mask"` of a
+            masked LM. Defaults to `"serving_default"`.
+        python: str or `None`, as in `verify`. Defaults to `None`.
+
+    Returns:
+        `{output: array}`, one row per text, as `saved_model_cli` gives them.
+    """
+    export_dir = layout.latest_version_dir(export_dir)
+    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"`texts` must be a non-empty list of strings. Received: "
+                         f"texts={texts!r:.200}")
+    task = layout.read_export_info(export_dir).get("task")
+    takes_text = [name for name, (inputs, _) in layout.SIGNATURES.get(task, {}).items()
+                  if "text" in inputs]
+    if signature not in takes_text:
+        raise ValueError(f"`signature` must be one of {takes_text}, the signatures of this "
+                         f"{task} export that take text. Received: signature={signature!r}")
+    with tempfile.TemporaryDirectory() as work:
+        inputs = {"text": np.array(texts, dtype=object)}
+        program, out_dir = cli_program(export_dir, signature, inputs, work)
+        outputs, error = read_cli_outputs(run(*program, f"saved_model_cli run {signature}",
+                                              python), out_dir)
+    if outputs is None:
+        raise RuntimeError(f"saved_model_cli run on {export_dir} failed: {error}")
+    return outputs
