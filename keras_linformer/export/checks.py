@@ -106,8 +106,8 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         for signature, inputs in cases.items():
             programs[run_check(signature)], out_dirs[signature] = (
                 loaders.cli_program(export_dir, signature, inputs, work))
-        programs[LOAD_CHECK], load_cases = load_program(
-            export_dir, cases, requests, work, max_batch_size)
+        programs[LOAD_CHECK], load_dir = load_program(export_dir, cases, requests, work,
+                                                      max_batch_size)
         outcomes = loaders.run_together(programs, python)
         check, report.signatures = check_show(outcomes[SHOW_CHECK], expected)
         add(check)
@@ -117,8 +117,8 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
             if outputs is not None:
                 report.cli_outputs[signature] = outputs
             add(check)
-        result = read_load_outputs(outcomes[LOAD_CHECK], load_cases)
-        check, report.load_outputs = check_load(result, report.cli_outputs, reference, atol,
+        check, report.load_outputs = check_load(outcomes[LOAD_CHECK], load_dir,
+                                                report.cli_outputs, reference, atol,
                                                 max_batch_size)
         add(check)
     add(warmup_check)
@@ -299,16 +299,16 @@ def check_warmup(export_dir, info, expected):
     return requests, outcome(name, problems, detail)
 
 
-def load_program(export_dir, cases, requests, work, max_batch_size=None):
+def load_program(export_dir, cases, requests, work, max_batch_size):
     """Every case and warmup request (and, with `max_batch_size`, one batch too large per
-    signature) to run under `tf.saved_model.load`: `(loader program and arguments, what
-    `read_load_outputs` reads its outcome with)`."""
+    signature) to run under `tf.saved_model.load`: `(loader program and arguments, the
+    directory of the cases)`."""
     case_dir = os.path.join(work, "load")
     os.makedirs(case_dir)
-    manifest, rows = {}, {}
+    manifest = {}
 
     def add(case, signature, inputs):
-        manifest[case] = signature
+        manifest[case] = {"signature": signature, "refused": case.startswith("refused_")}
         np.savez(os.path.join(case_dir, f"{case}.npz"), **inputs)
 
     for signature, inputs in cases.items():
@@ -316,48 +316,34 @@ def load_program(export_dir, cases, requests, work, max_batch_size=None):
     for index, request in enumerate(requests):
         if request.signature_name in cases:
             add(f"warmup_{index}", request.signature_name, request.inputs)
-            rows[f"warmup_{index}"] = len(next(iter(request.inputs.values())))
     if max_batch_size is not None:
         over = np.arange(max_batch_size + 1)  # Rows repeated to one too many.
         for signature, inputs in cases.items():
             add(f"refused_{signature}", signature,
                 {key: np.take(value, over % len(value), axis=0) for key, value in inputs.items()})
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
-        json.dump({case: {"signature": signature, "refused": case.startswith("refused_")}
-                   for case, signature in manifest.items()}, file)
-    return (LOAD_LOADER, [export_dir, case_dir]), (case_dir, manifest, rows)
+        json.dump(manifest, file)
+    return (LOAD_LOADER, [export_dir, case_dir]), case_dir
 
 
-def read_load_outputs(result, cases):
-    """Reads a `load_program` outcome: `(outputs by case or None, error, {case: signature},
-    {case: rows}, {case: refusal message or None})`."""
+def check_load(result, case_dir, cli_outputs, reference, atol, max_batch_size):
+    """Returns `(Check, {signature: outputs})` for the outcome of a `load_program`."""
     ok, _, error = result
-    case_dir, manifest, rows = cases
     if not ok:
-        return None, error, manifest, rows, {}
-    outputs, refusals = {}, {}
-    for case in manifest:
-        path = os.path.join(case_dir, case)
+        return Check(LOAD_CHECK, False, error), {}
+    with open(os.path.join(case_dir, "cases.json"), encoding="utf-8") as file:
+        cases = json.load(file)
+    problems, verified = [], {}
+    for case, entry in cases.items():
+        path, signature = os.path.join(case_dir, case), entry["signature"]
+        outputs = None
         if os.path.isfile(path + ".out.npz"):
             with np.load(path + ".out.npz", allow_pickle=True) as archive:
-                outputs[case] = {key: archive[key] for key in archive.files}
-        if case.startswith("refused_"):
-            refused = pathlib.Path(path + ".error.txt")
-            refusals[case] = refused.read_text(encoding="utf-8") if refused.is_file() else None
-    return outputs, None, manifest, rows, refusals
-
-
-def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
-    """Returns `(Check, {signature: outputs})` for the `read_load_outputs` result."""
-    outputs_by_case, error, manifest, rows, refusals = result
-    if outputs_by_case is None:
-        return Check(LOAD_CHECK, False, error), {}
-    problems, verified = [], {}
-    for case, signature in manifest.items():
-        outputs = outputs_by_case.get(case)
-        batch = f"{signature}: a batch of {max_batch_size and max_batch_size + 1}"
-        if case.startswith("refused_"):
-            message = refusals.get(case)
+                outputs = dict(archive)
+        if entry["refused"]:
+            batch = f"{signature}: a batch of {max_batch_size + 1}"
+            refusal = pathlib.Path(path + ".error.txt")
+            message = refusal.read_text(encoding="utf-8") if refusal.is_file() else None
             if message is None:
                 problems.append(f"{batch} was not refused, but the export records "
                                 f"max_batch_size {max_batch_size}")
@@ -374,11 +360,15 @@ def check_load(result, cli_outputs, reference, atol, max_batch_size=None):
             expected = cli_outputs.get(signature)
             if expected is not None and not same_outputs(outputs, expected, atol):
                 problems.append(f"{signature}: outputs differ from saved_model_cli run's")
-        elif any(len(value) != rows[case] for value in outputs.values()):
-            problems.append(f"{case}: outputs do not have the request's {rows[case]} rows")
+        else:
+            with np.load(path + ".npz", allow_pickle=True) as fed:
+                rows = len(fed[fed.files[0]])
+            if any(len(value) != rows for value in outputs.values()):
+                problems.append(f"{case}: outputs do not have the request's {rows} rows")
+    warmups = sum(case.startswith("warmup_") for case in cases)
     detail = (f"fresh process; signatures {sorted(verified)} match Keras and saved_model_cli "
-              f"run; {len(rows)} warmup requests ran")
-    if refusals:
+              f"run; {warmups} warmup requests ran")
+    if max_batch_size is not None:
         detail += (f"; a batch of {max_batch_size + 1} is refused by every signature "
                    f"(max_batch_size {max_batch_size})")
     return outcome(LOAD_CHECK, problems, detail), verified

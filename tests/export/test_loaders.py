@@ -76,7 +76,8 @@ def test_the_session_loader_refuses_a_batch_over_the_cap(loader_process):
 def test_load_and_run_writes_the_outputs_of_each_case(classifier_export, tmp_path, capsys):
     texts = np.array([b"the cat sat", b"", b"\xff not utf-8"], dtype=object)
     np.savez(tmp_path / "texts.npz", text=texts)
-    (tmp_path / "cases.json").write_text(json.dumps({"texts": "serving_default"}))
+    case = {"signature": "serving_default", "refused": False}
+    (tmp_path / "cases.json").write_text(json.dumps({"texts": case}))
     load_and_run.main([classifier_export, str(tmp_path)])
     assert capsys.readouterr().out.startswith("ran 1 cases on signatures")
     with np.load(tmp_path / "texts.out.npz", allow_pickle=True) as outputs:

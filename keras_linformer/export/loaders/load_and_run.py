@@ -2,9 +2,9 @@
 
     python -m load_and_run EXPORT_DIR CASES_DIR
 
-`CASES_DIR/cases.json` maps each case to a signature, or to `{"signature": NAME,
-"refused": true}` for one that should fail with an InvalidArgumentError (its message goes
-to `CASE.error.txt`). Inputs are read from `CASE.npz`, outputs written to `CASE.out.npz`.
+`CASES_DIR/cases.json` maps each case to `{"signature": NAME, "refused": BOOL}`; a refused
+one should fail with an InvalidArgumentError (its message goes to `CASE.error.txt`).
+Inputs are read from `CASE.npz`, outputs written to `CASE.out.npz`.
 """
 
 import json
@@ -23,14 +23,12 @@ def main(argv=None):
     with open(os.path.join(cases_dir, "cases.json"), encoding="utf-8") as file:
         cases = json.load(file)
     for case, entry in cases.items():
-        signature = entry["signature"] if isinstance(entry, dict) else entry
-        refused = isinstance(entry, dict) and entry.get("refused", False)
         inputs = np.load(os.path.join(cases_dir, case + ".npz"), allow_pickle=True)
         feed = {k: tf.constant(inputs[k]) for k in inputs.files}
         try:
-            outputs = loaded.signatures[signature](**feed)
+            outputs = loaded.signatures[entry["signature"]](**feed)
         except tf.errors.InvalidArgumentError as error:
-            if not refused:
+            if not entry["refused"]:
                 raise
             with open(os.path.join(cases_dir, case + ".error.txt"), "w", encoding="utf-8") as file:
                 file.write(error.message)
