@@ -23,26 +23,24 @@ class KerasReference:
                         else self.compare_fill_mask)
 
     def cases(self, texts):
-        """`{signature: {input: array}}` for every expected signature."""
-        self.texts = np.array(texts, dtype=object)
-        self.predictions = None
-        self.x = {k: v.numpy() for k, v in self.encoder(self.texts).items()}
-        feeds = {"text": self.texts, **self.x}
+        """`{signature: {input: array}}` for every expected signature; Keras's predictions
+        for them become `predictions`."""
+        texts = np.array(texts, dtype=object)
+        self.x = {k: v.numpy() for k, v in self.encoder(texts).items()}
+        feeds = {"text": texts, **self.x}
         self.cases_fed = {name: {key: feeds[key] for key in inputs}
                           for name, (inputs, _) in layout.SIGNATURES[self.task].items()}
+        self.predictions = (self.classifier_probabilities() if self.task == "classifier"
+                            else self.fill_mask())
         return self.cases_fed
 
     def classifier_probabilities(self):
-        if self.predictions is None:
-            outputs = self.source.model(self.source.model_inputs(self.x), training=False)
-            probabilities = serving.probabilities_from(self.source, outputs)
-            self.predictions = np.asarray(keras.ops.convert_to_numpy(probabilities), "float64")
-        return self.predictions
+        outputs = self.source.model(self.source.model_inputs(self.x), training=False)
+        probabilities = serving.probabilities_from(self.source, outputs)
+        return np.asarray(keras.ops.convert_to_numpy(probabilities), "float64")
 
     def fill_mask(self):
         """`(positions (B, P) with -1 padding, num_masks (B,), probabilities (B, P, V))`."""
-        if self.predictions is not None:
-            return self.predictions
         mask_id = self.source.vocabulary.index(MASK)
         is_mask = (self.x["token_ids"] == mask_id) & (self.x["padding_mask"] == 1)
         positions = np.full((len(is_mask), self.info["max_masks"]), -1, "int32")
@@ -51,14 +49,11 @@ class KerasReference:
             positions[row, : len(where)] = where
         logits = self.source.model({**self.x, "mask_positions": np.maximum(positions, 0)},
                                    training=False)
-        logits = np.asarray(keras.ops.convert_to_numpy(logits), "float64")
-        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
-        probabilities /= probabilities.sum(-1, keepdims=True)
-        self.predictions = positions, is_mask.sum(1).astype("int32"), probabilities
-        return self.predictions
+        probabilities = keras.ops.softmax(keras.ops.cast(logits, "float64"))
+        return positions, is_mask.sum(1).astype("int32"), keras.ops.convert_to_numpy(probabilities)
 
     def compare_classifier(self, outputs, atol):
-        expected = self.classifier_probabilities()
+        expected = self.predictions
         probabilities, label_ids = outputs["probabilities"], outputs["label_ids"]
         if probabilities.shape != expected.shape:
             return False, f"probabilities have shape {probabilities.shape}, Keras {expected.shape}"
@@ -74,7 +69,7 @@ class KerasReference:
         return error <= atol and ids_ok and labels_ok, detail
 
     def compare_fill_mask(self, outputs, atol):
-        positions, num_masks, probabilities = self.fill_mask()
+        positions, num_masks, probabilities = self.predictions
         ids, scores, tokens = (outputs[f"top_k_{key}"] for key in ("ids", "scores", "tokens"))
         valid, unused = positions >= 0, positions < 0
         problems = []
