@@ -8,8 +8,8 @@ export wrote but `export_info.json`).
 import hashlib
 import json
 import os
+import pathlib
 
-import keras
 import numpy as np
 
 # Raised when what the fingerprint covers changes.
@@ -52,7 +52,7 @@ def model_sha256(model):
     # By position, not by path: a path may hold a name numbered by how many
     # layers the process had made before.
     for variable in model.weights:
-        value = np.ascontiguousarray(keras.ops.convert_to_numpy(variable))
+        value = np.ascontiguousarray(variable)
         digest.update(f"{value.dtype.str} {value.shape}\n".encode("utf-8"))
         digest.update(value.tobytes())
     return digest.hexdigest()
@@ -76,16 +76,12 @@ def line_differences(found, recorded, limit=3):
     return "; ".join(parts)
 
 
-def contents_sha256(export_dir, skip=()):
+def contents_sha256(export_dir, skip):
     """`{relative path with "/": sha256}` of every file under `export_dir` but `skip`."""
-    contents = {}
-    for root, _, names in os.walk(export_dir):
-        for name in names:
-            path = os.path.join(root, name)
-            relative = os.path.relpath(path, export_dir).replace(os.sep, "/")
-            if relative not in skip:
-                contents[relative] = file_sha256(path)
-    return dict(sorted(contents.items()))
+    root = pathlib.Path(export_dir)
+    paths = {path.relative_to(root).as_posix(): path for path in root.rglob("*") if path.is_file()}
+    return {relative: file_sha256(paths[relative]) for relative in sorted(paths)
+            if relative not in skip}
 
 
 def check_contents(export_dir, recorded):
