@@ -9,7 +9,6 @@ export.query(path, ["a fine film"])  # {"probabilities": ..., ...}
 ```
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
 from keras_linformer.export.layout import SIGNATURES
@@ -18,6 +17,7 @@ from keras_linformer.export.layout import next_version
 from keras_linformer.export.layout import read_export_info
 from keras_linformer.export.loaders import query
 from keras_linformer.export.report import VerificationReport
+from keras_linformer.utils.lazy import lazy_names
 
 __all__ = [
     "DEFAULT_MAX_BATCH_SIZE", "SIGNATURES", "VerificationReport", "export_classifier",
@@ -36,14 +36,4 @@ if TYPE_CHECKING:  # The same names, for type checkers and the API reference.
     from keras_linformer.export.warmup import read_warmup_requests
 
 
-def __getattr__(name):
-    if name in __all__:
-        for module in _MODULES:
-            module = importlib.import_module(f"{__name__}.{module}")
-            if name in vars(module):
-                return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, __all__, _MODULES)

@@ -7,8 +7,9 @@ precision and XLA. `pretrain`, `distill` and `finetune` take a config object or 
 arguments; docs/training.md shows their use.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from keras_linformer.utils.lazy import lazy_names
 
 # Imported when first used, so that `config` and `run_directory` import without TensorFlow.
 __all__ = [
@@ -49,19 +50,4 @@ if TYPE_CHECKING:  # The same names, for type checkers and the API reference.
     from keras_linformer.training.starting_points import save_pretrained
 
 
-def __getattr__(name):
-    if name in __all__:
-        for module in _MODULES:
-            module = importlib.import_module(f"{__name__}.{module}")
-            if name in vars(module):
-                return getattr(module, name)
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as error:
-        if error.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, __all__, _MODULES)
