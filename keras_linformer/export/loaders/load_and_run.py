@@ -2,8 +2,8 @@
 
     python -m load_and_run EXPORT_DIR CASES_DIR
 
-`CASES_DIR/cases.json` maps each case to `{"signature": NAME, "refused": BOOL}`; a refused
-one should fail with an InvalidArgumentError (its message goes to `CASE.error.txt`).
+`CASES_DIR/cases.json` maps each case to `{"signature": NAME, "refused": BOOL, "rows": N}`;
+a refused one should fail with an InvalidArgumentError (its message goes to `CASE.error.txt`).
 Inputs are read from `CASE.npz`, outputs written to `CASE.out.npz`.
 """
 
