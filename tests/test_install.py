@@ -23,6 +23,7 @@ import zipfile
 import pytest
 
 from keras_linformer import programs
+from keras_linformer.programs import pretrain as pretrain_program
 from tests.test_readme import readme_example
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -276,19 +277,22 @@ def stage_command(stdout, stage):
 @pytest.mark.slow
 def test_the_wheels_console_scripts_rerun_export_verify_and_query(installed, main_job):
     """The other console scripts, each exiting 0 (`run` checks) on the main job's results:
-    the stage commands it printed, rerun as typed (the pretraining under the launcher, which
-    exits with its worker's status; two workers: tests/training/test_multi_worker.py) find
-    their runs finished; the export finds the main job's export holds this classifier
+    the fine-tuning command it printed, rerun as typed under the launcher (which exits with its
+    worker's status; two workers: tests/training/test_multi_worker.py), finds its run finished
+    (the pretraining command, which parses as printed, would too: tests/training/
+    test_user_mistakes.py); the export finds the main job's export holds this classifier
     (`--reuse-existing`: the main job exported it through the same library call; writing a
     new version: tests/export/test_programs.py), which is verified and answers a text.
     Training through these scripts: tests/training/test_multi_worker.py."""
     bin_dir, elsewhere, env = installed
     output_dir, result = main_job
     pretrain, finetune = (stage_command(result.stdout, stage) for stage in (1, 2))
+    assert pretrain[0] == "keras-linformer-pretrain"
+    _, args = pretrain_program.parse_args(pretrain[1:])
+    assert args.output_dir == str(output_dir / "pretrain")
     run([bin_dir / "keras-linformer-launch", "--workers", 1, "--log-dir", "launch", "--",
-         *pretrain], cwd=elsewhere, env=env, timeout=300)
+         *finetune], cwd=elsewhere, env=env, timeout=300)
     assert "nothing to do" in (elsewhere / "launch" / "worker-0.log").read_text()
-    assert "nothing to do" in run(finetune, cwd=elsewhere, env=env, timeout=300).stdout
     exports = output_dir / "exports"
     export = exports / "linformer_sentiment" / "1"
     assert f"Reused {export}: " in run(
