@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import errno
 import gc
+import importlib
 import json
 import os
 import re
@@ -358,8 +359,24 @@ def add_training_flags(parser, config_class, output_dir, outputs):
                              "directory resumes an unfinished run.")
 
 
+def import_library(*modules):
+    """Imports `modules`; when that starts TensorFlow, with the garbage collector off, then
+    frozen (`gc.freeze`): collections would otherwise walk the half million objects the
+    imports make, during them and at every full collection after, about 3 CPU-s a program."""
+    if "tensorflow" in sys.modules:
+        return
+    gc.disable()
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    finally:
+        gc.enable()
+        gc.freeze()
+
+
 def set_up_hardware(args):
     """Sets up the devices the hardware flags describe; returns the strategy."""
+    import_library("keras_linformer.training.runs")
     from keras_linformer.training import devices
 
     return devices.set_up_devices(
@@ -495,6 +512,7 @@ def check_output_dir(path, task):
 def prepare_run(args, task, load_corpus, strategy=None):
     """Checks TF_CONFIG and `--output-dir`, reads the data, then starts the devices (unless
     given `strategy`): a mistake costs no start-up. Returns `(corpus, strategy)`."""
+    import_library("keras_linformer.training.runs")
     from keras_linformer.training import devices
 
     check_projection_flags(args)

@@ -54,6 +54,7 @@ def parse_args(argv=None):
 
 def export(args):
     """Writes the export; returns `(path, report or None)`."""
+    cli.import_library("keras_linformer.export.sources")
     from keras_linformer import export as export_lib
     from keras_linformer.export import layout
     from keras_linformer.export import sources

@@ -32,6 +32,7 @@ def parse_args(argv=None):
 
 
 def verify(args):
+    cli.import_library("keras_linformer.export.checks")
     from keras_linformer import export
 
     return export.verify(args.export_dir, model=args.model, texts=args.text, atol=args.atol,
