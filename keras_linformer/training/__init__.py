@@ -1,10 +1,7 @@
-"""Training: masked-LM pretraining, distillation of a converted BERT and classifier
-fine-tuning on tf.distribute.
+"""Masked-LM pretraining, BERT distillation and classifier fine-tuning on tf.distribute.
 
-One trainer (`Trainer`) serves every `tf.distribute` strategy, multi-worker included, with
-checkpoints that survive SIGKILL and SIGTERM; `set_up_devices` sets up replicas, strategy,
-precision and XLA. `pretrain`, `distill` and `finetune` take a config object or keyword
-arguments; docs/training.md shows their use.
+`pretrain`, `distill` and `finetune` take a config object or its fields as keyword arguments;
+one `Trainer` serves every strategy. docs/training.md shows their use.
 """
 
 from typing import TYPE_CHECKING

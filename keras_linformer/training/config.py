@@ -1,16 +1,9 @@
-"""The options of a training run, as config objects.
+"""The options of a training run as config objects, each declared once with the bounds and
+help of its program flag.
 
-`pretrain`, `distill` and `finetune` take one (or its fields as keyword arguments):
-
->>> config = PretrainingConfig(output_dir="runs/pretrain", max_steps=100)
->>> config.batch_size, config.max_steps
-(64, 100)
->>> PretrainingConfig.of("runs/pretrain", max_steps=100) == config
-True
->>> PretrainingConfig.of(config, seed=1).seed
-1
-
-Each option is declared once, here; the programs offer every option with help as a flag.
+>>> config = PretrainingConfig.of("runs/pretrain", max_steps=100)
+>>> config.batch_size, PretrainingConfig.of(config, seed=1).seed
+(64, 1)
 """
 
 import argparse
@@ -43,8 +36,7 @@ FRACTION = Bounds(float, 0, 1)
 
 def option(default=dataclasses.MISSING, help=None, bounds=None, group=TRAINING, flag=None,
            metavar=None, parse=None):
-    """A config field with its `bounds` (a `validation.Bounds`) and, with `help`, its flag
-    (`--NAME` or `flag`, in `group`; `parse` reads its text where `bounds` cannot)."""
+    """A config field with its `bounds` and, with `help`, its flag (`--NAME` or `flag`)."""
     metadata = dict(help=help, bounds=bounds, group=group, flag=flag, metavar=metavar, parse=parse)
     return dataclasses.field(default=default, metadata=metadata)
 
@@ -96,14 +88,11 @@ class RunConfig:
         vocabulary_characters: int, the characters of the vocabulary's training sample.
         update_freq: int, `"batch"` or `"epoch"`: steps between TensorBoard points.
         profile_batches: `(first, last)` or `None`, batches to profile.
-        jit_compile: bool or `None`, XLA for the training step (`None`: see
-            `devices.resolve_jit_compile`).
+        jit_compile: bool or `None`, XLA for the training step (`None`: on one GPU only).
         seed: int, seeds the vocabulary sample, weights, shuffling and masks.
-        attention_transfer_epochs: int, with `from_bert`: epochs of attention transfer
-            before training; `0`: none.
+        attention_transfer_epochs: int, epochs of attention transfer first, with `from_bert`.
         from_bert: str or `None`, a BERT preset or directory to convert and start from.
-        architecture: dict or `None`, `models.backbone_for` arguments but `vocabulary_size`
-            (what each run takes of them: its config's docstring).
+        architecture: dict or `None`, `models.backbone_for` arguments but `vocabulary_size`.
     """
 
     output_dir: str
@@ -198,14 +187,12 @@ class PretrainingConfig(RunConfig):
     """What a masked-LM pretraining run takes (`pretraining.pretrain`), beyond `RunConfig`.
 
     Args:
-        architecture: dict or `None`, `models.backbone_for` arguments but `vocabulary_size`;
-            missing ones take `DEFAULT_ARCHITECTURE`'s values.
+        architecture: dict or `None`, missing keys take `DEFAULT_ARCHITECTURE`'s values;
+            with `from_bert`, only the conversion's options (`starting_points.CONVERSION_KEYS`),
+            `max_sequence_length` and `dropout`.
         mask_selection_rate: float, the share of tokens to predict.
         short_sequence_rate: float in [0, 1], the share of training sequences cut in two.
         validation_batches: int, validation batches per epoch.
-        from_bert: str or `None`, a BERT preset or directory to convert and adapt (with a
-            new masked-LM head); `architecture` then holds only the conversion's options
-            (`starting_points.CONVERSION_KEYS`), `max_sequence_length` and `dropout`.
     """
 
     batch_size: int = again("batch_size", 64)
@@ -230,10 +217,9 @@ class DistillationConfig(RunConfig):
 
     Args:
         from_bert: str, the BERT preset or directory to convert and reproduce.
-        architecture: dict or `None`, as with `PretrainingConfig.from_bert`; it needs
+        architecture: dict or `None`, as `PretrainingConfig`'s with `from_bert`, with
             `projected_dim`.
-        short_sequence_rate: float in [0, 1], as in `PretrainingConfig`.
-        validation_batches: int, validation batches per epoch.
+        short_sequence_rate, validation_batches: as in `PretrainingConfig`.
     """
 
     batch_size: int = again("batch_size", 32)
@@ -250,10 +236,9 @@ class FinetuningConfig(RunConfig):
 
     Args:
         pretrained: str or `None`, a pretraining output directory to start from.
-        from_bert: str or `None`, a BERT preset or directory to convert and start from.
-        architecture: dict or `None`, `models.backbone_for` arguments: from scratch, missing
-            ones take `DEFAULT_ARCHITECTURE`'s; with `pretrained`, they must equal the
-            checkpoint's; with `from_bert`, only the conversion's options.
+        architecture: dict or `None`, from scratch missing keys take `DEFAULT_ARCHITECTURE`'s;
+            with `pretrained` they must equal the checkpoint's; with `from_bert`, only the
+            conversion's options.
         sequence_length: int or `None`, tokens per text; default 64 from scratch, the
             checkpoint's (its maximum) with `pretrained`.
         dropout: float, in the backbone and before the output layer.

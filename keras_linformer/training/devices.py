@@ -70,13 +70,8 @@ def check_jit_compile(strategy, jit_compile):
 
 
 def resolve_jit_compile(strategy, jit_compile=None):
-    """Whether a run under `strategy` compiles its training step with XLA.
-
-    `None`: XLA for one replica in one process on a GPU only (benchmarks/RESULTS.md); `True`
-    is checked with `check_jit_compile`.
-
-    >>> resolve_jit_compile(tf.distribute.get_strategy(), False)
-    False
+    """Whether a run under `strategy` compiles its training step with XLA; `None`: for one
+    replica in one process on a GPU only (docs/training.md).
 
     Raises:
         ValueError: `jit_compile=True` where XLA cannot work.
@@ -91,8 +86,7 @@ def resolve_jit_compile(strategy, jit_compile=None):
 
 def set_mixed_precision(enabled):
     """Sets Keras's global dtype policy and returns its name: `"mixed_float16"` on GPUs,
-    `"mixed_bfloat16"` on CPU, `"float32"` when not `enabled`. Call it before building models.
-    """
+    `"mixed_bfloat16"` on CPU, `"float32"` when not `enabled`. Call it before building models."""
     name = "float32"
     if enabled:
         name = "mixed_float16" if tf.config.list_logical_devices("GPU") else "mixed_bfloat16"
@@ -102,10 +96,8 @@ def set_mixed_precision(enabled):
 
 def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, deterministic=False,
                    connect_timeout=300.0, log=print):
-    """Configures TensorFlow's devices for a training run and returns its strategy.
-
-    With `TF_CONFIG`: a `MultiWorkerMirroredStrategy` worker; without: `make_strategy` after
-    `configure_cpu_replicas`. Call it before any TensorFlow op.
+    """Configures TensorFlow's devices for a training run and returns its strategy: under
+    `TF_CONFIG` a `MultiWorkerMirroredStrategy`, else `make_strategy`. Call it before any op.
 
     Args:
         cpu_replicas: int, logical CPU devices without GPUs; `1` with `TF_CONFIG`.
@@ -137,8 +129,7 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
 
 
 def read_tf_config(environ=None):
-    """Parses and checks `TF_CONFIG` (TensorFlow would fail much later, or hang); returns it
-    as a dict, or `None` when unset. Raises ValueError naming the wrong field and value."""
+    """`TF_CONFIG` as a dict (`None` when unset); ValueError naming a wrong field and value."""
     text = (os.environ if environ is None else environ).get("TF_CONFIG", "").strip()
     if not text:
         return None
@@ -195,11 +186,8 @@ def is_chief(strategy=None, environ=None):
 
 
 def make_multi_worker_strategy(connect_timeout=300.0, log=print):
-    """`MultiWorkerMirroredStrategy` from a checked `TF_CONFIG`, once every task answers.
-
-    TensorFlow's start-up waits for every worker without a time limit, in C++ code no
-    Python timer can end; so this task first listens on its own port and waits until every
-    other task's address accepts a connection, within `connect_timeout` seconds.
+    """`MultiWorkerMirroredStrategy` from a checked `TF_CONFIG`, once every other task's
+    address answers within `connect_timeout` seconds (TensorFlow's own wait has no limit).
 
     Raises:
         ValueError: `TF_CONFIG` is wrong, this task's port is taken, or a task did not

@@ -1,18 +1,5 @@
-"""Distillation of a converted BERT: the Linformer learns to reproduce the BERT's outputs.
-
-The converted model (the student) learns, on unlabelled text, the sequence output of the
-frozen BERT (the teacher) over the real tokens (docs/conversion.md).
-
-```python
-from keras_linformer import data, training
-
-training.distill(data.load_news_articles(), "runs/distilled",
-                 from_bert="all-minilm-l6-v2",
-                 architecture={"projected_dim": 128, "max_sequence_length": 512},
-                 max_steps=200)
-# Then: training.finetune(corpus, "runs/finetune", pretrained="runs/distilled")
-```
-"""
+"""Distillation of a converted BERT: on unlabelled text, the Linformer conversion learns the
+frozen BERT's sequence output over the real tokens (docs/conversion.md)."""
 
 import math
 
@@ -79,11 +66,8 @@ def build_distiller(student, teacher, optimizer, jit_compile=False):
 
 
 def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
-    """Distils a BERT into its Linformer conversion on the texts of `corpus`.
-
-    Converts `from_bert` (with `architecture`'s options) and trains the conversion to
-    reproduce it on the training documents, cut as for pretraining. Writes what
-    `finetune(pretrained=output_dir)` needs, and `summary.json`; returns that summary dict.
+    """Distils a BERT into its Linformer conversion on the texts of `corpus`, cut as for
+    pretraining. Writes what `finetune(pretrained=output_dir)` needs, and `summary.json`.
 
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).
@@ -92,6 +76,9 @@ def distill(corpus, config=None, *, strategy=None, log=print, callbacks=None, **
         log: callable for progress messages.
         callbacks: list of `keras.callbacks.Callback`, or `None`.
         **options: `DistillationConfig` fields, replacing `config`'s.
+
+    Returns:
+        The summary dict (also in `summary.json`).
     """
     config = DistillationConfig.of(config, **options)
     return runs.run(DistillationTask(corpus, config), strategy, log, callbacks)

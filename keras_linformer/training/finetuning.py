@@ -39,14 +39,9 @@ def build_classifier(backbone, num_classes, optimizer, dropout=0.1, jit_compile=
 def finetune(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Trains a text classifier on a labelled `corpus` and reports its test accuracy.
 
-    The backbone starts from `pretrained` (a pretraining output directory), from `from_bert`
-    (a converted BERT) or from scratch. Training works as in `pretraining.pretrain`; the test
-    split is evaluated with the last epoch's weights or, with `restore_best`, the best
-    epoch's. Writes `vocab.txt`, `classifier.keras`, `labels.txt` and `summary.json`.
-
-    ```python
-    finetune(corpus, "runs/finetune", pretrained="runs/pretrain")
-    ```
+    The backbone starts from `pretrained`, from `from_bert` or from scratch; the test split
+    is evaluated with the last epoch's weights or, with `restore_best`, the best epoch's.
+    Writes `vocab.txt`, `classifier.keras`, `labels.txt` and `summary.json`.
 
     Args:
         corpus: `data.Corpus` with labels.

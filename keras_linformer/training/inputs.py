@@ -36,9 +36,8 @@ def plan_steps(total_steps, checkpoint_every):
 
 
 def distribute(strategy, make_dataset, repeat=False, skip_steps=0, max_steps=None):
-    """A `tf.distribute.DistributedDataset` over a data-layer pipeline
-    (`strategy.distribute_datasets_from_function`); each step feeds one per-replica batch to
-    every replica.
+    """A `tf.distribute.DistributedDataset` whose every step feeds one per-replica batch of
+    `make_dataset`'s to every replica.
 
     Args:
         strategy: a `tf.distribute.Strategy`.

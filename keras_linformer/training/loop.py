@@ -1,10 +1,5 @@
-"""A training loop on `tf.distribute` for every strategy, multi-worker included.
-
-Keras 3's `Model.fit` cannot run under `MultiWorkerMirroredStrategy` (keras-team/keras#20585),
-so `Trainer` runs the model's `train_step` and `test_step` through `strategy.run` and calls
-Keras callbacks where `fit` does. Checkpoints (every epoch, and on SIGTERM) let a killed run
-resume; docs/training.md describes the fault tolerance.
-"""
+"""A training loop on `tf.distribute` for every strategy, multi-worker included, where
+Keras 3's `Model.fit` cannot run (keras-team/keras#20585); docs/training.md describes it."""
 
 import itertools
 import math
@@ -41,7 +36,6 @@ def _reduce(strategy, logs):
 
 
 def _metric_results(model):
-    """The compiled metrics' results over every replica (in proportion to its examples)."""
     return {name: float(value) for name, value in model.get_metrics_result().items()}
 
 
@@ -54,11 +48,8 @@ def _test_function(model, strategy):
 
 
 def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
-    """The compiled model's metrics over a finite distributed dataset, via its `test_step`.
-
-    `test_function`: a `Trainer`'s, traced once; `callbacks`: a `CallbackList` whose
-    `on_test_*` hooks are called as `Model.evaluate` calls them.
-    """
+    """The compiled model's metrics over a finite distributed dataset, via its `test_step`
+    (`test_function`: a `Trainer`'s, traced once), calling `callbacks` as `Model.evaluate`."""
     test_function = test_function or _test_function(model, strategy)
     callbacks = callbacks or keras.callbacks.CallbackList()
     for metric in model.metrics:
@@ -88,10 +79,8 @@ class CheckpointWriteError(OSError):
 
 
 class Trainer:
-    """Trains a compiled Keras model with `strategy.run`, checkpointing every epoch.
-
-    Build and compile the model inside `strategy.scope()` first. Over the checkpoints of an
-    interrupted run it continues from the latest usable one.
+    """Trains a compiled Keras model with `strategy.run`, checkpointing every epoch; over an
+    interrupted run's checkpoints it continues from the latest usable one.
 
     Args:
         model: a compiled `keras.Model` built under `strategy`.
@@ -100,8 +89,7 @@ class Trainer:
         log: callable for progress messages (called on the chief only).
         monitor: str or `None`, a validation metric (e.g. `"val_accuracy"`) whose best
             epoch `restore_best` loads: the lowest for a "loss", else the highest.
-        progress_every: float, seconds between progress lines inside an epoch when there
-            is no progress bar.
+        progress_every: float, seconds between progress lines without a progress bar.
 
     Attributes:
         test_function: the traced test step; pass it to `evaluate` to trace it once only.
@@ -143,16 +131,14 @@ class Trainer:
         self._terminate_requested = False
 
     def _manager(self, checkpoint, subdirectory):
-        """A CheckpointManager writing under output_dir (chief) or a scratch directory. It
-        keeps two: the one before is the fallback when the latest does not load, and a kill
-        between a best and the epoch's checkpoint leaves a newer best."""
+        """A CheckpointManager under output_dir (chief) or a scratch directory, keeping two:
+        a fallback if the latest does not load, and the best that an older checkpoint names."""
         directory = (os.path.join(self.output_dir, subdirectory) if self.chief
                      else tempfile.mkdtemp(prefix="keras_linformer_worker_checkpoints_"))
         return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
 
     def restore(self):
-        """Restores the latest checkpoint that loads (reporting those that do not); returns its
-        step (0 when none)."""
+        """Restores the latest checkpoint that loads; returns its step (0 when none)."""
         directory = os.path.join(self.output_dir, CHECKPOINT_DIR)
         state = tf.train.get_checkpoint_state(directory)
         if state is None:
@@ -174,8 +160,8 @@ class Trainer:
                          "directory to start over.")
 
     def save(self, manager=None):
-        """Writes a checkpoint at the current step with `manager` (default: the run's own);
-        every worker calls it. Raises `CheckpointWriteError` when the write fails."""
+        """Writes a checkpoint at the current step (every worker calls it); raises
+        `CheckpointWriteError` when the write fails."""
         manager = manager or self.manager
         step = int(self.step.numpy())
         previous = manager.latest_checkpoint
@@ -202,7 +188,6 @@ class Trainer:
         return path
 
     def _keep_if_best(self, epoch_logs):
-        """Saves the epoch's variables as the best ones if they improve the monitored metric."""
         if self.monitor is None:
             return
         if self.monitor not in epoch_logs:
@@ -267,8 +252,7 @@ class Trainer:
         return self.strategy.run(fingerprint)
 
     def check_workers_agree(self):
-        """Raises RuntimeError unless every worker holds the same variables (by all-gathered
-        position-weighted sums); multi-worker only."""
+        """Raises RuntimeError unless every worker holds the same variables (multi-worker)."""
         if not self.multi_worker:
             return
         gathered = self.strategy.experimental_local_results(self._fingerprints())
@@ -282,11 +266,8 @@ class Trainer:
 
     def fit(self, make_train_dataset, plan, validation=None, callbacks=None, update_freq="epoch",
             profile_batches=None):
-        """Trains for `plan`; returns `(History.history, steps this call ran)`.
-
-        `callbacks` are called as `Model.fit` calls them; epochs are numbered over the whole
-        run, batches within the epoch. A callback that sets `model.stop_training` (on any
-        worker) ends the epoch after that batch, validated and checkpointed, and training.
+        """Trains for `plan`; returns `(History.history, steps this call ran)`. Callbacks are
+        called as `Model.fit` calls them (docs/training.md).
 
         Args:
             make_train_dataset: callable `skip_steps -> DistributedDataset` yielding global
@@ -294,8 +275,7 @@ class Trainer:
             plan: `inputs.StepPlan`, the epochs and steps per epoch.
             validation: a finite `DistributedDataset` evaluated after every epoch, or `None`.
             callbacks: list of `keras.callbacks.Callback`, or `None`.
-            update_freq: `"epoch"`, `"batch"` or int, steps between TensorBoard points
-                (numbered by optimizer step), as `keras.callbacks.TensorBoard`'s.
+            update_freq: `"epoch"`, `"batch"` or int, as `keras.callbacks.TensorBoard`'s.
             profile_batches: `(first, last)` or `None`, steps of this call to profile.
 
         Raises:

@@ -9,11 +9,8 @@ from keras_linformer.utils.validation import check_positive_int
 
 
 def make_optimizer(learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01):
-    """Returns `keras.optimizers.AdamW` on a warmup-then-cosine schedule.
-
-    The learning rate rises linearly from 0 over the first `warmup_fraction` of
-    `total_steps`, then follows a cosine down to 0 (`keras.optimizers.schedules.CosineDecay`).
-    Weight decay spares biases and LayerNorm.
+    """Returns `keras.optimizers.AdamW` (no weight decay on biases and LayerNorm) whose rate
+    rises linearly from 0 over `warmup_fraction` of `total_steps`, then decays to 0 as a cosine.
 
     Args:
         learning_rate: float, the peak learning rate.

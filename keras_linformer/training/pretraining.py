@@ -56,14 +56,8 @@ def check_results(results, mask_selection_rate):
 def pretrain(corpus, config=None, *, strategy=None, log=print, callbacks=None, **options):
     """Pretrains a LinformerBackbone as a masked language model on `corpus`.
 
-    Trains a WordPiece vocabulary (or, with `from_bert`, converts that BERT and keeps its
-    vocabulary), cuts the documents into dynamically masked sequences and trains
-    (`runs.run`). Writes `vocab.txt`, the preset files, `masked_lm.keras` and `summary.json`
-    (docs/training.md).
-
-    ```python
-    pretrain(corpus, "runs/pretrain", max_steps=100)
-    ```
+    Trains a WordPiece vocabulary (with `from_bert`: converts that BERT and keeps its own),
+    then the model on dynamically masked sequences; writes the files docs/training.md lists.
 
     Args:
         corpus: `data.Corpus`, the documents (labels are ignored).

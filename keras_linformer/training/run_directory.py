@@ -1,16 +1,5 @@
-"""What a run's output directory holds, and which directories a run may write into.
-
-    run.json             the run's options, written first (`read_run`)
-    checkpoints/         the trainer's checkpoints; checkpoints/best/ the best epoch's
-    logs/                TensorBoard events: logs/train, logs/validation
-    vocab.txt            the WordPiece vocabulary, one token per line
-    summary.json         the run's results, written last: the run is finished
-    config.json, model.weights.h5, metadata.json, masked_lm.keras   pretraining only
-    classifier.keras, labels.txt (class names in index order)       fine-tuning only
-
-`run.json`'s `task` marks a directory as that program's run. An output directory must be
-new, empty, or a run of the same program.
-"""
+"""What a run's output directory holds (docs/training.md, "Outputs"), and which directories a
+run may write into: new, empty, or a run of the same program (`task` in `run.json`)."""
 
 import contextlib
 import fcntl
@@ -129,9 +118,8 @@ def logged_scalars(log_dir):
 
 @contextlib.contextmanager
 def claimed(directory, writer=True):
-    """Holds `directory` for this process's run (if `writer`) with an exclusive `flock` on
-    `LOCK_FILE`, released however the process ends. Raises ValueError naming another
-    holder."""
+    """Holds `directory` for this run (if `writer`) with a `flock` on `LOCK_FILE`, released
+    however the process ends; ValueError naming another holder."""
     if not writer:
         yield
         return

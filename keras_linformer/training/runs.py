@@ -1,10 +1,4 @@
-"""The flow every training run shares (`run`), its run record and its summary.
-
-`run` drives a `Task` (masked LM, distillation, classification). A run writes `run.json`
-(its configuration and a digest of its training data) before any other file; a restart
-whose `run.json` differs is refused instead of loading that state into another model or
-data stream. A finished run is reported and never written again.
-"""
+"""The flow every training run shares (`run`, driving a `Task`), its record and its summary."""
 
 import functools
 import hashlib
@@ -45,8 +39,8 @@ RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision"
 
 
 def start_run(output_dir, run_config, chief=True):
-    """Records `run_config` (the `chief` writes); returns whether the run resumes. Raises
-    ValueError for a differing `run.json`, or checkpoints without one."""
+    """Records `run_config` in `run.json`, before any other file (the `chief` writes); returns
+    whether the run resumes. ValueError for a differing `run.json`, or checkpoints without one."""
     run_config = json.loads(json.dumps(run_config))  # Tuples become lists.
     resuming = loop_lib.has_checkpoint(output_dir)
     previous = run_directory.read_run(output_dir)
@@ -142,18 +136,15 @@ class Task:
 
 
 def plan_words(plan, batch_size, strategy):
-    """`T steps of B on R replica(s), E epochs of S`, for a run's description."""
     return (f"{plan.total_steps} steps of {batch_size} on {strategy.num_replicas_in_sync} "
             f"replica(s), {plan.epochs} epochs of {plan.steps_per_epoch}")
 
 
 def precision_words(jit_compile):
-    """`dtype policy NAME` and `, XLA` with `jit_compile`, for a run's description."""
     return f"dtype policy {keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}"
 
 
 def speed_words(summary):
-    """`N steps, T tokens/s | wall time S s`, the end of a run's report line."""
     trained = (f"{summary['steps']} steps, {summary['tokens_per_second']:,.0f} tokens/s"
                if summary["steps"] else "no step left to train (the checkpoints held them all)")
     return f"{trained} | wall time {summary['seconds']:.0f} s"

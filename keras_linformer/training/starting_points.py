@@ -190,10 +190,9 @@ def bert_start(preset, architecture, sequence_length, dropout):
 
 def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs, output_dir,
                      log=print):
-    """What `--attention-transfer` does: `bert` converted with `conversion` at n =
-    `sequence_length`, then `epochs` of `attention_transfer.transfer_attention` on the first
-    `TRANSFER_TEXTS` texts, checkpointed to `output_dir/attention_transfer`. Returns the
-    values of its `projections.projection_weights`, for `assign_transferred`."""
+    """`epochs` of `attention_transfer.transfer_attention` from `bert` to its conversion, on the
+    first `TRANSFER_TEXTS` texts, checkpointed under `output_dir`; returns the values of the
+    conversion's `projections.projection_weights`, for `assign_transferred`."""
     linformer = backbones.backbone_from_bert(bert, max_sequence_length=sequence_length,
                                              **conversion)
     encoded = data.TextEncoder(tokenizer, sequence_length)(list(texts)[:TRANSFER_TEXTS])
