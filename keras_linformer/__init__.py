@@ -1,8 +1,7 @@
 """keras_linformer: Linformer self-attention (Wang et al., 2020) for Keras 3.
 
-Importing the package registers its layers and models with Keras in either import order,
-without importing Keras itself: they load right after Keras does, or on first use, so the
-programs parse their flags before TensorFlow starts (quietly: `utils.quiet`).
+The layers and models register with Keras right after Keras is imported, or on first use:
+importing the package imports no Keras, so the programs parse their flags first.
 """
 
 import importlib

@@ -1,10 +1,5 @@
-"""The command-line programs (`main`, `pretrain`, `finetune`, `export`, `verify`, `query`,
-`launch`), one module each with a `main(argv=None)`; `cli` holds what they share.
-
-Each runs as its console script (`keras-linformer-pretrain`), as
-`python -m keras_linformer.programs.pretrain`, or from a checkout as
-`python -m training.pretrain`. Nothing here imports TensorFlow.
-"""
+"""The command-line programs, one module each with a `main(argv=None)`, run as console scripts
+or with `python -m`; `cli` holds what they share. Nothing here imports TensorFlow."""
 
 import sys
 
@@ -16,13 +11,8 @@ MODULE_PACKAGES = ("keras_linformer.programs", "training")
 
 
 def command(program):
-    """The command that runs `program` (a name of `PROGRAMS`), as this process names it:
-    `python -m PACKAGE.PROGRAM` in a process run as `python -m PACKAGE.NAME` (PACKAGE of
-    `MODULE_PACKAGES`), else the console script.
-
-    >>> command("finetune")
-    'keras-linformer-finetune'
-    """
+    """The command that runs `program`: `python -m PACKAGE.PROGRAM` in a process run as
+    `python -m PACKAGE.NAME` (PACKAGE of `MODULE_PACKAGES`), else the console script."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     package, _, name = (getattr(spec, "name", None) or "").rpartition(".")
     if package in MODULE_PACKAGES and name in PROGRAMS:

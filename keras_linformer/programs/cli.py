@@ -1,7 +1,5 @@
-"""Flags and error handling shared by the programs and a checkout's benchmarks/.
-
-Nothing here imports TensorFlow: bad flags are refused before it starts.
-"""
+"""Flags and error handling shared by the programs and a checkout's benchmarks/; nothing here
+imports TensorFlow, so bad flags are refused before it starts."""
 
 import argparse
 import atexit
@@ -55,9 +53,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def program_parser(program, doc, epilog=None):
-    """The parser of `program` (of `programs.PROGRAMS`, with --debug and refusing a Keras
-    backend other than TensorFlow, or a `python -m` module), described by `doc` up to its first
-    example command."""
+    """The parser of `program` (a `programs.PROGRAMS` one refuses a Keras backend other than
+    TensorFlow and has --debug), described by `doc` up to its first example command."""
     is_program = program in programs.PROGRAMS
     parser = argparse.ArgumentParser(
         prog=programs.command(program) if is_program else f"python -m {program}",
@@ -225,9 +222,8 @@ def check_projection_flags(args):
 
 
 def check_training_flags(parser, args, config_class, sources):
-    """Checks pretrain's and finetune's flags (`sources` as `check_source_flags`) against
-    each other and the starting point; a seed left out becomes the config's (the data are
-    split with it before the config is made)."""
+    """Checks pretrain's and finetune's flags against each other and the starting point; a
+    seed left out becomes the config's, which splits the data (`sources`: `check_source_flags`)."""
     if args.seed is None:
         args.seed = config_class.seed
     check_attention_flags(parser, args)
@@ -543,9 +539,8 @@ def note_start(path):
 
 
 def remove_unfinished_starts():
-    """Removes what a run noted by `note_start` wrote (its run.json would refuse the
-    corrected command) if it stopped before its first checkpoint, but files there before it;
-    returns the paths removed."""
+    """Removes what a run noted by `note_start` added if it stopped before its first checkpoint
+    (its run.json would refuse the corrected command); returns the paths removed."""
     if not STARTED_RUNS:
         return []  # Imports nothing: `run` calls it after every failure.
     from keras_linformer.training import run_directory
