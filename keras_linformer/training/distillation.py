@@ -45,9 +45,8 @@ class Distiller(keras.Model):
 
 
 def build_distiller(student, teacher, optimizer, jit_compile=False):
-    """A compiled `Distiller` (loss `squared_relative_error` of the padding mask and the
-    `Distiller`'s output, averaged over the texts of a batch; metrics `token_error`,
-    `embedding_cosine`), the student's pooler frozen. Call it inside the strategy's scope.
+    """A compiled `Distiller`, the student's pooler frozen (loss `squared_relative_error` over
+    the real tokens; metrics `token_error`, `embedding_cosine`). Call it in the strategy's scope.
 
     Args:
         student: the backbone to train (a `LinformerBackbone`).

@@ -19,10 +19,8 @@ from keras_linformer.utils.validation import check_positive_int
 
 
 def build_masked_lm(backbone_config, optimizer, jit_compile=False):
-    """A compiled `LinformerMaskedLM`, its pooler frozen. Call it inside the strategy's scope.
-
-    The loss is the mean cross-entropy over the masked tokens only (`exp(loss)` is the
-    perplexity); metrics: perplexity and accuracy.
+    """A compiled `LinformerMaskedLM` (loss: mean cross-entropy over the masked tokens),
+    its pooler frozen. Call it inside the strategy's scope.
 
     Args:
         backbone_config: dict of `backbones.backbone_for` arguments, or a backbone.
