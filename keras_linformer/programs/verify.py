@@ -8,7 +8,6 @@ check fails, 2 on bad arguments.
     keras-linformer-verify [saved_models/linformer_classifier] [--model FILE]
 """
 
-
 import sys
 
 from keras_linformer.programs import cli
