@@ -122,16 +122,6 @@ def given(args, flags):
     return [flag for flag in flags if getattr(args, flag[2:].replace("-", "_"), None) is not None]
 
 
-def check_source_flags(parser, args, flags):
-    """Gives each flag of `flags` (`{flag: (dest, default, sources)}`, declared with
-    `default=None`) left out its default; refuses one given without any of its sources."""
-    for flag, (dest, default, sources) in flags.items():
-        if getattr(args, dest) is None:
-            setattr(args, dest, default)
-        elif not given(args, sources):
-            parser.error(f"argument {flag}: only used with {' or '.join(sources)}")
-
-
 positive_int = Bounds(int, 1)
 positive_float = Bounds(float, 0, include_low=False)
 non_negative_float = Bounds(float, 0)
@@ -221,13 +211,20 @@ def check_projection_flags(args):
                          f"weights to train; use --projection {kinds}")
 
 
-def check_training_flags(parser, args, config_class, sources):
-    """Checks pretrain's and finetune's flags against each other and the starting point; a
-    seed left out becomes the config's, which splits the data (`sources`: `check_source_flags`)."""
+def check_training_flags(parser, args, config_class, data_flags):
+    """Checks pretrain's and finetune's flags against each other and the starting point.
+
+    Each of `data_flags` (`{flag: (dest, default, sources)}`, declared with `default=None`)
+    left out gets its default; given without any of its sources, it is refused. A seed left
+    out becomes the config's, which splits the data."""
     if args.seed is None:
         args.seed = config_class.seed
     check_attention_flags(parser, args)
-    check_source_flags(parser, args, sources)
+    for flag, (dest, default, sources) in data_flags.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+        elif not given(args, sources):
+            parser.error(f"argument {flag}: only used with {' or '.join(sources)}")
     starting_point = ("--pretrained" if getattr(args, "pretrained", None)
                       else "--from-bert" if args.from_bert else None)
     refused = given(args, ("--vocabulary-size", "--vocabulary-characters"))
