@@ -21,8 +21,7 @@ from keras_linformer.training.config import FinetuningConfig
 from keras_linformer.training.config import PretrainingConfig
 from keras_linformer.training.config import RunConfig
 
-# Options both stages share, set by the main job's flags; others are --pretrain-OPTION and
-# --finetune-OPTION.
+# Options both stages share (one flag each); the others are --pretrain-X and --finetune-X.
 SHARED = ("seed", "vocabulary_size", "vocabulary_characters", "attention_transfer_epochs")
 # The main job's own default for pretraining, where it differs from the program's.
 PRETRAINING_DEFAULTS = {"epochs": 2.0}

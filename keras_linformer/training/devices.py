@@ -108,8 +108,7 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
         log: callable for progress messages.
 
     Raises:
-        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` other than 1 with it, or XLA
-            where it cannot work.
+        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` > 1 with it, or XLA where it fails.
     """
     check_positive_int("cpu_replicas", cpu_replicas)
     if deterministic:

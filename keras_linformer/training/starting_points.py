@@ -114,9 +114,8 @@ def read_pretrained_config(directory, architecture=None):
 
 
 def load_pretrained(directory, architecture=None, dropout=None):
-    """Loads a pretrained backbone and its vocabulary; returns `(backbone, vocabulary)`.
-
-    Call it inside the strategy's scope; the backbone takes the global dtype policy.
+    """Loads a pretrained backbone (in the global dtype policy: call it inside the strategy's
+    scope) and its vocabulary; returns `(backbone, vocabulary)`.
 
     Args:
         directory: str, a pretraining output directory.
