@@ -10,6 +10,7 @@ import keras_hub
 
 from keras_linformer import data
 from keras_linformer.data import bundled
+from keras_linformer.utils.validation import first_line
 
 # The name `load_bert` takes for the bundled all-MiniLM-L6-v2.
 MINILM_PRESET = "all-minilm-l6-v2"
@@ -29,7 +30,7 @@ def load_bert_backbone(preset, argument="preset"):
     except Exception as error:  # keras-hub raises many types, network errors too.
         raise ValueError(
             f"{argument}: {preset!r} is not a BERT checkpoint keras-hub can load "
-            f"({type(error).__name__}: {_first_line(error)}). Expected a local directory "
+            f"({type(error).__name__}: {first_line(error)}). Expected a local directory "
             "with a BERT config.json, model.safetensors and vocab.txt, or a keras-hub "
             "BERT preset (downloading one needs network access)."
         ) from None
@@ -54,7 +55,7 @@ def load_bert(preset, argument="preset"):
     except Exception as error:
         raise ValueError(
             f"{argument}: {preset!r} has no BERT vocabulary keras-hub can read "
-            f"({_first_line(error)})."
+            f"({first_line(error)})."
         ) from None
     if not tokenizer.lowercase:
         raise ValueError(
@@ -70,10 +71,6 @@ def load_bert(preset, argument="preset"):
             f"{backbone.vocabulary_size} token embeddings; they must match."
         )
     return backbone, vocabulary
-
-
-def _first_line(error):
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def use_exact_gelu(backbone):

@@ -24,6 +24,7 @@ from keras_linformer.utils.names import PROJECTIONS
 from keras_linformer.utils.names import SHARINGS
 from keras_linformer.utils.validation import SEED
 from keras_linformer.utils.validation import Bounds
+from keras_linformer.utils.validation import first_line
 
 # TensorFlow's C++ log lines only with the user's own TF_CPP_MIN_LOG_LEVEL, or --debug.
 USER_LOG_LEVEL = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
@@ -454,9 +455,7 @@ def failure(error):
         return 3, f"error: {error}"
     if loop is not None and isinstance(error, loop.Preempted):
         return 143, f"{error} Run the same command again to resume."
-    # The first line only: TensorFlow's messages run on for pages.
-    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:1000]
-    return 1, (f"error: {type(error).__name__}: {first} "
+    return 1, (f"error: {type(error).__name__}: {first_line(error, 1000)} "
                "(run again with --debug for the traceback)")
 
 

@@ -65,8 +65,8 @@ def check_jit_compile(strategy, jit_compile):
         raise ValueError(f"jit_compile=True does not work with MirroredStrategy over "
                          f"{len(devices)} logical CPU devices in TensorFlow 2.21 (XLA "
                          "cannot read a variable held by CPU:1 from CPU:0). Use "
-                         "jit_compile with a single CPU replica (--cpu-replicas 1), or "
-                         "train the replicas without jit_compile.")
+                         "jit_compile with a single CPU replica, or train the replicas "
+                         "without jit_compile.")
 
 
 def resolve_jit_compile(strategy, jit_compile=None):

@@ -19,16 +19,12 @@ from keras_linformer.training.run_directory import BEST_DIR
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import LOG_DIR
 from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import first_line
 
 
 def has_checkpoint(output_dir):
     """Whether `output_dir` holds a `Trainer` checkpoint."""
     return tf.train.get_checkpoint_state(os.path.join(output_dir, CHECKPOINT_DIR)) is not None
-
-
-def first_line(error, limit=None):
-    """The first line of an error's text (or of a str), cut to `limit` characters."""
-    return (str(error).strip().splitlines() or [""])[0][:limit]
 
 
 def _reduce(strategy, logs):

@@ -18,10 +18,10 @@ from keras_linformer.models import backbones
 from keras_linformer.models import pretrained_bert
 from keras_linformer.models.linformer_backbone import LINFORMER_ARGUMENTS
 from keras_linformer.training.config import ARCHITECTURE_KEYS
-from keras_linformer.training.loop import first_line
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.training.run_directory import WEIGHTS_FILE
+from keras_linformer.utils.validation import first_line
 
 # The backbone arguments that decide which weights exist and what they mean.
 WEIGHT_KEYS = (ARCHITECTURE_KEYS - {"dropout"}) | {"vocabulary_size"}

@@ -7,6 +7,13 @@ import numbers
 import numpy as np
 
 
+def first_line(error, limit=None):
+    """The first line of an error's text (its type's name if it has none), or of a str, cut
+    to `limit` characters: TensorFlow's messages run on for pages."""
+    lines = str(error).strip().splitlines()
+    return (lines or ["" if isinstance(error, str) else type(error).__name__])[0][:limit]
+
+
 def check_positive_int(name, value, minimum=1):
     """Raises ValueError unless `value` is an int (not a bool) of at least `minimum`."""
     Bounds(int, minimum).check(name, value)
