@@ -1,9 +1,5 @@
-"""`verify`: checks an export the way TF Serving loads it, against the Keras model it came
-from, each check a line of its report.
-
-TF Serving's binary cannot be installed here; the closest loader is `saved_model_cli` (the
-session loader TF Serving uses) in a fresh process that imports `tensorflow_text`.
-"""
+"""`verify`: loads an export as TF Serving does and checks it against its Keras model
+(docs/serving.md)."""
 
 import json
 import os
@@ -24,7 +20,6 @@ from keras_linformer.export.report import Check
 from keras_linformer.export.report import VerificationReport
 from keras_linformer.utils.validation import check_number
 
-LOAD_LOADER = "load_and_run"
 # The names of the checks that load the export, and of the loader runs behind them.
 SHOW_CHECK = "saved_model_cli show --all"
 LOAD_CHECK = "tf.saved_model.load"
@@ -153,8 +148,7 @@ def check_layout(export_dir):
 
 
 def exported_lines(file_name, record, info):
-    """The lines exported as `file_name` if their fingerprint matches: the recorded class
-    names, or the vocabulary beside the source model."""
+    """The recorded class names or the source model's vocabulary, if they match `record`."""
     lines = None
     if file_name == sources.LABELS_FILE:
         lines = info.get("label_names")
@@ -300,9 +294,8 @@ def check_warmup(export_dir, info, expected):
 
 
 def load_program(export_dir, cases, requests, work, max_batch_size):
-    """Every case and warmup request (and, with `max_batch_size`, one batch too large per
-    signature) to run under `tf.saved_model.load`: `(loader program and arguments, the
-    directory of the cases)`."""
+    """`(program, case directory)` running the cases, the warmup requests and one batch too
+    large per signature under `tf.saved_model.load`."""
     case_dir = os.path.join(work, "load")
     os.makedirs(case_dir)
     manifest = {}
@@ -324,7 +317,7 @@ def load_program(export_dir, cases, requests, work, max_batch_size):
                 {key: np.take(value, over % len(value), axis=0) for key, value in inputs.items()})
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
         json.dump(manifest, file)
-    return (LOAD_LOADER, [export_dir, case_dir]), case_dir
+    return ("load_and_run", [export_dir, case_dir]), case_dir
 
 
 def check_load(result, case_dir, cli_outputs, reference, atol, max_batch_size):

@@ -1,9 +1,5 @@
-"""SHA-256 fingerprints of what an export holds, recorded under `"fingerprints"` in
-`assets.extra/export_info.json`, and the checks of its files against them: `"files"`
-(`vocab.txt`, `labels.txt`), `"model"` (config and weights), `"export"` (everything that
-makes the SavedModel: an equal one lets a rerun reuse it) and `"contents"` (every file the
-export wrote but `export_info.json`).
-"""
+"""SHA-256 fingerprints of an export, under `"fingerprints"` in `export_info.json`: `"files"`,
+`"model"`, `"export"` (what makes it: an equal one lets a rerun reuse it) and `"contents"`."""
 
 import hashlib
 import json
@@ -17,17 +13,15 @@ FORMAT = 1
 
 
 def lines_sha256(lines):
-    """The SHA-256 (hex) of `lines` written one per line in UTF-8, as the export writes them."""
+    """The SHA-256 (hex) of `lines` written one per line in UTF-8."""
     return hashlib.sha256("".join(f"{line}\n" for line in lines).encode("utf-8")).hexdigest()
 
 
 def file_record(lines):
-    """`{"sha256": ..., "lines": ...}` for a file that holds `lines`, one per line."""
     return {"sha256": lines_sha256(lines), "lines": len(lines)}
 
 
 def export_sha256(fields):
-    """The SHA-256 (hex) of a JSON-serialisable dict of what makes an export."""
     text = json.dumps({"format": FORMAT, **fields}, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
@@ -38,7 +32,7 @@ def file_sha256(path):
 
 
 def read_lines(path):
-    """The lines of a UTF-8 text file (invalid bytes replaced), without their line ends."""
+    """The lines of a UTF-8 text file (invalid bytes replaced)."""
     with open(path, encoding="utf-8", errors="replace", newline="") as file:
         lines = file.read().split("\n")
     return lines[:-1] if lines[-1] == "" else lines
@@ -77,7 +71,7 @@ def line_differences(found, recorded, limit=3):
 
 
 def contents_sha256(export_dir, skip):
-    """`{relative path with "/": sha256}` of every file under `export_dir` but `skip`."""
+    """`{relative path: sha256}` of every file under `export_dir` but `skip`."""
     root = pathlib.Path(export_dir)
     paths = {path.relative_to(root).as_posix(): path for path in root.rglob("*") if path.is_file()}
     return {relative: file_sha256(paths[relative]) for relative in sorted(paths)
@@ -85,7 +79,7 @@ def contents_sha256(export_dir, skip):
 
 
 def check_contents(export_dir, recorded):
-    """A problem (str) if a file of `recorded` (`contents_sha256`) is missing or changed."""
+    """A problem (str) if a file of `recorded` is missing or changed."""
     for relative, sha256 in recorded.items():
         path = os.path.join(export_dir, *relative.split("/"))
         if not os.path.isfile(path):

@@ -1,9 +1,5 @@
-"""TF Serving's model layout: `<base_dir>/<model_name>/<version>/`, versions written atomically,
-and what a version holds: its signatures and `assets.extra/export_info.json`.
-
-TF Serving serves the highest integer subdirectory of `<base_dir>/<model_name>`. A version
-is written in a hidden temporary directory beside them and renamed into place.
-"""
+"""TF Serving's model layout, `<base_dir>/<model_name>/<version>/` (it serves the highest
+version), and what a version holds: its signatures and `assets.extra/export_info.json`."""
 
 import json
 import os
@@ -57,7 +53,7 @@ def expected_signatures(info):
 
 
 def read_export_info(export_dir):
-    """Reads `assets.extra/export_info.json` of an export made here."""
+    """Reads `assets.extra/export_info.json`."""
     path = os.path.join(os.fspath(export_dir), EXTRA_DIR, INFO_FILE)
     if not os.path.isfile(path):
         raise ValueError(f"export_dir: {os.fspath(export_dir)!r} has no {EXTRA_DIR}/"
@@ -99,8 +95,7 @@ def next_version(model_dir):
 
 
 def docker_command(base_dir, model_name):
-    """The `docker run` command that serves `<base_dir>/<model_name>` (its highest version)
-    with TF Serving's REST API."""
+    """The `docker run` command serving `<base_dir>/<model_name>` with TF Serving's REST API."""
     model_dir = os.path.normpath(os.path.join(os.fspath(base_dir), model_name))
     mount = model_dir if os.path.isabs(model_dir) else f"$PWD/{model_dir}"
     return (f'docker run -p 8501:8501 -v "{mount}:/models/{model_name}" '
@@ -132,8 +127,7 @@ def latest_version_dir(path):
 
 
 def write_version(base_dir, model_name, write, version=None):
-    """Writes a new version (`None`: the next free one) with `write(path)`, which writes the
-    whole SavedModel into a directory that does not exist yet; returns its path."""
+    """Writes `version` (None: the next free one) atomically with `write(path)`; its path."""
     check_version_free(base_dir, model_name, version)
     model_dir = os.path.join(os.fspath(base_dir), model_name)
     os.makedirs(model_dir, exist_ok=True)

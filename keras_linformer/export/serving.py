@@ -1,8 +1,5 @@
-"""SavedModels for TF Serving: raw text in, predictions out.
-
-Each export is a `keras.export.ExportArchive` that tokenizes in the graph with
-`keras_linformer.data.TextEncoder`, written as a new version in TF Serving's layout.
-"""
+"""SavedModels for TF Serving: `keras.export.ExportArchive`s that tokenize raw text in the
+graph with `keras_linformer.data.TextEncoder`."""
 
 import datetime
 import json
@@ -65,8 +62,7 @@ def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_
     The classifier is a `LinformerTextClassifier` or a functional Keras model taking integer
     `(B, n)` inputs `token_ids` (and optionally `padding_mask`, `segment_ids`) with one
     `(B, C)` output of logits or softmax from its last layer. Writes
-    `<base_dir>/<model_name>/<version>/` atomically: a SavedModel that tokenizes raw text in
-    its graph, with warmup requests and `assets.extra/` files (docs/serving.md).
+    `<base_dir>/<model_name>/<version>/` atomically, as docs/serving.md describes.
 
     Args:
         model: a classifier, its `.keras` file, or the output directory of
@@ -102,26 +98,21 @@ def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
                      reuse_existing=False):
     """Exports a masked LM as a fill-mask TF Serving model (a new version).
 
-    Writes a version as `export_classifier` does. Its signatures `fill_mask` and
-    `serving_default` (the same) take `text`, in which a literal `[MASK]` is the mask token,
-    and give the `top_k` most probable tokens for each of the first `max_masks` masks
-    (docs/serving.md).
+    Writes a version as `export_classifier` does, whose signatures `fill_mask` and
+    `serving_default` give the `top_k` most probable tokens for each of the first `max_masks`
+    literal `[MASK]`s of each `text` (docs/serving.md).
 
     Args:
         model: a `LinformerMaskedLM`, its `.keras` file, or the output directory of
             `keras-linformer-pretrain`.
         vocabulary: list of str or a `vocab.txt` path; `None` reads the output directory's.
             Defaults to `None`.
-        base_dir: str. Defaults to `"saved_models"`.
+        base_dir, version, max_batch_size, reuse_existing: as in `export_classifier`.
         model_name: str. Defaults to `"linformer_masked_lm"`.
-        version: int or `None`. Defaults to `None` (the next one).
         sequence_length: int or `None`, n; `None` means the run's or the backbone's
             `max_sequence_length`. Defaults to `None`.
         top_k: int, candidates per mask. Defaults to `5`.
         max_masks: int, mask slots per text (at most n - 2). Defaults to `8`.
-        max_batch_size: int, the most texts one request may hold, at least 16. Defaults to
-            `1024`.
-        reuse_existing: bool, as in `export_classifier`. Defaults to `False`.
 
     Returns:
         str, the new version directory (or the reused one).
@@ -138,7 +129,6 @@ def export_masked_lm(model, vocabulary=None, base_dir="saved_models",
 
 
 def check_destination(base_dir, model_name, version, max_batch_size, reuse_existing):
-    """Checks the cheap arguments before any model is loaded."""
     if not isinstance(base_dir, (str, os.PathLike)):
         raise TypeError(f"base_dir: expected a directory path. Received: {base_dir!r}")
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
@@ -239,15 +229,14 @@ def write_extras(path, source, model_name, recorded):
 
 
 def guarded(inputs, conditions):
-    """`inputs` (a list of tensors), gated by graph ops that check each `(condition,
-    message)`: a False one fails the request with an InvalidArgumentError."""
+    """`inputs`, failing the request with an InvalidArgumentError for a false condition."""
     checks = [tf.debugging.assert_equal(test, True, message=text) for test, text in conditions]
     with tf.control_dependencies(checks):
         return [tf.identity(tensor) for tensor in inputs]
 
 
 def capped(inputs, max_batch_size, name="text", unit="texts"):
-    """`inputs` (a list of tensors), gated by a graph op that checks their batch size."""
+    """`inputs`, failing the request if it holds more than `max_batch_size` rows."""
     return guarded(inputs, [(
         tf.shape(inputs[0], out_type=tf.int64)[0] <= max_batch_size,
         f"{name}: a request may hold at most {max_batch_size} {unit} (max_batch_size of "
@@ -256,8 +245,7 @@ def capped(inputs, max_batch_size, name="text", unit="texts"):
 
 
 def new_archive(source, encoder, endpoints):
-    """An ExportArchive of the model and the encoder's tokenizer with `{name: function}`
-    endpoints, taking the inputs `SIGNATURES` declares."""
+    """An ExportArchive of the model with `{name: function}` endpoints (`SIGNATURES`'s inputs)."""
     archive = keras.export.ExportArchive()
     archive.track(source.model)
     archive.track(encoder.tokenizer)

@@ -35,9 +35,7 @@ TASKS = {
 
 
 class Source:
-    """A model ready to export, with its vocabulary, class names and serving options: a
-    classifier's `input_names` (of `TEXT_INPUTS`) and `activation` (`"linear"` or `"softmax"`),
-    a masked LM's `top_k` and `max_masks`."""
+    """A model ready to export, with its vocabulary, class names and serving options."""
 
     def __init__(self, task, model, vocabulary, label_names, sequence_length, model_path,
                  input_names, activation):
@@ -53,7 +51,7 @@ class Source:
 
 
 def task_of_directory(directory):
-    """`"classifier"` or `"masked_lm"` for a training output directory, else raises."""
+    """The task of a training output directory."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         raise FileNotFoundError(
@@ -141,7 +139,7 @@ def load_source(task, model, vocabulary=None, label_names=None, sequence_length=
 
 
 def input_structure(model):
-    """The model's declared inputs, each replaced by its name (dict key or `keras.Input` name)."""
+    """The model's declared inputs, each replaced by its name."""
     inputs = model.input
     if isinstance(inputs, dict):
         return {key: key for key in inputs}
@@ -181,7 +179,7 @@ def classifier_inputs(model):
 
 
 def output_activation(model):
-    """`"linear"` (logits) or `"softmax"`: the activation of the layer giving the output."""
+    """`"linear"` or `"softmax"`: the activation of the layer giving the output."""
     layer = model.layers[-1] if model.layers else None
     try:
         gives_output = layer is not None and layer.output is model.outputs[0]
@@ -230,7 +228,7 @@ def resolve_vocabulary(vocabulary):
 
 
 def inner_layers(model):
-    """Every layer of `model`, models inside it included (depth first)."""
+    """Every layer of `model`, depth first."""
     for layer in model.layers:
         yield layer
         if isinstance(layer, keras.Model):
@@ -238,8 +236,7 @@ def inner_layers(model):
 
 
 def model_vocabulary_size(model):
-    """The backbone's `vocabulary_size`, else that of the model's one token embedding, or `None`
-    (an `Embedding` of two rows or fewer is a segment embedding)."""
+    """The vocabulary size of the backbone or of the one token embedding, else `None`."""
     backbone = getattr(model, "backbone", None)
     if getattr(backbone, "vocabulary_size", None):
         return backbone.vocabulary_size
@@ -247,7 +244,7 @@ def model_vocabulary_size(model):
     for layer in inner_layers(model):
         if isinstance(layer, keras_hub.layers.TokenAndPositionEmbedding):
             sizes.append(layer.vocabulary_size)
-        elif isinstance(layer, keras.layers.Embedding) and layer.input_dim > 2:
+        elif isinstance(layer, keras.layers.Embedding) and layer.input_dim > 2:  # Not segments.
             sizes.append(layer.input_dim)
     return sizes[0] if len(sizes) == 1 else None
 

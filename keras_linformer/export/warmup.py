@@ -1,8 +1,5 @@
-"""TF Serving warmup requests: `assets.extra/tf_serving_warmup_requests`.
-
-A TFRecord of `PredictionLog` protos that TF Serving replays when it loads a version, so the
-first real request does not pay for graph initialisation.
-"""
+"""TF Serving warmup requests: `assets.extra/tf_serving_warmup_requests`, `PredictionLog`s
+replayed when a version loads, so the first real request does not pay for initialisation."""
 
 import collections
 import os
@@ -20,8 +17,7 @@ WarmupRequest = collections.namedtuple("WarmupRequest",
 
 
 def write_warmup_requests(export_dir, model_name, requests):
-    """Writes `requests`, `(signature_name, {input: array})` pairs, as the warmup file of
-    `export_dir`; returns its path."""
+    """Writes `(signature_name, {input: array})` requests as the warmup file; returns its path."""
     path = os.path.join(os.fspath(export_dir), EXTRA_DIR, WARMUP_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:

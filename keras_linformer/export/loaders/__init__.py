@@ -1,9 +1,7 @@
-"""Programs that load an export in a fresh Python process, as a server would; `query` asks
-an export about texts through one, without importing TensorFlow itself.
+"""Programs that load an export in a fresh process, as a server would, and `query`.
 
-Each module here runs as `python -m NAME` with this directory on `PYTHONPATH`, so the
-process imports TensorFlow, tensorflow-text and NumPy, never `keras_linformer`: a served
-model must load without the package that exported it.
+Each runs as `python -m NAME` with this directory on `PYTHONPATH`, never importing
+`keras_linformer`: a served model must load without the package that exported it.
 """
 
 import json
@@ -37,10 +35,7 @@ def _outcome(what, status, stdout, stderr):
 
 
 def run(module, args, what, python=None):
-    """Runs `python -m module args` in a fresh process; returns `(ok, stdout, stderr tail)`.
-
-    `what` names the run in errors; `python` (default: this one) is the interpreter.
-    """
+    """Runs `python -m module args` in a fresh process; returns `(ok, stdout, stderr tail)`."""
     python = python or sys.executable
     try:
         result = subprocess.run([python, "-m", module, *args], capture_output=True, text=True,
@@ -53,9 +48,8 @@ def run(module, args, what, python=None):
 
 
 def run_together(programs, python=None):
-    """Runs `{what: (module, args)}` one after another in one fresh process
-    (`in_one_process`), so that TensorFlow starts once; returns `{what: (ok, stdout,
-    stderr tail)}` as `run` does. A program the process did not finish fails with it."""
+    """Runs `{what: (module, args)}` in one fresh process, so that TensorFlow starts once;
+    returns `{what: (ok, stdout, stderr tail)}`."""
     with tempfile.TemporaryDirectory(prefix="keras_linformer_loaders_") as work:
         plan_file, results_file = (os.path.join(work, name) for name in ("plan", "results"))
         with open(plan_file, "w", encoding="utf-8") as file:
@@ -74,8 +68,7 @@ def run_together(programs, python=None):
 
 
 def cli_program(export_dir, signature, inputs, work):
-    """`saved_model_cli run` on one signature: `(loader program and arguments, the directory
-    its outputs go to)`."""
+    """`(program, output directory)` of `saved_model_cli run` on one signature."""
     case_dir = os.path.join(work, f"cli_{signature}")
     os.makedirs(case_dir)
     arguments = []

@@ -1,11 +1,9 @@
-"""Runs several loader programs one after another in this one process, as
-`python -m MODULE ARGS` would run each: TensorFlow starts once for all of them.
+"""Runs loader programs one after another in this process: TensorFlow starts once.
 
     python -m in_one_process PLAN_JSON RESULTS_JSON
 
-PLAN_JSON holds a list of `[MODULE, [ARGS...]]`. After each program, RESULTS_JSON is
-rewritten with one `{"status", "stdout", "stderr"}` per program run so far: its exit
-status (1 and its traceback as stderr when it raised), and what it printed.
+PLAN_JSON holds a list of `[MODULE, [ARGS...]]`; after each program, RESULTS_JSON holds one
+`{"status", "stdout", "stderr"}` per program run so far.
 """
 
 import atexit
