@@ -1,7 +1,5 @@
-"""The Keras masks that tensors carry (mask propagation).
-
-Keras 3 has no public accessor for them; keras-hub reads `keras.src.backend` too.
-"""
+"""The Keras masks that tensors carry: Keras 3 has no public accessor for them (keras-hub
+reads `keras.src.backend` too)."""
 
 from keras import ops
 from keras.src.backend import get_keras_mask

@@ -22,47 +22,37 @@ class LinformerAttention(keras.layers.Layer):
     `head_i = softmax(Q_i (E_i K_i)^T / sqrt(key_dim)) (F_i V_i)`, where
     `E_i, F_i` map the `sequence_length` (n) key/value positions to
     `projected_dim` (k) slots, so cost grows as n * k instead of n * n.
-    Called like `keras.layers.MultiHeadAttention`, but not a drop-in for it:
-    docs/layers.md lists the differences, the projections, how padding masks
-    and shorter inputs are handled, and the precision of the softmax.
+    Called like `keras.layers.MultiHeadAttention`, but not a drop-in for it;
+    docs/layers.md lists the differences and how masks are handled.
 
     Args:
         num_heads: int. Number of attention heads.
         key_dim: int. Size of each head for query and key.
         sequence_length: int. n, the longest key/value sequence accepted.
-        projected_dim: int. k, the number of projected key/value slots; at
-            most `sequence_length`, and a divisor of it for the pooling and
-            conv projections.
+        projected_dim: int. k, the number of projected key/value slots: at most n, and a
+            divisor of n for the pooling and conv projections.
         value_dim: int. Size of each head for value. Defaults to `key_dim`.
         projection: str or `SequenceProjection`. `"linear"`, `"mean"`, `"max"`,
             `"conv"`, `"random"`, or an object. Defaults to `"linear"`.
-        sharing: str. `"none"` (E_i, F_i for every head), `"headwise"` (one E
-            and one F for all heads), `"key_value"` (one E = F for all heads),
-            or `"layerwise"` (no projection of its own: a stack passes its
-            shared one as `call(projection_kernel=...)`, see
-            `LinformerEncoderStack`). Defaults to `"none"`.
+        sharing: str. `"none"` (E_i, F_i per head), `"headwise"`, `"key_value"`, or
+            `"layerwise"` (no projection of its own: `LinformerEncoderStack` passes its
+            shared one as `projection_kernel`); see docs/layers.md. Defaults to `"none"`.
         dropout: float. Dropout on the attention probabilities. Defaults to 0.
         use_bias: bool. Whether the dense layers use biases. Defaults to True.
-        output_shape: int. Size of the output features. Defaults to the last
-            dimension of the query.
-        kernel_initializer: initializer of the dense kernels. Defaults to
-            `"glorot_uniform"`.
+        output_shape: int. Size of the output features. Defaults to the query's size.
+        kernel_initializer: initializer of the dense kernels. Defaults to `"glorot_uniform"`.
         bias_initializer: initializer of the biases. Defaults to `"zeros"`.
-        projection_initializer: str, Keras initializer or None. A name of
-            `projection_initializers` (linear E only) or a Keras initializer.
-            Defaults to None, the projection's default.
+        projection_initializer: a name of `projection_initializers` (linear E only), a
+            Keras initializer, or None for the projection's default. Defaults to None.
         kernel_regularizer, bias_regularizer, activity_regularizer, projection_regularizer:
             regularizers. Default to None.
-        kernel_constraint, bias_constraint, projection_constraint: constraints.
-            Default to None.
-        seed: int. Seed for dropout and the default projection initializer.
-            Defaults to None.
+        kernel_constraint, bias_constraint, projection_constraint: constraints. Default to None.
+        seed: int. Seed for dropout and the default projection initializer. Defaults to None.
         padding_compensation: bool. With a learned linear E, scale the
             projected values by n / (real key positions). Defaults to True.
-        flash_attention: bool or None. Whether the attention runs in
-            `keras.ops.dot_product_attention` (fused kernels on JAX and
-            PyTorch). None: where it applies (not on TensorFlow, with active
-            dropout or `return_attention_scores`). Defaults to None.
+        flash_attention: bool or None. Whether to use `keras.ops.dot_product_attention`
+            (fused kernels on JAX and PyTorch); None: where it applies (not on TensorFlow,
+            with active dropout or `return_attention_scores`). Defaults to None.
         null_slots: int. Zero key/value slots appended after the k projected
             ones (docs/layers.md). Defaults to 0.
         **kwargs: base layer arguments, such as `name` and `dtype`.
@@ -74,11 +64,10 @@ class LinformerAttention(keras.layers.Layer):
         query_mask, value_mask, key_mask: optional `(B, T)`/`(B, S)` masks,
             True at real positions, filled in from Keras masks. A key/value
             position is real where both `value_mask` and `key_mask` say so.
-        return_attention_scores: bool. Also return the
-            `(B, heads, T, k + null_slots)` attention probabilities.
+        return_attention_scores: bool. Also return the `(B, heads, T, k + null_slots)`
+            attention probabilities.
         training: bool. Whether dropout is active.
-        projection_kernel: the shared projection, required with
-            `sharing="layerwise"` for the linear and conv kinds.
+        projection_kernel: the shared projection, for `sharing="layerwise"` with weights.
 
     Example:
 
@@ -422,15 +411,11 @@ class LinformerAttention(keras.layers.Layer):
     def _append_null_slots(self, key, value, slot_mask):
         """Appends `null_slots` zero keys and values, always attended."""
 
-        def with_zeros(x):  # (B, k, heads, head_dim) -> (B, k + null_slots, ...)
-            shape = ops.shape(x)
-            zeros = ops.zeros((shape[0], self.null_slots, shape[2], shape[3]), x.dtype)
-            return ops.concatenate([x, zeros], axis=1)
-
+        padding = [[0, 0], [0, self.null_slots], [0, 0], [0, 0]]  # (B, k + null_slots, N, H)
         if slot_mask is not None:  # None: every slot is real, the null ones too.
             live = ops.ones((ops.shape(slot_mask)[0], self.null_slots), dtype="bool")
             slot_mask = ops.concatenate([ops.cast(slot_mask, "bool"), live], axis=1)
-        return with_zeros(key), with_zeros(value), slot_mask
+        return ops.pad(key, padding), ops.pad(value, padding), slot_mask
 
     def _padding_scale(self, mask, dtype):
         """n / (real positions), `(B, 1, 1, 1)`: see `padding_compensation`."""

@@ -15,34 +15,37 @@ from keras_linformer.utils import validation
 class LinformerEncoderBlock(keras.layers.Layer):
     """Transformer encoder block with Linformer self-attention.
 
-    `keras_hub.layers.TransformerEncoder` (the same normalisation, residuals,
-    feedforward network and sub-layer names) with `LinformerAttention` in
-    place of `keras.layers.MultiHeadAttention`, so it costs O(n * k) in the
-    sequence length n. With identity projections (k = n) it computes what
-    `TransformerEncoder` computes with the same weights. Masks are handled as
-    docs/layers.md describes.
+    `keras_hub.layers.TransformerEncoder` (the same sub-layers and names) with
+    `LinformerAttention` in place of `keras.layers.MultiHeadAttention`, so it costs O(n * k).
+    With identity projections (k = n) it computes what `TransformerEncoder` computes with the
+    same weights. Masks are handled as docs/layers.md describes.
 
     Args:
         intermediate_dim: int. Hidden size of the feedforward network.
         num_heads: int. Number of attention heads; must divide the hidden size.
         sequence_length: int. n, the longest input sequence.
         projected_dim: int. k, the number of projected key/value slots.
-        projection: str or `SequenceProjection`, as in `LinformerAttention`.
-            Defaults to `"linear"`.
-        sharing: str, as in `LinformerAttention`. Defaults to `"none"`.
+        projection, sharing: as in `LinformerAttention`. Default to `"linear"` and `"none"`.
         dropout: float. Dropout after attention, in the attention
             probabilities and after the feedforward network. Defaults to 0.
-        activation: string or callable. Feedforward activation. Defaults to
-            `"relu"`.
+        activation: string or callable. Feedforward activation. Defaults to `"relu"`.
         layer_norm_epsilon: float. Defaults to 1e-5.
-        kernel_initializer: initializer for dense kernels. Defaults to
-            `"glorot_uniform"`.
+        kernel_initializer: initializer for dense kernels. Defaults to `"glorot_uniform"`.
         bias_initializer: initializer for biases. Defaults to `"zeros"`.
         projection_initializer, padding_compensation, null_slots: as in
             `LinformerAttention`. Default to None, True and 0.
-        normalize_first: bool. Pre-layer normalisation if True. Defaults to
-            False, like BERT.
+        normalize_first: bool. Pre-layer normalisation if True. Defaults to False, like BERT.
         **kwargs: base layer arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: `(B, S, hidden_dim)`, S <= `sequence_length`.
+        padding_mask: optional boolean `(B, S)`, True at real tokens; else the Keras mask of
+            `inputs` is used.
+        attention_mask: unsupported; raises a ValueError if given.
+        training: bool, whether dropout is active.
+        return_attention_scores: bool. Also return the `(B, heads, S, k)` attention
+            probabilities.
+        projection_kernel: the shared projection for `sharing="layerwise"`.
 
     Example:
 
@@ -171,17 +174,6 @@ class LinformerEncoderBlock(keras.layers.Layer):
         return_attention_scores=False,
         projection_kernel=None,
     ):
-        """Forward pass.
-
-        Args:
-            inputs: `(B, S, hidden_dim)`, S <= `sequence_length`.
-            padding_mask: optional boolean `(B, S)`, True at real tokens.
-            attention_mask: unsupported; raises a ValueError if given.
-            training: bool, whether dropout is active.
-            return_attention_scores: bool. Also return the `(B, heads, S, k)`
-                attention probabilities.
-            projection_kernel: the shared projection for `sharing="layerwise"`.
-        """
         mask = padding_mask_of(inputs, padding_mask)
         residual = x = inputs
         if self.normalize_first:

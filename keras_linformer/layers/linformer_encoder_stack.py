@@ -18,11 +18,9 @@ _BLOCK_ARGUMENTS = ("intermediate_dim", "num_heads", "sequence_length", "project
 class LinformerEncoderStack(keras.layers.Layer):
     """`num_layers` Linformer encoder blocks, sharing projections as asked.
 
-    The paper's sharing modes (section 4) are described in docs/layers.md.
-    With `"layerwise"` the projection is a weight of this stack, passed to
-    every block at call time, so it is saved once and stays shared after
-    loading. `projected_dim` may give one k per layer (the paper's nonuniform
-    k), except with `"layerwise"` sharing of a learned projection.
+    With `"layerwise"` sharing (docs/layers.md) the projection is a weight of this stack,
+    passed to every block at call time. `projected_dim` may give one k per layer, except
+    with `"layerwise"` sharing of a learned projection.
 
     Args:
         num_layers: int. Number of encoder blocks.
@@ -45,8 +43,8 @@ class LinformerEncoderStack(keras.layers.Layer):
         padding_mask: optional boolean `(B, S)`, True at real tokens; else the
             Keras mask of `inputs` is used.
         training: bool, whether dropout is active.
-        return_attention_scores: bool. Also return a list of each block's
-            `(B, heads, S, k_layer)` attention probabilities.
+        return_attention_scores: bool. Also return a list of each block's `(B, heads, S, k)`
+            attention probabilities.
 
     Example:
 

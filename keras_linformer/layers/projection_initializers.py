@@ -1,7 +1,5 @@
-"""Named initialisers of a learned (`projection="linear"`) sequence projection E:
-`"window_average"` (the default), `"gaussian"` and `"fairseq"`, described in
-docs/layers.md and compared in docs/benchmarks.md.
-"""
+"""Named initialisers of a learned sequence projection E, described in docs/layers.md:
+`"window_average"` (the default), `"gaussian"` and `"fairseq"`."""
 
 import math
 
@@ -26,10 +24,9 @@ def window_average_matrix(sequence_length, projected_dim):
 class WindowAverage(keras.initializers.Initializer):
     """Initialises an `(..., n, k)` projection as window averaging plus noise.
 
-    Every `(n, k)` matrix in the shape (one per head for per-head E_i) is
-    the mean over k contiguous windows of n / k positions plus Gaussian noise
-    of standard deviation `relative_noise * sqrt(k) / n`: noise scaled to a
-    column's norm, not to one weight, so it never outweighs the average.
+    Every `(n, k)` matrix in the shape (one per head for per-head E_i) averages k contiguous
+    windows of n / k positions, plus Gaussian noise of standard deviation
+    `relative_noise * sqrt(k) / n`: scaled to a column's norm, so it never outweighs the average.
 
     Args:
         relative_noise: float. The noise's norm in each column as a fraction of

@@ -1,10 +1,5 @@
-"""The n -> k sequence projections of Linformer (paper section 4), as objects.
-
-`get` turns a name (`"linear"`, `"mean"`, `"max"`, `"conv"`, `"random"`) or a
-`SequenceProjection` into an object, as `keras.initializers.get` does. A
-subclass of your own, registered with `keras.saving.register_keras_serializable`,
-works wherever a name does and saves with the model.
-"""
+"""The n -> k sequence projections of Linformer (paper section 4), as objects that `get`
+resolves from a name, as `keras.initializers.get` does (docs/layers.md)."""
 
 import math
 
@@ -23,16 +18,14 @@ _BY_NAME = {}  # Name -> class of the built-in projections.
 
 
 def register(cls):
-    """Registers a built-in projection class (and with Keras) under the name that
-    `utils.names.PROJECTIONS`, where the programs read the names, gives it."""
+    """Registers a built-in projection class under its name in `utils.names.PROJECTIONS`."""
     (cls.name,) = [name for name, class_name in PROJECTIONS.items() if class_name == cls.__name__]
     _BY_NAME[cls.name] = cls
     return keras_linformer_export(f"keras_linformer.layers.{cls.__name__}")(cls)
 
 
 def names(where=None):
-    """The names `get` accepts; with `where`, those whose class has that fact (an
-    attribute of `SequenceProjection`) true."""
+    """The names `get` accepts; with `where`, those whose class has that attribute true."""
     return tuple(name for name, cls in _BY_NAME.items() if where is None or getattr(cls, where))
 
 
@@ -74,8 +67,7 @@ class SequenceProjection:
     """Base class of the projections of keys and values from n positions to k slots.
 
     A subclass implements `project`, and `kernel_shape` and
-    `default_initializer` if it has weights; its class attributes tell the
-    attention layer how to treat it.
+    `default_initializer` if it has weights.
 
     Attributes:
         name: str. What a layer's `get_config` writes for a built-in kind.
@@ -84,10 +76,9 @@ class SequenceProjection:
             does), so no slot holds padding only and none is masked.
         sums_positions: bool. It sums over positions (as a matrix does), so
             `padding_compensation` applies.
-        linear: bool. Linear along the sequence, the same for every channel,
-            with weights shared by the heads: it commutes with the key/value
-            kernel, `E (m * (X W + b)) = (E (m * X)) W + (E m) b`, so the
-            layer projects its input first.
+        linear: bool. Linear along the sequence, the same for every channel, with weights
+            shared by the heads, so the layer projects its input before the key/value
+            kernel ("Cost order" in docs/layers.md).
     """
 
     name = None
@@ -152,20 +143,17 @@ class SequenceProjection:
         """Projects `x` along its sequence axis from S <= n positions to k slots.
 
         Args:
-            x: `(B, S, C)` layer input or `(B, S, heads, head_dim)` keys or
-                values, with padded positions already zero.
-            mask: float `(B, S)`, 1 at real positions; None when all n
-                positions are real (matrix projections only).
+            x: `(B, S, C)` input or `(B, S, heads, head_dim)` keys or values, padding zeroed.
+            mask: float `(B, S)`, 1 at real positions; None when all n are real (matrices only).
             kernel: the weight (`kernel_shape`), or None.
             sequence_length: n, the longest sequence accepted.
             projected_dim: k.
 
         Returns:
-            `(projected, weight_sums, slot_mask)`: the `(B, k, ...)`
-            projection; the projected mask, `(B, k)` (`(1, k)` without a
-            mask), which carries the bias through when the input is projected
-            first (None where that never happens); and a boolean `(B, k)` mask
-            of the slots holding a real position (None if `fills_every_slot`).
+            `(projected, weight_sums, slot_mask)`: the `(B, k, ...)` projection; the projected
+            mask `(B, k)` (`(1, k)` without a mask) that carries the bias through when the
+            input is projected first (None where that never happens); and a boolean `(B, k)`
+            mask of the slots holding a real position (None if `fills_every_slot`).
         """
         raise NotImplementedError(f"{type(self).__name__} must implement `project`.")
 
@@ -194,8 +182,7 @@ class _Matrix(SequenceProjection):
         return (sequence_length, projected_dim)
 
     def project(self, x, mask, kernel, sequence_length, projected_dim):
-        # The static length where known: some exporters keep `ops.shape`'s batch size as a
-        # dead output.
+        # Static where known: some exporters keep `ops.shape`'s batch size as a dead output.
         length = x.shape[1] if x.shape[1] is not None else ops.shape(x)[1]
         kernel = ops.cast(kernel, x.dtype)
         if len(kernel.shape) == 2:  # E: (n, k), shared by the heads.
@@ -271,7 +258,7 @@ class _Windows(SequenceProjection):
 
     def project(self, x, mask, kernel, sequence_length, projected_dim):
         real = self.windows(ops.cast(mask, "float32"), sequence_length, projected_dim)  # (B, k, w)
-        counts = ops.sum(real, axis=2)  # The real positions in each window.
+        counts = ops.sum(real, axis=2)
         slot_mask = counts > 0
         # A subclass's `pool` maps (B, k, w, ...) windows to (B, k, ...) slots.
         projected = self.pool(self.windows(x, sequence_length, projected_dim), real > 0, counts,
@@ -334,12 +321,10 @@ class ConvProjection(_Windows):
 
 @register
 class RandomProjection(_Matrix):
-    """A fixed Gaussian matrix E with entries N(0, 1/k), never trained.
+    """A fixed Gaussian matrix E with entries N(0, 1/k), never trained (docs/layers.md).
 
-    The projection of the paper's proofs (Theorem 2, Johnson-Lindenstrauss).
-    Drawn once from the layer's `seed` (or a Keras `projection_initializer`)
-    and saved with the model. It keeps a vector's norm in expectation, so
-    `padding_compensation` does not apply.
+    Drawn from the layer's `seed` (or a Keras `projection_initializer`). It keeps a vector's
+    norm in expectation, so `padding_compensation` does not apply.
     """
 
     trainable = False
