@@ -1,7 +1,6 @@
 """How close a student's sequence output is to a teacher's, over each text's real tokens.
 
-Used by `benchmarks.conversion`, distillation and attention transfer. `outputs` is
-`(B, S, 2, H)`: the student's and the teacher's outputs stacked (`Distiller`'s output).
+`outputs` is `(B, S, 2, H)`: the student's and the teacher's outputs stacked.
 """
 
 from keras import ops

@@ -155,7 +155,6 @@ def transfer_attention(linformer, bert, inputs, evaluation_inputs=None, epochs=1
     validation.check_positive_int("batch_size", batch_size)
     validation.check_number("learning_rate", learning_rate, 0, include_low=False)
     validation.check_positive_int("seed", seed, minimum=0)
-    # What a BERT does not have: the projections.
     variables = [v for v in projections.projection_weights(linformer) if v.trainable]
     if not variables:
         raise ValueError(
@@ -213,7 +212,7 @@ def transfer_attention(linformer, bert, inputs, evaluation_inputs=None, epochs=1
 
 def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
            learning_rate, seed, checkpoint_dir, log):
-    """The epochs of `transfer_attention`: returns (steps run, seconds)."""
+    """Returns (steps run, seconds)."""
     import tensorflow as tf
 
     layers = _Layers(linformer, bert)

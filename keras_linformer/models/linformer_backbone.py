@@ -214,7 +214,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
 
 def check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_length=512,
                          num_segments=2, dropout=0.1, **others):
-    """Raises for an argument no BERT-style backbone can take, naming it (`others` pass)."""
+    """Raises for an argument no BERT-style backbone can take (`others` pass)."""
     sizes = locals()
     for name in ("vocabulary_size", "num_heads", "hidden_dim", "max_sequence_length",
                  "num_segments"):
@@ -228,8 +228,6 @@ def check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_le
 
 
 def _check_input_shapes(inputs, max_sequence_length):
-    """Raises unless the inputs are `(batch, sequence)` arrays of the token ids' shape, with
-    at most `max_sequence_length` tokens."""
     shapes = {key: tuple(inputs[key].shape) for key in ("token_ids", "segment_ids", "padding_mask")
               if getattr(inputs.get(key), "shape", None) is not None}
     expected = shapes.get("token_ids")  # First: checked before the others are compared to it.

@@ -1,9 +1,5 @@
-"""Pretrained BERTs through keras-hub's own loader, checked for this package's data pipeline.
-
-keras-hub's BERT differs from the original checkpoint: its feedforward uses the tanh
-approximation of GELU (see `use_exact_gelu`), and its lowercasing case-folds with NFKC, so a
-few rare characters tokenize differently.
-"""
+"""Pretrained BERTs through keras-hub's own loader, checked for this package's data pipeline;
+docs/conversion.md lists how keras-hub's BERT differs from the checkpoint."""
 
 import keras
 import keras_hub
@@ -19,7 +15,7 @@ MINILM_REQUIREMENT = bundled.PACKAGES[MINILM_PACKAGE]
 
 
 def minilm_directory():
-    """The all-MiniLM-L6-v2 directory of `MINILM_REQUIREMENT` (`bundled.package_data_path`)."""
+    """The directory of the bundled all-MiniLM-L6-v2."""
     return bundled.package_data_path(MINILM_PACKAGE, "model")
 
 
