@@ -67,7 +67,7 @@ class LinformerAttention(keras.layers.Layer):
         return_attention_scores: bool. Also return the `(B, heads, T, k + null_slots)`
             attention probabilities.
         training: bool. Whether dropout is active.
-        projection_kernel: the shared projection, for `sharing="layerwise"` with weights.
+        projection_kernel: with `sharing="layerwise"`, the shared projection (if it has one).
 
     Example:
 
@@ -311,18 +311,15 @@ class LinformerAttention(keras.layers.Layer):
     ):
         if use_causal_mask:
             raise ValueError(
-                "LinformerAttention does not support `use_causal_mask=True`: "
-                "projecting keys along the sequence mixes future positions into "
-                "every slot, so a causal mask on the (T, k) scores would still "
-                "leak the future. Use keras.layers.MultiHeadAttention for causal "
-                "attention."
+                "LinformerAttention does not support `use_causal_mask=True`: every projected "
+                "slot mixes in future positions (docs/layers.md). Use "
+                "keras.layers.MultiHeadAttention for causal attention."
             )
         if attention_mask is not None:
             raise ValueError(
-                "LinformerAttention does not support `attention_mask`: a "
-                "(B, T, S) mask cannot be applied once the S keys are projected "
-                "to k slots. Pass a (B, S) key/value padding mask as "
-                "`value_mask` (or use Keras masking) instead."
+                "LinformerAttention does not support a (B, T, S) `attention_mask`: the S keys "
+                "are projected to k slots. Pass a (B, S) padding mask as `value_mask` (or use "
+                "Keras masking) instead."
             )
         key_is_value = key is None or key is value
         key = value if key_is_value else key
