@@ -28,10 +28,8 @@ LOAD_CHECK = "tf.saved_model.load"
 def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None):
     """Loads an export the way TF Serving does and compares it with the Keras model.
 
-    Each check is a line of the report: the layout, the fingerprints of the `assets.extra/`
-    files (if they fail, the rest is skipped), `saved_model_cli show --all` and `run`, and
-    `tf.saved_model.load` in one fresh process, against the Keras model on awkward texts,
-    and the warmup records (docs/serving.md).
+    Each check, listed in docs/serving.md, is a line of the report; if the fingerprints of
+    the `assets.extra/` files fail, the rest is skipped.
 
     Args:
         export_dir: str, a version directory (`saved_models/NAME/3`), or a model directory

@@ -20,8 +20,7 @@ from keras_linformer.training import run_directory
 from keras_linformer.utils.validation import Bounds
 from keras_linformer.utils.validation import check_bool
 
-# Texts per request, checked in the graph (memory grows with the batch). The floor
-# leaves room for the warmup requests and `verify`'s batches (11 texts).
+# Texts per request, checked in the graph (memory grows with the batch).
 DEFAULT_MAX_BATCH_SIZE = 1024
 MIN_MAX_BATCH_SIZE = 16
 
@@ -59,10 +58,8 @@ def export_classifier(model, vocabulary=None, label_names=None, base_dir="saved_
                       max_batch_size=DEFAULT_MAX_BATCH_SIZE, reuse_existing=False):
     """Exports a text classifier as a new version of a TF Serving model.
 
-    The classifier is a `LinformerTextClassifier` or a functional Keras model taking integer
-    `(B, n)` inputs `token_ids` (and optionally `padding_mask`, `segment_ids`) with one
-    `(B, C)` output of logits or softmax from its last layer. Writes
-    `<base_dir>/<model_name>/<version>/` atomically, as docs/serving.md describes.
+    The classifier is a `LinformerTextClassifier` or a functional Keras model as
+    docs/serving.md describes; `<base_dir>/<model_name>/<version>/` is written atomically.
 
     Args:
         model: a classifier, its `.keras` file, or the output directory of

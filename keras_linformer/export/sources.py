@@ -228,7 +228,6 @@ def resolve_vocabulary(vocabulary):
 
 
 def inner_layers(model):
-    """Every layer of `model`, depth first."""
     for layer in model.layers:
         yield layer
         if isinstance(layer, keras.Model):

@@ -20,7 +20,6 @@ CLI_LOADER = "saved_model_cli_with_text_ops"
 
 
 def environment():
-    """A loader's environment: this directory on `PYTHONPATH`, TF's logs quiet."""
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
             "PYTHONPATH": LOADERS_DIR if not path else os.pathsep.join([LOADERS_DIR, path])}
