@@ -1,6 +1,5 @@
 """The wheels whose data files the programs' defaults read (the corpora and the MiniLM),
-installed without their dependencies, which only their code needs; see requirements-data.txt.
-"""
+installed without their dependencies, which only their code needs (requirements-data.txt)."""
 
 import importlib.util
 import os

@@ -39,12 +39,10 @@ class LinformerEncoderBlock(keras.layers.Layer):
 
     Call arguments:
         inputs: `(B, S, hidden_dim)`, S <= `sequence_length`.
-        padding_mask: optional boolean `(B, S)`, True at real tokens; else the Keras mask of
-            `inputs` is used.
+        padding_mask: optional boolean `(B, S)`, True at real tokens; else `inputs`' Keras mask.
         attention_mask: unsupported; raises a ValueError if given.
         training: bool, whether dropout is active.
-        return_attention_scores: bool. Also return the `(B, heads, S, k)` attention
-            probabilities.
+        return_attention_scores: bool. Also return the `(B, heads, S, k)` probabilities.
         projection_kernel: the shared projection for `sharing="layerwise"`.
 
     Example:
