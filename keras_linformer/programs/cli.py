@@ -18,11 +18,11 @@ import sys
 from keras_linformer import programs
 from keras_linformer.training.config import ARCHITECTURE_KEYS
 from keras_linformer.training.config import DEFAULT_ARCHITECTURE
+from keras_linformer.utils import validation
 from keras_linformer.utils.names import ATTENTIONS
 from keras_linformer.utils.names import PROJECTION_INITIALIZERS
 from keras_linformer.utils.names import PROJECTIONS
 from keras_linformer.utils.names import SHARINGS
-from keras_linformer.utils.validation import SEED
 from keras_linformer.utils.validation import Bounds
 from keras_linformer.utils.validation import first_line
 
@@ -123,14 +123,14 @@ def given(args, flags):
     return [flag for flag in flags if getattr(args, flag[2:].replace("-", "_"), None) is not None]
 
 
-positive_int = Bounds(int, 1)
-positive_float = Bounds(float, 0, include_low=False)
-non_negative_float = Bounds(float, 0)
-fraction = Bounds(float, 0, 1, include_high=False)
-random_seed = SEED
+positive_int = validation.POSITIVE_INT
+positive_float = validation.POSITIVE_NUMBER
+non_negative_float = validation.NON_NEGATIVE_NUMBER
+fraction = validation.DROPOUT_RATE
+random_seed = validation.SEED
 null_slot_count = Bounds(int, 0, 1024)
 tcp_port = Bounds(int, 1, 65535, words="a TCP port from 1 to 65535")
-sequence_length = Bounds(int, 3, words="an integer of at least 3 ([CLS], one token and [SEP])")
+sequence_length = validation.SEQUENCE_LENGTH
 
 
 def text_encoding(text):

@@ -11,6 +11,8 @@ import dataclasses
 import os
 
 from keras_linformer.utils import validation
+from keras_linformer.utils.validation import POSITIVE_INT
+from keras_linformer.utils.validation import POSITIVE_NUMBER
 from keras_linformer.utils.validation import Bounds
 
 DEFAULT_ARCHITECTURE = dict(num_layers=2, num_heads=4, hidden_dim=128, intermediate_dim=256,
@@ -29,8 +31,6 @@ LOGS = "checkpoints and logs"
 DATA = "data"
 START = "starting point"
 
-POSITIVE_INT = Bounds(int, 1)
-POSITIVE_NUMBER = Bounds(float, 0, include_low=False)
 FRACTION = Bounds(float, 0, 1)
 
 
@@ -109,7 +109,7 @@ class RunConfig:
              "the last step.", bounds=POSITIVE_NUMBER)
     warmup_fraction: float = option(0.1, "Share of the steps spent in linear warmup.", FRACTION)
     weight_decay: float = option(0.01, "AdamW weight decay (not on biases and LayerNorm).",
-                                 Bounds(float, 0))
+                                 validation.NON_NEGATIVE_NUMBER)
     checkpoint_every: int | None = option(
         help="At most this many steps per epoch (Keras's steps_per_epoch); each epoch ends "
              "with a validation pass, a checkpoint and a log line (none: one pass over the "
@@ -253,8 +253,8 @@ class FinetuningConfig(RunConfig):
     learning_rate: float = again("learning_rate", 3e-4)
     checkpoint_every: int | None = again("checkpoint_every", None)
     pretrained: str | None = None
-    sequence_length: int | None = option(None, bounds=Bounds(int, 3))
-    dropout: float = option(0.1, bounds=Bounds(float, 0, 1, include_high=False))
+    sequence_length: int | None = option(None, bounds=validation.SEQUENCE_LENGTH)
+    dropout: float = option(0.1, bounds=validation.DROPOUT_RATE)
     restore_best: bool = option(
         False, "Test (and save) the weights of the epoch with the best validation accuracy, "
                "not the last epoch's: the checkpoint chosen on the validation split (an "

@@ -106,3 +106,8 @@ class Bounds:
 
 
 SEED = Bounds(int, 0, 2**32 - 1, words="an integer from 0 to 2**32 - 1")
+POSITIVE_INT = Bounds(int, 1)
+POSITIVE_NUMBER = Bounds(float, 0, include_low=False)
+NON_NEGATIVE_NUMBER = Bounds(float, 0)
+DROPOUT_RATE = Bounds(float, 0, 1, include_high=False)
+SEQUENCE_LENGTH = Bounds(int, 3, words="an integer of at least 3 ([CLS], one token and [SEP])")
