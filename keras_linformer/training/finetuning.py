@@ -78,8 +78,8 @@ class ClassificationTask(runs.Task):
                                                 config.dropout)
             sequence_length = self.sequence_length
         elif config.pretrained is not None:
-            backbone_config = starting_points.read_pretrained_config(config.pretrained,
-                                                                     config.architecture)
+            backbone_config, self.vocabulary = starting_points.read_pretrained_config(
+                config.pretrained, config.architecture)
             longest = backbone_config["max_sequence_length"]
             if sequence_length is not None and sequence_length > longest:
                 raise ValueError(f"sequence_length: {sequence_length} is longer than the "
@@ -112,7 +112,7 @@ class ClassificationTask(runs.Task):
         if self.bert is not None:
             backbone = self.converted_backbone(config.dropout)
         elif config.pretrained is not None:
-            backbone, self.vocabulary = starting_points.load_pretrained(
+            backbone, _ = starting_points.load_pretrained(
                 config.pretrained, architecture=config.architecture, dropout=config.dropout)
         else:
             backbone = backbones.backbone_for(**self.backbone_config)

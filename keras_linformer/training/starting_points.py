@@ -72,9 +72,9 @@ def save_pretrained(backbone, vocabulary, directory):
 
 
 def read_pretrained_config(directory, architecture=None):
-    """The backbone config saved in `directory`, with its `attention`, checked against its
-    vocabulary and `architecture` (raising FileNotFoundError or ValueError) before any weight
-    is read."""
+    """`(config, vocabulary)`: the backbone config saved in `directory`, with its `attention`,
+    checked against its vocabulary and `architecture` (raising FileNotFoundError or
+    ValueError) before any weight is read."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"pretrained: {directory!r} is not a directory. Pass the "
@@ -110,7 +110,7 @@ def read_pretrained_config(directory, architecture=None):
         raise ValueError(f"pretrained: the checkpoint in {directory!r} has a different "
                          f"configuration than requested ({'; '.join(differences)}). Drop those "
                          "options to use the checkpoint's values, or pretrain a model with them.")
-    return config
+    return config, vocabulary
 
 
 def load_pretrained(directory, architecture=None, dropout=None):
@@ -127,8 +127,7 @@ def load_pretrained(directory, architecture=None, dropout=None):
         ValueError: the config differs from `architecture`, or the weights do not fit it.
     """
     directory = os.fspath(directory)
-    config = read_pretrained_config(directory, architecture)
-    vocabulary = data.load_vocabulary(os.path.join(directory, VOCABULARY_FILE))
+    config, vocabulary = read_pretrained_config(directory, architecture)
     config = dict(config, dtype=keras.config.dtype_policy().name)
     if dropout is not None:
         config["dropout"] = dropout
