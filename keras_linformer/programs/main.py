@@ -169,7 +169,8 @@ def run(args):
     if not report.passed:
         raise ValueError(f"the export in {export_path} failed verification (see above).")
     # Written last: a main job killed before its export passed is rerun.
-    run_directory.write_summary(args.output_dir, dict(summary, export=export_path))
+    run_directory.write_json(os.path.join(args.output_dir, run_directory.SUMMARY_FILE),
+                             dict(summary, export=export_path))
     pretrained = ("from scratch" if pretraining is None
                   else f"pretrained (test perplexity {pretraining['test_perplexity']:.1f})")
     cli.log(f"Main job: test accuracy {summary['test_accuracy']:.4f} on "

@@ -69,14 +69,6 @@ def write_json(path, value):
         json.dump(value, file, indent=2)
 
 
-def write_run(directory, run_config):
-    write_json(os.path.join(directory, RUN_FILE), run_config)
-
-
-def write_summary(directory, summary):
-    write_json(os.path.join(directory, SUMMARY_FILE), summary)
-
-
 def write_labels(directory, label_names):
     """Writes the class names to `labels.txt`, in class-index order."""
     path = os.path.join(directory, LABELS_FILE)

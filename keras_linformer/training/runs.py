@@ -62,7 +62,7 @@ def start_run(output_dir, run_config, chief=True):
                              "and data, or use another output directory (or remove this one) to "
                              "start over.")
     if chief and previous is None:
-        run_directory.write_run(output_dir, run_config)
+        run_directory.write_json(os.path.join(output_dir, RUN_FILE), run_config)
     return resuming
 
 
@@ -243,6 +243,6 @@ def run(task, strategy=None, log=print, callbacks=None):
             summary.update(selected_step=step, selected_round=step // plan.steps_per_epoch,
                            **{f"selected_{task.monitor}": value})
         if chief:
-            run_directory.write_summary(output_dir, summary)
+            run_directory.write_json(os.path.join(output_dir, SUMMARY_FILE), summary)
         log(task.report(summary))
         return summary

@@ -184,7 +184,7 @@ def test_bad_distillation_flags_exit_2_naming_the_flag(flags, message, tmp_path,
 def test_a_distillation_does_not_overwrite_a_masked_lm_run(tmp_path):
     from keras_linformer.training import run_directory
 
-    run_directory.write_run(tmp_path, {"task": "masked_lm"})
+    run_directory.write_json(tmp_path / run_directory.RUN_FILE, {"task": "masked_lm"})
     with pytest.raises(ValueError, match="`keras-linformer-pretrain`"):
         run_directory.check_output_dir(str(tmp_path), "distillation")
 
