@@ -19,6 +19,7 @@ from keras_linformer.export.reference import KerasReference
 from keras_linformer.export.report import Check
 from keras_linformer.export.report import VerificationReport
 from keras_linformer.utils.validation import check_number
+from keras_linformer.utils.validation import first_line
 
 # The names of the checks that load the export, and of the loader runs behind them.
 SHOW_CHECK = "saved_model_cli show --all"
@@ -341,7 +342,7 @@ def check_load(result, case_dir, cli_outputs, reference, atol, max_batch_size):
                                 f"max_batch_size {max_batch_size}")
             elif "max_batch_size" not in message:
                 problems.append(f"{batch} failed without naming the cap: "
-                                f"{message.strip().splitlines()[0][:200]}")
+                                f"{first_line(message, 200)}")
         elif outputs is None:
             problems.append(f"{case}: no outputs")
         elif case.startswith("verify_"):

@@ -17,6 +17,7 @@ from keras_linformer.training.run_directory import LABELS_FILE
 from keras_linformer.training.run_directory import MASKED_LM_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.utils.validation import Bounds
+from keras_linformer.utils.validation import first_line
 
 # The `TextEncoder` outputs a classifier may take (by input name); `token_ids` is required.
 TEXT_INPUTS = ("token_ids", "padding_mask", "segment_ids")
@@ -271,11 +272,9 @@ def load_keras_file(path):
             warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
             return keras.saving.load_model(path, compile=False)
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
-        lines = str(error).strip().splitlines()
         raise ValueError(
             f"model: {path!r} cannot be loaded: it is unreadable, truncated or not a Keras model "
-            f"({lines[0][:200] if lines else type(error).__name__}). Export from a complete "
-            "copy, or train again.") from None
+            f"({first_line(error, 200)}). Export from a complete copy, or train again.") from None
 
 
 def resolve_label_names(label_names, directory, num_classes):
