@@ -15,9 +15,7 @@ PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
 
-def train_vocabulary(
-    texts, vocabulary_size=8192, max_characters=1_000_000, seed=0, output_file=None
-):
+def train_vocabulary(texts, vocabulary_size=8192, max_characters=1_000_000, seed=0):
     """Trains a lowercased WordPiece vocabulary (a list of str, a token's id its index).
 
     `keras_hub.tokenizers.compute_word_piece_vocabulary` (BERT "uncased"), `SPECIAL_TOKENS`
@@ -29,7 +27,6 @@ def train_vocabulary(
         vocabulary_size: int, the most tokens, special tokens included. Defaults to `8192`.
         max_characters: int or `None` (every text), the sample size. Defaults to `1_000_000`.
         seed: int, picks the sample. Defaults to `0`.
-        output_file: str or `None`, where to also `save_vocabulary`. Defaults to `None`.
 
     Example:
 
@@ -50,12 +47,9 @@ def train_vocabulary(
         random.Random(seed).shuffle(order)
         before = itertools.accumulate((len(texts[i]) for i in order), initial=0)
         texts = [texts[i] for i, characters in zip(order, before) if characters < max_characters]
-    vocabulary = keras_hub.tokenizers.compute_word_piece_vocabulary(
+    return keras_hub.tokenizers.compute_word_piece_vocabulary(
         tf.data.Dataset.from_tensor_slices(texts).batch(64), vocabulary_size, lowercase=True,
         strip_accents=True, reserved_tokens=list(SPECIAL_TOKENS))
-    if output_file is not None:
-        save_vocabulary(vocabulary, output_file)
-    return vocabulary
 
 
 def save_vocabulary(vocabulary, path):

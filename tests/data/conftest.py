@@ -15,9 +15,8 @@ def vocabulary_file(news, tmp_path_factory):
     # Thirty articles keep training to about 4 s: the trainer's time grows
     # with the number of distinct words.
     path = tmp_path_factory.mktemp("vocabulary") / "vocab.txt"
-    vocabulary = data.train_vocabulary(
-        news.train.texts[:30], vocabulary_size=300, output_file=path
-    )
+    vocabulary = data.train_vocabulary(news.train.texts[:30], vocabulary_size=300)
+    data.save_vocabulary(vocabulary, path)
     return vocabulary, path
 
 
