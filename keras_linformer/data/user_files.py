@@ -53,8 +53,8 @@ def read_text(path, encoding, argument):
 
 
 def _inside(path, directory):
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+    directory = os.path.realpath(directory)
+    return os.path.commonpath([os.path.realpath(path), directory]) == directory
 
 
 def check_outside(path, exclude, argument):
