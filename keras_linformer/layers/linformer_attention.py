@@ -13,6 +13,21 @@ from keras_linformer.layers.keras_masks import without_keras_masks
 from keras_linformer.utils import validation
 
 
+def check_arguments(num_heads, sequence_length, projected_dim, projection, sharing, dropout,
+                    projection_initializer, padding_compensation, null_slots):
+    """Checks the arguments `LinformerEncoderBlock` passes to `LinformerAttention`; returns
+    the projection and the projection initializer resolved, as both layers keep them."""
+    validation.check_positive_int("num_heads", num_heads)
+    validation.check_number("dropout", dropout, 0, 1, include_high=False)
+    validation.check_bool("padding_compensation", padding_compensation)
+    validation.check_positive_int("null_slots", null_slots, minimum=0)
+    projection_initializer = projection_initializers.get(projection_initializer)
+    projection = projections.get_checked(
+        projection, sharing, sequence_length, projected_dim, projection_initializer
+    )
+    return projection, projection_initializer
+
+
 @keras_linformer_export("keras_linformer.layers.LinformerAttention")
 class LinformerAttention(keras.layers.Layer):
     """Multi-head attention with keys and values projected along the sequence.
@@ -112,10 +127,10 @@ class LinformerAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        validation.check_positive_int("null_slots", null_slots, minimum=0)
-        validation.check_number("dropout", dropout, 0, 1, include_high=False)
+        projection, projection_initializer = check_arguments(
+            num_heads, sequence_length, projected_dim, projection, sharing, dropout,
+            projection_initializer, padding_compensation, null_slots)
         validation.check_bool("use_bias", use_bias)
-        validation.check_bool("padding_compensation", padding_compensation)
         if not (flash_attention is None or isinstance(flash_attention, bool)):
             raise ValueError(
                 "`flash_attention` must be None (use a fused kernel where the "
@@ -133,14 +148,9 @@ class LinformerAttention(keras.layers.Layer):
                 "kernel (JAX, PyTorch); the TensorFlow backend has none. Use "
                 "flash_attention=None or False."
             )
-        validation.check_positive_int("num_heads", num_heads)
         validation.check_positive_int("key_dim", key_dim)
         value_dim = key_dim if value_dim is None else value_dim
         validation.check_positive_int("value_dim", value_dim)
-        projection_initializer = projection_initializers.get(projection_initializer)
-        projection = projections.get_checked(
-            projection, sharing, sequence_length, projected_dim, projection_initializer
-        )
         if sharing in ("key_value", "layerwise") and value_dim != key_dim and (
             projection.kernel_shape(sharing, sequence_length, projected_dim, 1, key_dim)
             != projection.kernel_shape(sharing, sequence_length, projected_dim, 1, value_dim)

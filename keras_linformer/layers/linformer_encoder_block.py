@@ -4,10 +4,10 @@ import keras
 from keras_hub.src.utils.keras_utils import clone_initializer
 
 from keras_linformer.api_export import keras_linformer_export
+from keras_linformer.layers import linformer_attention
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
 from keras_linformer.layers.keras_masks import padding_mask_of
-from keras_linformer.layers.linformer_attention import LinformerAttention
 from keras_linformer.utils import validation
 
 
@@ -80,16 +80,11 @@ class LinformerEncoderBlock(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         validation.check_positive_int("intermediate_dim", intermediate_dim)
-        validation.check_positive_int("num_heads", num_heads)
-        validation.check_number("dropout", dropout, 0, 1, include_high=False)
         validation.check_number("layer_norm_epsilon", layer_norm_epsilon, 0, include_low=False)
         validation.check_bool("normalize_first", normalize_first)
-        validation.check_positive_int("null_slots", null_slots, minimum=0)
-        validation.check_bool("padding_compensation", padding_compensation)
-        projection_initializer = projection_initializers.get(projection_initializer)
-        projection = projections.get_checked(
-            projection, sharing, sequence_length, projected_dim, projection_initializer
-        )
+        projection, projection_initializer = linformer_attention.check_arguments(
+            num_heads, sequence_length, projected_dim, projection, sharing, dropout,
+            projection_initializer, padding_compensation, null_slots)
         self.intermediate_dim = intermediate_dim
         self.num_heads = num_heads
         self.sequence_length = sequence_length
@@ -115,7 +110,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
                 f"dimension of the inputs). Received: num_heads={self.num_heads}"
             )
         head_dim = hidden_dim // self.num_heads
-        self._self_attention_layer = LinformerAttention(
+        self._self_attention_layer = linformer_attention.LinformerAttention(
             num_heads=self.num_heads,
             key_dim=head_dim,
             sequence_length=self.sequence_length,
