@@ -15,6 +15,7 @@ import sys
 import time
 
 from keras_linformer.programs import cli
+from keras_linformer.programs import export as export_program
 from keras_linformer.programs import finetune as finetune_program
 from keras_linformer.programs import pretrain as pretrain_program
 from keras_linformer.training.config import FinetuningConfig
@@ -68,7 +69,7 @@ def parse_args(argv=None):
     cli.add_xla_flags(parser, "both stages' training step")
     parser.add_argument("--output-dir", type=cli.nonempty, default="artifacts/main",
                         help="The stages write to OUTPUT_DIR/pretrain and OUTPUT_DIR/finetune.")
-    parser.add_argument("--export-dir", default="saved_models",
+    parser.add_argument("--export-dir", type=cli.nonempty, default="saved_models",
                         help="The classifier is exported for TF Serving to "
                              "EXPORT_DIR/MODEL_NAME/<next version>/ (or reused) and verified.")
     parser.add_argument("--model-name", default="linformer_sentiment",
@@ -120,21 +121,12 @@ def stage_arguments(args):
 
 
 def export_classifier(finetune_dir, export_dir, model_name):
-    """Exports the fine-tuned classifier, or reuses the latest version if it holds the same
-    (fingerprint); returns the version directory."""
-    from keras_linformer import export
-
-    before = set(export.list_versions(os.path.join(export_dir, model_name)))
-    path = export.export_classifier(finetune_dir, base_dir=export_dir, model_name=model_name,
-                                    reuse_existing=True)
-    if int(os.path.basename(path)) in before:
-        fingerprint = export.read_export_info(path)["fingerprints"]["export"]
-        cli.log(f"[3/3] reusing {path}: it already holds this classifier (export fingerprint "
-                f"{fingerprint[:12]}, the same model, vocabulary and labels), so no new version "
-                "was written; verifying it the way TF Serving loads it:")
-    else:
-        cli.log(f"[3/3] exported {path}; verifying it the way TF Serving loads it:")
-    return path
+    """Exports the fine-tuned classifier as `keras-linformer-export --reuse-existing` does
+    (reusing the latest version if it holds the same); returns the version directory."""
+    argv = [finetune_dir, "--base-dir", export_dir, "--model-name", model_name, "--reuse-existing"]
+    parser, export_args = export_program.parse_args(argv)
+    cli.log(f"[3/3] {parser.prog} {shlex.join(argv)}")
+    return export_program.export(export_args)[0]
 
 
 def run(args):

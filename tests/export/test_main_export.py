@@ -37,13 +37,14 @@ def test_a_rerun_reuses_the_export_and_a_changed_model_gets_a_new_version(
     assert again == str(model_dir / "1")
     assert export.list_versions(model_dir) == [1]
     output = capsys.readouterr().out
-    assert f"[3/3] reusing {model_dir / '1'}: it already holds this classifier" in output
-    assert "no new version was written" in output
+    assert f"[3/3] keras-linformer-export {finetune_dir} --base-dir {base_dir}" in output
+    assert f"Reused {model_dir / '1'}: it already holds this export of the classifier" in output
 
     changed = changed_run(finetune_dir, tmp_path / "changed")
     second = main_program.export_classifier(str(changed), str(base_dir), "sentiment")
     assert second == str(model_dir / "2")
-    assert f"[3/3] exported {model_dir / '2'}" in capsys.readouterr().out
+    assert f"Exported the classifier in {changed} to {model_dir / '2'}" in (
+        capsys.readouterr().out)
     first_info, second_info = (export.read_export_info(p) for p in (again, second))
     assert first_info["fingerprints"]["model"] != second_info["fingerprints"]["model"]
     assert first_info["fingerprints"]["files"] == second_info["fingerprints"]["files"]
