@@ -287,7 +287,6 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
     """Adds the flags of `config_class` (but `skip`) as the config declares them, into their
     group (or `group`), left None when not given; `defaults` overrides the shown defaults."""
     fields = {field.name: field for field in dataclasses.fields(config_class)}
-    unprefixed = config_flags(config_class)
     for name, flag in config_flags(config_class, prefix).items():
         if name in skip:
             continue
@@ -303,7 +302,7 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
         if field.type is bool:
             into.add_argument(flag, action="store_const", const=True, **options)
         else:
-            metavar = metadata["metavar"] or unprefixed[name][2:].upper()
+            metavar = metadata["metavar"] or flag.removeprefix("--" + prefix).upper()
             into.add_argument(flag, type=metadata["parse"] or metadata["bounds"],
                               metavar=metavar.replace("-", "_"), **options)
 
@@ -353,16 +352,15 @@ def add_training_flags(parser, config_class, output_dir, outputs):
                              "directory resumes an unfinished run.")
 
 
-def import_library(*modules):
-    """Imports `modules`; when that starts TensorFlow, with the garbage collector off, then
+def import_library(module):
+    """Imports `module`; when that starts TensorFlow, with the garbage collector off, then
     frozen (`gc.freeze`): collections would otherwise walk the half million objects the
     imports make, during them and at every full collection after, about 3 CPU-s a program."""
     if "tensorflow" in sys.modules:
         return
     gc.disable()
     try:
-        for module in modules:
-            importlib.import_module(module)
+        importlib.import_module(module)
     finally:
         gc.enable()
         gc.freeze()
@@ -401,12 +399,9 @@ def console_script(parse_args, function, status=lambda result: 0):
 
 
 def parser_flags(parser):
-    """`{destination: flag}` of the options of `parser`."""
-    flags = {}
-    for action in parser._actions:
-        if action.option_strings and action.dest != "help":
-            flags.setdefault(action.dest, action.option_strings[0])
-    return flags
+    """`{destination: flag}` of the options of `parser`, the first flag of each destination."""
+    return {action.dest: action.option_strings[0] for action in reversed(parser._actions)
+            if action.option_strings and action.dest != "help"}
 
 
 def run(parser, function, args):
@@ -459,13 +454,9 @@ def failure(error):
                "(run again with --debug for the traceback)")
 
 
-# The library's parameters that every training program sets with a flag.
-TRAINING_FLAGS = {"output_dir": "--output-dir", "sequence_length": "--sequence-length"}
-
-
 @contextlib.contextmanager
 def flag_names(**flags):
-    """Names flags (`flags` and `TRAINING_FLAGS`), not parameters, in the errors raised inside.
+    """Names `flags`, not the library's parameters, in the errors raised inside.
 
     >>> with flag_names(cpu_replicas="--cpu-replicas"):
     ...     raise ValueError("`cpu_replicas` must be 1 here. Received: cpu_replicas=2")
@@ -473,7 +464,6 @@ def flag_names(**flags):
     ...
     ValueError: `--cpu-replicas` must be 1 here. Received: --cpu-replicas 2
     """
-    flags = {**TRAINING_FLAGS, **flags}
     try:
         yield
     except (ValueError, OSError) as error:
