@@ -495,13 +495,15 @@ def prepare_run(args, task, load_corpus, strategy=None):
     """Checks TF_CONFIG and `--output-dir`, reads the data, then starts the devices (unless
     given `strategy`): a mistake costs no start-up. Returns `(corpus, strategy)`."""
     import_library("keras_linformer.training.runs")
+    from keras_linformer import data
     from keras_linformer.training import devices
 
     check_projection_flags(args)
     devices.read_tf_config()  # A wrong TF_CONFIG is named before the data are read.
     check_output_dir(args.output_dir, task)
     note_start(args.output_dir)
-    corpus = load_corpus(args)
+    corpus = data.limit_examples(load_corpus(args), args.max_train_examples,
+                                 args.max_eval_examples)
     return corpus, strategy or set_up_hardware(args)
 
 

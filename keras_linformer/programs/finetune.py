@@ -60,13 +60,11 @@ def load_corpus(args):
 
     if args.table is not None:
         with cli.flag_names(path="--table"):
-            corpus = data.load_table(
+            return data.load_table(
                 args.table, text_column=args.text_column, label_column=args.label_column,
                 encoding=args.encoding, seed=args.seed, check_labels=args.label_check,
                 exclude=args.output_dir)
-    else:
-        corpus = getattr(data, f"load_{args.dataset}")(seed=args.seed)
-    return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+    return getattr(data, f"load_{args.dataset}")(seed=args.seed)
 
 
 def config_from(args):

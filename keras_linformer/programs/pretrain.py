@@ -73,18 +73,16 @@ def load_corpus(args):
 
     if args.text_files:
         with cli.flag_names(paths="--text-files"):
-            corpus = data.load_text_files(
+            return data.load_text_files(
                 args.text_files, documents=args.documents, encoding=args.encoding,
                 seed=args.seed, exclude=args.output_dir)
-    elif args.table is not None:
+    if args.table is not None:
         with cli.flag_names(path="--table"):
-            corpus = data.load_table(
+            return data.load_table(
                 args.table, text_column=args.text_column, label_column=None,
                 encoding=args.encoding, seed=args.seed, exclude=args.output_dir)
-    else:
-        corpus = data.concatenate_corpora([getattr(data, f"load_{name}")(seed=args.seed)
-                                           for name in dict.fromkeys(args.corpus)])
-    return data.limit_examples(corpus, args.max_train_examples, args.max_eval_examples)
+    return data.concatenate_corpora([getattr(data, f"load_{name}")(seed=args.seed)
+                                     for name in dict.fromkeys(args.corpus)])
 
 
 def config_from(args):
