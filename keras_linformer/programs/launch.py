@@ -85,9 +85,8 @@ def launch(args):
     for index in range(args.workers):
         log_path = os.path.join(args.log_dir, f"worker-{index}.log")
         log_file = open(log_path, "a", encoding="utf-8")
-        log_file.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} worker {index} of "
-                       f"{args.workers}: {' '.join(args.command)}\n")
-        log_file.flush()
+        print(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} worker {index} of {args.workers}: "
+              f"{' '.join(args.command)}", file=log_file, flush=True)
         config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
         process = subprocess.Popen(args.command, stdout=log_file, stderr=subprocess.STDOUT,
                                    env={**os.environ, "TF_CONFIG": json.dumps(config)})
@@ -115,9 +114,7 @@ def launch(args):
                 cli.log(f"worker {index} exited with status {code} ({log_file.name})")
                 if code and not status:
                     status = code
-                    # The others would wait for it in their next collective.
-                    for other, _ in workers.values():
-                        other.kill()
+                    deadline = time.monotonic()  # The others would wait for it in a collective.
                     if workers:
                         cli.log(f"worker {index} failed: stopped the others, which cannot go "
                                 "on without it. Run the same command again to resume from the "
