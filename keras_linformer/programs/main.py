@@ -142,10 +142,7 @@ def run(args):
     from keras_linformer.export import layout
     from keras_linformer.training import run_directory
 
-    if not layout.MODEL_NAME_PATTERN.fullmatch(args.model_name):
-        raise ValueError(f"--model-name: {args.model_name!r} cannot be a model name: use letters, "
-                         "digits, '_', '.' and '-', starting with a letter or digit (it becomes a "
-                         "directory and TF Serving's MODEL_NAME).")
+    layout.check_version_free(args.export_dir, args.model_name, version=None)
     if not args.no_pretraining:
         cli.check_output_dir(pretrain_args.output_dir, "masked_lm")
     cli.check_output_dir(finetune_args.output_dir, "classification")

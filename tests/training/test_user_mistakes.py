@@ -201,7 +201,10 @@ def test_a_model_name_that_cannot_be_served_is_refused_before_training(tmp_path)
 
     status, stderr = run_in_process(
         main, ["--model-name", "my model", "--output-dir", tmp_path])
-    assert status == 2 and "--model-name: 'my model' cannot be a model name" in stderr
+    assert status == 2, stderr
+    assert ("`--model-name` must be a name of letters, digits, '_', '.' and '-' that starts "
+            "with a letter or digit") in stderr
+    assert "Received: --model-name 'my model'" in stderr
     assert list(tmp_path.iterdir()) == []
 
 
