@@ -307,18 +307,19 @@ def add_config_flags(parser, config_class, prefix="", defaults=None, skip=(), gr
                               metavar=metavar.replace("-", "_"), **options)
 
 
-def given_options(args, config_class, prefix="", defaults=None):
-    """`{field name: value}` of the options given as flags, over `defaults`."""
+def given_options(args, config_class, prefix=""):
+    """`{field name: value}` of the options given as flags."""
     values = {name: getattr(args, prefix.replace("-", "_") + name, None)
               for name in config_flags(config_class)}
-    return {**(defaults or {}), **{name: v for name, v in values.items() if v is not None}}
+    return {name: value for name, value in values.items() if value is not None}
 
 
-def option_arguments(options, config_class):
-    """The arguments that give `options` to a program with `config_class`'s flags."""
+def option_arguments(args, config_class, prefix, defaults=None):
+    """The arguments that pass the options given as `--PREFIXflag` (over `defaults`) on to a
+    program with `config_class`'s flags."""
     flags = config_flags(config_class)
     arguments = []
-    for name, value in options.items():
+    for name, value in {**(defaults or {}), **given_options(args, config_class, prefix)}.items():
         arguments.append(flags[name])
         if value is not True:
             arguments.append(",".join(map(str, value)) if isinstance(value, tuple) else str(value))

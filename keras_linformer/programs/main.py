@@ -100,15 +100,13 @@ def stage_arguments(args):
     pretrain = model + common + [
         "--corpus", *(args.pretrain_corpus or ["news_articles"]),
         "--vocabulary-size", str(args.vocabulary_size),
-        *cli.option_arguments(cli.given_options(
-            args, PretrainingConfig, "pretrain-", PRETRAINING_DEFAULTS), PretrainingConfig),
+        *cli.option_arguments(args, PretrainingConfig, "pretrain-", PRETRAINING_DEFAULTS),
         "--output-dir", os.path.join(args.output_dir, "pretrain"),
     ]
     if args.pretrain_documents:
         pretrain += ["--max-train-examples", str(args.pretrain_documents)]
     finetune = common + [
-        *cli.option_arguments(cli.given_options(
-            args, FinetuningConfig, "finetune-"), FinetuningConfig),
+        *cli.option_arguments(args, FinetuningConfig, "finetune-"),
         "--output-dir", os.path.join(args.output_dir, "finetune"),
     ]
     if args.no_pretraining:
