@@ -17,10 +17,6 @@ def lines_sha256(lines):
     return hashlib.sha256("".join(f"{line}\n" for line in lines).encode("utf-8")).hexdigest()
 
 
-def file_record(lines):
-    return {"sha256": lines_sha256(lines), "lines": len(lines)}
-
-
 def export_sha256(fields):
     text = json.dumps({"format": FORMAT, **fields}, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -148,9 +148,11 @@ EXPORT_FIELDS = ("task", "sequence_length", "top_k", "max_masks", "max_batch_siz
 
 def export_fingerprints(source, model_name):
     """The fingerprints an export of `source` records, computed before anything is written."""
-    files = {sources.VOCABULARY_FILE: fingerprints.file_record(source.vocabulary)}
+    files = {sources.VOCABULARY_FILE: source.vocabulary}
     if source.task == "classifier":
-        files[sources.LABELS_FILE] = fingerprints.file_record(source.label_names)
+        files[sources.LABELS_FILE] = source.label_names
+    files = {name: {"sha256": fingerprints.lines_sha256(lines), "lines": len(lines)}
+             for name, lines in files.items()}
     model = fingerprints.model_sha256(source.model)
     export = fingerprints.export_sha256({
         **{field: getattr(source, field) for field in EXPORT_FIELDS},
@@ -199,14 +201,13 @@ def write_export(source, base_dir, model_name, version, max_batch_size, reuse_ex
 def write_extras(path, source, model_name, recorded):
     extra = os.path.join(path, layout.EXTRA_DIR)
     data.save_vocabulary(source.vocabulary, os.path.join(extra, sources.VOCABULARY_FILE))
-    source_model = source.model_path and os.path.abspath(source.model_path)
     info = {
         "task": source.task,
         "model_name": model_name,
         "sequence_length": source.sequence_length,
         "vocabulary_size": len(source.vocabulary),
         "max_batch_size": source.max_batch_size,
-        "source_model": source_model,
+        "source_model": source.model_path and os.path.abspath(source.model_path),
         "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": library_versions(),
     }
