@@ -17,7 +17,7 @@ WarmupRequest = collections.namedtuple("WarmupRequest",
 
 
 def write_warmup_requests(export_dir, model_name, requests):
-    """Writes `(signature_name, {input: array})` requests as the warmup file; returns its path."""
+    """Writes `(signature_name, {input: array})` requests as the warmup file."""
     path = os.path.join(os.fspath(export_dir), EXTRA_DIR, WARMUP_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:
@@ -29,7 +29,6 @@ def write_warmup_requests(export_dir, model_name, requests):
                 request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
             log = prediction_log_pb2.PredictLog(request=request)
             writer.write(prediction_log_pb2.PredictionLog(predict_log=log).SerializeToString())
-    return path
 
 
 def read_warmup_requests(export_dir):
