@@ -100,8 +100,8 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
         for signature, inputs in cases.items():
             programs[run_check(signature)], out_dirs[signature] = (
                 loaders.cli_program(export_dir, signature, inputs, work))
-        programs[LOAD_CHECK], load_dir = load_program(export_dir, cases, requests, work,
-                                                      max_batch_size)
+        programs[LOAD_CHECK], load_dir, load_cases = load_program(export_dir, cases, requests,
+                                                                  work, max_batch_size)
         outcomes = loaders.run_together(programs, python)
         check, report.signatures = check_show(outcomes[SHOW_CHECK], expected)
         add(check)
@@ -111,7 +111,7 @@ def verify(export_dir, model=None, texts=None, atol=1e-5, log=print, python=None
             if outputs is not None:
                 report.cli_outputs[signature] = outputs
             add(check)
-        check, report.load_outputs = check_load(outcomes[LOAD_CHECK], load_dir,
+        check, report.load_outputs = check_load(outcomes[LOAD_CHECK], load_dir, load_cases,
                                                 report.cli_outputs, reference, atol,
                                                 max_batch_size)
         add(check)
@@ -293,8 +293,8 @@ def check_warmup(export_dir, info, expected):
 
 
 def load_program(export_dir, cases, requests, work, max_batch_size):
-    """`(program, case directory)` running the cases, the warmup requests and one batch too
-    large per signature under `tf.saved_model.load`."""
+    """`(program, case directory, cases)` running the cases, the warmup requests and one batch
+    too large per signature under `tf.saved_model.load`."""
     case_dir = os.path.join(work, "load")
     os.makedirs(case_dir)
     manifest = {}
@@ -316,16 +316,14 @@ def load_program(export_dir, cases, requests, work, max_batch_size):
                 {key: np.take(value, over % len(value), axis=0) for key, value in inputs.items()})
     with open(os.path.join(case_dir, "cases.json"), "w", encoding="utf-8") as file:
         json.dump(manifest, file)
-    return ("load_and_run", [export_dir, case_dir]), case_dir
+    return ("load_and_run", [export_dir, case_dir]), case_dir, manifest
 
 
-def check_load(result, case_dir, cli_outputs, reference, atol, max_batch_size):
+def check_load(result, case_dir, cases, cli_outputs, reference, atol, max_batch_size):
     """Returns `(Check, {signature: outputs})` for the outcome of a `load_program`."""
     ok, _, error = result
     if not ok:
         return Check(LOAD_CHECK, False, error), {}
-    with open(os.path.join(case_dir, "cases.json"), encoding="utf-8") as file:
-        cases = json.load(file)
     problems, verified = [], {}
     for case, entry in cases.items():
         path, signature = os.path.join(case_dir, case), entry["signature"]

@@ -1,8 +1,6 @@
 """The checks of a verification that need no TensorFlow process: layout, `show --all` parsing,
 output comparison."""
 
-import json
-
 import numpy as np
 
 from keras_linformer.export import checks
@@ -77,11 +75,10 @@ def test_same_outputs_allows_atol_on_floats_only():
 def test_check_load_fails_when_a_batch_over_the_cap_is_not_refused(tmp_path):
     cases = {f"refused_{signature}": {"signature": signature, "refused": True}
              for signature in ("serving_default", "fill_mask")}
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
     np.savez(tmp_path / "refused_serving_default.out.npz",
              labels=np.array([b"x"] * 17, dtype=object))
     (tmp_path / "refused_fill_mask.error.txt").write_text("Out of memory while tokenizing")
-    check, _ = checks.check_load((True, "", ""), str(tmp_path), {}, None, 1e-5, 16)
+    check, _ = checks.check_load((True, "", ""), str(tmp_path), cases, {}, None, 1e-5, 16)
     assert not check.passed
     assert (
         "serving_default: a batch of 17 was not refused, but the export records "
