@@ -1,11 +1,10 @@
 """What `keras_linformer.export.verify` found: one line per check, and the outcome."""
 
+import collections
 
-class Check:
+
+class Check(collections.namedtuple("Check", ["name", "passed", "detail"])):
     """One line of a verification report."""
-
-    def __init__(self, name, passed, detail):
-        self.name, self.passed, self.detail = name, passed, detail
 
     def __str__(self):
         return f"  {'PASS' if self.passed else 'FAIL'}  {self.name}: {self.detail}"
