@@ -27,11 +27,10 @@ SEQUENCE_LAYERS = (
     layers.LinformerEncoderBlock,
     layers.LinformerAttention,
 )
-# Each task's output directory: its model file, what it is, the program writing it, the
-# export function.
+# Each task's output directory: its model file, what it is, the program writing it.
 TASKS = {
-    "classifier": (CLASSIFIER_FILE, "a fine-tuning", "finetune", "export_classifier"),
-    "masked_lm": (MASKED_LM_FILE, "a pretraining", "pretrain", "export_masked_lm"),
+    "classifier": (CLASSIFIER_FILE, "a fine-tuning", "keras-linformer-finetune"),
+    "masked_lm": (MASKED_LM_FILE, "a pretraining", "keras-linformer-pretrain"),
 }
 
 
@@ -52,7 +51,6 @@ class Source:
 
 
 def task_of_directory(directory):
-    """The task of a training output directory."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         raise FileNotFoundError(
@@ -70,15 +68,14 @@ def task_of_directory(directory):
 
 def model_file(task, path):
     """`(the .keras file, the output directory or None)` that `path` names for `task`."""
-    name, kind, program, _ = TASKS[task]
-    program = f"keras-linformer-{program}"
+    name, kind, program = TASKS[task]
     if os.path.isdir(path):
         found = task_of_directory(path)
         if found != task:
             other = TASKS[found]
             raise ValueError(
                 f"model: {path!r} is {other[1]} output directory (it has {other[0]}, not "
-                f"{name}); export it with `{other[3]}` (or `keras-linformer-export`, which "
+                f"{name}); export it with `export_{found}` (or `keras-linformer-export`, which "
                 "tells them apart).")
         return os.path.join(path, name), path
     if os.path.isfile(path) and path.endswith(".keras"):
