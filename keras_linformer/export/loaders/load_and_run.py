@@ -17,7 +17,6 @@ import tensorflow_text  # noqa: F401  Registers the tokenizer ops.
 
 
 def main(argv=None):
-    """Writes the outputs of every case, then a line with their number and the signatures."""
     export_dir, cases_dir = (sys.argv[1:] if argv is None else list(argv))[:2]
     loaded = tf.saved_model.load(export_dir, tags=["serve"])
     with open(os.path.join(cases_dir, "cases.json"), encoding="utf-8") as file:

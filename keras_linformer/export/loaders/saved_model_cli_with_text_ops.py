@@ -14,7 +14,6 @@ from tensorflow.python.tools import saved_model_cli
 
 
 def main(argv=None):
-    """Runs `saved_model_cli` with `argv` (default: this program's arguments)."""
     sys.argv = ["saved_model_cli"] + (sys.argv[1:] if argv is None else list(argv))
     # A run before this one in the same process (`in_one_process`) set its flags.
     flags.FLAGS.unparse_flags()
