@@ -41,7 +41,7 @@ def read_json(path, argument="output_dir"):
             return json.load(file)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{argument}: {path!r} is unreadable or truncated ({error}). Restore it, "
-                         "or use another output directory.") from None
+                         "or use another directory.") from None
 
 
 def read_run(directory, argument="output_dir"):

@@ -2,7 +2,6 @@
 `vocab.txt`), or a BERT to convert; checked on load."""
 
 import inspect
-import json
 import os
 import shutil
 
@@ -21,6 +20,7 @@ from keras_linformer.training.config import ARCHITECTURE_KEYS
 from keras_linformer.training.run_directory import CONFIG_FILE
 from keras_linformer.training.run_directory import VOCABULARY_FILE
 from keras_linformer.training.run_directory import WEIGHTS_FILE
+from keras_linformer.training.run_directory import read_json
 from keras_linformer.utils.validation import first_line
 
 # The backbone arguments that decide which weights exist and what they mean.
@@ -86,11 +86,7 @@ def read_pretrained_config(directory, architecture=None):
                                 "--output-dir of a finished pretraining run (the files are "
                                 "written when it ends).")
     path = os.path.join(directory, CONFIG_FILE)
-    try:
-        with open(path, encoding="utf-8") as file:
-            saved = json.load(file)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"pretrained: {path!r} is not valid JSON ({error}).") from None
+    saved = read_json(path, "pretrained")
     found = saved.get("class_name") if isinstance(saved, dict) else type(saved).__name__
     if found not in _ATTENTION_OF_CLASS:
         raise ValueError(f"pretrained: {path!r} describes {found!r}, not a "
