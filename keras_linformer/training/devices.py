@@ -179,9 +179,8 @@ def is_chief(strategy=None, environ=None):
     config = read_tf_config(environ)
     if config is None:
         return True
-    task = config["task"]
-    return task["type"] == "chief" or (task["type"] == "worker" and task["index"] == 0
-                                       and "chief" not in config["cluster"])
+    task = config["task"]  # `read_tf_config` allows only "chief" and "worker".
+    return task["type"] == "chief" or task["index"] == 0 and "chief" not in config["cluster"]
 
 
 def make_multi_worker_strategy(connect_timeout=300.0, log=print):
