@@ -109,15 +109,12 @@ def logged_scalars(log_dir):
 
 
 @contextlib.contextmanager
-def claimed(directory, writer=True):
-    """Holds `directory` for this run (if `writer`) with a `flock` on `LOCK_FILE`, released
-    however the process ends; ValueError naming another holder."""
-    if not writer:
-        yield
-        return
+def claimed(directory):
+    """Holds `directory` for this run with a `flock` on `LOCK_FILE`, released however the
+    process ends; ValueError naming another holder."""
     path = os.path.join(directory, LOCK_FILE)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    with open(path, "a+b") as file:  # Closing it releases the claim.
+        descriptor = file.fileno()
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             # A claim ending between our open and flock removed the file we locked.
@@ -132,8 +129,6 @@ def claimed(directory, writer=True):
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
-    finally:
-        os.close(descriptor)  # Releases the claim.
 
 
 def _in_use(directory, descriptor):

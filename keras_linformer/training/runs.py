@@ -1,5 +1,6 @@
 """The flow every training run shares (`run`, driving a `Task`), its record and its summary."""
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -163,7 +164,7 @@ def run(task, strategy=None, log=print, callbacks=None):
         run_directory.check_output_dir(output_dir, task.name)
     keras.utils.set_random_seed(config.seed)
     os.makedirs(output_dir, exist_ok=True)
-    with run_directory.claimed(output_dir, chief):
+    with run_directory.claimed(output_dir) if chief else contextlib.nullcontext():
         plan, record = task.prepare(strategy, log, start)
         labels = corpus.train.labels if task.labelled else None
         start_run(
