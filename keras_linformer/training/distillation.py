@@ -111,11 +111,10 @@ class DistillationTask(pretraining.MaskedLMTask):
 
         return sequences.map(inputs_and_mask)
 
-    def describe(self, model, plan, strategy, jit_compile, start):
+    def describe(self, model, plan, strategy, start):
         return (f"Distilling BERT {self.config.from_bert} into its "
                 f"{self.architecture['attention']} conversion: "
-                f"{model.student.count_params():,} student parameters; "
-                f"{runs.precision_words(jit_compile)}.")
+                f"{model.student.count_params():,} student parameters")
 
     def check_results(self, results):
         for name in ("loss", "token_error", "embedding_cosine"):

@@ -134,15 +134,14 @@ class ClassificationTask(runs.Task):
             return f"converted from BERT {config.from_bert}"
         return "from scratch"
 
-    def describe(self, model, plan, strategy, jit_compile, start):
+    def describe(self, model, plan, strategy, start):
         corpus, config = self.corpus, self.config
         return (f"{corpus.name}: {len(corpus.train)} train / {len(corpus.validation)} validation"
                 f" / {len(corpus.test)} test texts, labels {shorten(corpus.label_names)}. "
                 f"{self.attention} classifier {self.source()}: "
                 f"{model.backbone.count_params():,} backbone parameters, "
-                f"n={self.sequence_length}; {runs.plan_words(plan, config.batch_size, strategy)}; "
-                f"{runs.precision_words(jit_compile)} "
-                f"({time.perf_counter() - start:.0f} s).")
+                f"n={self.sequence_length}; {runs.plan_words(plan, config.batch_size, strategy)} "
+                f"({time.perf_counter() - start:.0f} s)")
 
     def save(self, model, output_dir):
         run_directory.save_model(model, output_dir, run_directory.CLASSIFIER_FILE)

@@ -132,11 +132,10 @@ class MaskedLMTask(runs.Task):
             shuffle=shuffle, seed=self.config.seed, input_context=input_context,
             short_sequence_rate=short_rate)
 
-    def describe(self, model, plan, strategy, jit_compile, start):
+    def describe(self, model, plan, strategy, start):
         source = f" converted from BERT {self.config.from_bert}" if self.bert is not None else ""
         return (f"{self.architecture['attention']} masked LM{source}: "
-                f"{model.backbone.count_params():,} backbone parameters; "
-                f"{runs.precision_words(jit_compile)}.")
+                f"{model.backbone.count_params():,} backbone parameters")
 
     def check_results(self, results):
         check_results(results, self.config.mask_selection_rate)

@@ -87,9 +87,9 @@ def plan_run(config, batches_per_pass, checkpoint_every):
 class Task:
     """One kind of training run; `run` calls, in order: `check`, `prepare` (sets `vocabulary`
     and `sequence_length`; returns the `StepPlan` and the task's fields of `run.json`),
-    `transfer_attention`, `build_model`, `dataset`, `describe` (the log line before training),
-    `check_results`, `save` (chief only), `summary` and `report`. A subclass sets `name`,
-    the `task` of `run.json` (a key of `run_directory.PROGRAMS`)."""
+    `transfer_attention`, `build_model`, `dataset`, `describe` (the log line before training,
+    before the dtype policy), `check_results`, `save` (chief only), `summary` and `report`.
+    A subclass sets `name`, the `task` of `run.json` (a key of `run_directory.PROGRAMS`)."""
 
     name = None
     # Whether the training labels are part of the data the run record digests.
@@ -139,10 +139,6 @@ class Task:
 def plan_words(plan, batch_size, strategy):
     return (f"{plan.total_steps} steps of {batch_size} on {strategy.num_replicas_in_sync} "
             f"replica(s), {plan.epochs} epochs of {plan.steps_per_epoch}")
-
-
-def precision_words(jit_compile):
-    return f"dtype policy {keras.config.dtype_policy().name}{', XLA' if jit_compile else ''}"
 
 
 def speed_words(summary):
@@ -214,7 +210,9 @@ def run(task, strategy=None, log=print, callbacks=None):
         validation = distributed(corpus.validation, False,
                                  max_steps=getattr(config, "validation_batches", None))
         test = distributed(corpus.test, False)
-        log(task.describe(model, plan, strategy, jit_compile, start))
+        xla = ", XLA" if jit_compile else ""
+        log(f"{task.describe(model, plan, strategy, start)}; dtype policy "
+            f"{keras.config.dtype_policy().name}{xla}.")
 
         fit_start, fit_cpu_start = time.perf_counter(), time.process_time()
         trainer = loop_lib.Trainer(model, strategy, output_dir, log=log, monitor=task.monitor)
