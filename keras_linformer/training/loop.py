@@ -48,8 +48,7 @@ def evaluate(model, strategy, dataset, test_function=None, callbacks=None):
     (`test_function`: a `Trainer`'s, traced once), calling `callbacks` as `Model.evaluate`."""
     test_function = test_function or _test_function(model, strategy)
     callbacks = callbacks or keras.callbacks.CallbackList()
-    for metric in model.metrics:
-        metric.reset_state()
+    model.reset_metrics()
     callbacks.on_test_begin()
     logs = {}
     iterator = iter(dataset)
@@ -324,8 +323,7 @@ class Trainer:
                 epoch = step // plan.steps_per_epoch
                 epoch_first = epoch * plan.steps_per_epoch
                 epoch_end = epoch_first + plan.steps_per_epoch
-                for metric in self.model.metrics:
-                    metric.reset_state()
+                self.model.reset_metrics()
                 first = step  # Of this call: a resumed epoch starts inside.
                 progress = keras.utils.Progbar(epoch_end - step, unit_name="step", verbose=verbose)
                 self.log(f"Epoch {epoch + 1}/{plan.epochs} (steps {step + 1}-{epoch_end})")
