@@ -103,13 +103,10 @@ class DistillationTask(pretraining.MaskedLMTask):
 
     def dataset(self, split, shuffle, input_context):
         sequences = super().dataset(split, shuffle, input_context)
-
-        def inputs_and_mask(x, y, sample_weight):
-            del y, sample_weight  # Nothing is masked: no masked-LM targets.
-            inputs = {key: x[key] for key in ("token_ids", "segment_ids", "padding_mask")}
-            return inputs, x["padding_mask"]
-
-        return sequences.map(inputs_and_mask)
+        keys = ("token_ids", "segment_ids", "padding_mask")
+        # Nothing is masked; the target is the padding mask: the tokens the loss compares.
+        return sequences.map(lambda x, y, weights: ({key: x[key] for key in keys},
+                                                    x["padding_mask"]))
 
     def describe(self, model, plan, strategy, start):
         return (f"Distilling BERT {self.config.from_bert} into its "
