@@ -108,13 +108,12 @@ def set_up_devices(cpu_replicas=1, mixed_precision=False, jit_compile=None, dete
         log: callable for progress messages.
 
     Raises:
-        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` > 1 with it, or XLA where it fails.
+        ValueError: a wrong `TF_CONFIG`, `cpu_replicas` other than 1 with it, or XLA where it fails.
     """
-    check_positive_int("cpu_replicas", cpu_replicas)
     if deterministic:
         tf.config.experimental.enable_op_determinism()
     if read_tf_config() is not None:
-        if cpu_replicas > 1:
+        if cpu_replicas != 1:  # Else `configure_cpu_replicas` checks it.
             raise ValueError("`cpu_replicas` must be 1 with TF_CONFIG (multi-worker training): run "
                              "one worker per host or device. Received: "
                              f"cpu_replicas={cpu_replicas}")
