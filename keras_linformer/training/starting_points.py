@@ -196,8 +196,7 @@ def transfer_for_run(bert, conversion, sequence_length, texts, tokenizer, epochs
     attention_transfer.transfer_attention(linformer, bert, inputs, epochs=epochs, log=log,
                                           checkpoint_dir=checkpoint_dir)
     _UNFINISHED.discard(os.path.abspath(output_dir))
-    variables = projections.projection_weights(linformer)
-    return [ops.convert_to_numpy(v) for v in variables]
+    return [ops.convert_to_numpy(v) for v in projections.projection_weights(linformer)]
 
 
 def stopped_with_checkpoint(output_dir):
@@ -209,6 +208,5 @@ def stopped_with_checkpoint(output_dir):
 
 def assign_transferred(backbone, values):
     """Gives `backbone`, converted as by `transfer_for_run`, the transferred projections."""
-    variables = projections.projection_weights(backbone)
-    for variable, value in zip(variables, values, strict=True):
+    for variable, value in zip(projections.projection_weights(backbone), values, strict=True):
         variable.assign(value)
