@@ -209,7 +209,7 @@ class Trainer:
             raise ValueError(f"restore_best: no epoch has a finite {self.monitor!r} yet, so there "
                              "is no best epoch to restore.")
         path = os.path.join(self.output_dir, BEST_DIR, f"ckpt-{step}")
-        if not tf.io.gfile.glob(path + ".index"):
+        if not tf.io.gfile.exists(path + ".index"):
             raise ValueError(f"restore_best: the best epoch's checkpoint {path!r} is missing; the "
                              "run directory was changed after it was written.")
         # Every model variable must load; the writer's save counter is not wanted.
