@@ -83,7 +83,7 @@ class RunConfig:
         learning_rate: float, the peak AdamW learning rate.
         warmup_fraction: float, the share of steps of linear warmup.
         weight_decay: float, AdamW's weight decay.
-        checkpoint_every: int or `None`, the most steps between checkpoints.
+        checkpoint_every: int or `None`, the most steps between checkpoints (`None`: a pass).
         vocabulary_size: int, the largest WordPiece vocabulary to train.
         vocabulary_characters: int, the characters of the vocabulary's training sample.
         update_freq: int, `"batch"` or `"epoch"`: steps between TensorBoard points.
@@ -244,8 +244,6 @@ class FinetuningConfig(RunConfig):
         dropout: float, in the backbone and before the output layer.
         restore_best: bool, whether the model ends with the variables of the epoch of best
             validation accuracy (as `EarlyStopping(restore_best_weights=True)`).
-
-    `checkpoint_every=None` is one pass over the training texts.
     """
 
     batch_size: int = again("batch_size", 32)

@@ -94,8 +94,7 @@ class ClassificationTask(runs.Task):
                                "vocabulary_size": len(self.vocabulary), "dropout": config.dropout}
         self.sequence_length = sequence_length
         self.backbone_config = backbone_config
-        steps_per_pass = math.ceil(len(corpus.train) / config.batch_size)
-        plan = runs.plan_run(config, steps_per_pass, config.checkpoint_every or steps_per_pass)
+        plan = runs.plan_run(config, math.ceil(len(corpus.train) / config.batch_size))
         record = {
             "pretrained": None if config.pretrained is None else os.path.abspath(config.pretrained),
             "from_bert": starting_points.preset_record(config.from_bert),

@@ -105,7 +105,7 @@ class MaskedLMTask(runs.Task):
             record["short_sequence_rate"] = config.short_sequence_rate
         sequences = inputs.count_sequences(corpus.train.texts, self.tokenizer,
                                            self.sequence_length)
-        plan = runs.plan_run(config, sequences / config.batch_size, config.checkpoint_every)
+        plan = runs.plan_run(config, sequences / config.batch_size)
         self.backbone_config = {**self.architecture, "vocabulary_size": len(self.vocabulary)}
         log(f"{corpus.name}: {len(corpus.train)} training documents, {sequences:,} "
             f"sequences of {self.sequence_length} tokens; vocabulary of "

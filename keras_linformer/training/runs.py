@@ -76,12 +76,13 @@ def vocabulary_for(config, texts):
                                  max_characters=config.vocabulary_characters, seed=config.seed)
 
 
-def plan_run(config, batches_per_pass, checkpoint_every):
-    """`config.epochs` passes of `batches_per_pass` global batches, capped at `max_steps`."""
+def plan_run(config, batches_per_pass):
+    """`config.epochs` passes of `batches_per_pass` global batches, capped at `max_steps`, in
+    epochs of `checkpoint_every` steps (`None`: one pass)."""
     total_steps = math.ceil(config.epochs * batches_per_pass)
     if config.max_steps is not None:
         total_steps = min(total_steps, config.max_steps)
-    return inputs.plan_steps(total_steps, checkpoint_every)
+    return inputs.plan_steps(total_steps, config.checkpoint_every or math.ceil(batches_per_pass))
 
 
 class Task:
