@@ -10,36 +10,18 @@ import importlib.util
 import sys
 
 from keras_linformer.utils import quiet
+from keras_linformer.utils.lazy import lazy_names
 
 __version__ = "0.1.0"
 
-_TOP_LEVEL = {
-    "models": "keras_linformer.models",
-    "LinformerAttention": "keras_linformer.layers",
-    "LinformerEncoderBlock": "keras_linformer.layers",
-    "LinformerEncoderStack": "keras_linformer.layers",
-}
-_SUBPACKAGES = ("data", "export", "layers", "models", "programs", "training", "utils")
+# The layers by their names; any subpackage (`keras_linformer.models`) by its own.
+__getattr__, __dir__ = lazy_names(
+    __name__, ("LinformerAttention", "LinformerEncoderBlock", "LinformerEncoderStack"), ("layers",))
 
 
 def _load_layers_and_models():
-    """Imports the layers and models (registering them with Keras) into the namespace."""
-    for name, module in _TOP_LEVEL.items():
-        module = importlib.import_module(module)
-        globals()[name] = module if name == "models" else getattr(module, name)
-
-
-def __getattr__(name):
-    if name in _TOP_LEVEL:
-        _load_layers_and_models()
-        return globals()[name]
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_TOP_LEVEL) | set(_SUBPACKAGES))
+    """Imports the models and the layers they use, which registers them with Keras."""
+    importlib.import_module(f"{__name__}.models")
 
 
 # The layers and models load once Keras is imported and none of these, nor a module of this
