@@ -27,6 +27,7 @@ import sys
 import time
 
 from keras_linformer.programs import cli
+from keras_linformer.utils import signals
 
 # Seconds a worker has to save and exit after SIGTERM before it is killed.
 GRACE_SECONDS = 60
@@ -101,8 +102,7 @@ def launch(args):
         for process, _ in workers.values():
             process.send_signal(signal.SIGTERM)
 
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with signals.handlers(forward, signal.SIGTERM, signal.SIGINT):
         status = 0
         while workers:
             for index, (process, log_file) in list(workers.items()):
@@ -124,9 +124,6 @@ def launch(args):
                     process.kill()
             time.sleep(0.2)
         return status
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 # Exits with the first failed worker's status (128 + a signal), or 0.

@@ -11,6 +11,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_linformer.utils import signals
 from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import check_positive_int
 
@@ -197,7 +198,7 @@ def make_multi_worker_strategy(connect_timeout=300.0, log=print):
     port = int(address.rpartition(":")[2])
     deadline = time.monotonic() + connect_timeout
     # SIGTERM and SIGINT end the process at once (the default action), also inside C++ code.
-    with signal_handlers(signal.SIG_DFL, signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
+    with signals.handlers(signal.SIG_DFL, signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
             try:
                 listener.bind(("", port))
@@ -244,18 +245,3 @@ def wait_for_addresses(addresses, deadline, connect_timeout):
                              "cannot be reached from here. Start every task with the same "
                              "TF_CONFIG cluster (or raise the timeout).")
         time.sleep(0.2)
-
-
-@contextlib.contextmanager
-def signal_handlers(handler, *numbers):
-    """Sets `handler` for the signals `numbers` inside the block (in the main thread only)."""
-    try:
-        previous = {number: signal.signal(number, handler) for number in numbers}
-    except ValueError:  # Not the main thread.
-        yield
-        return
-    try:
-        yield
-    finally:
-        for number, earlier in previous.items():
-            signal.signal(number, earlier)

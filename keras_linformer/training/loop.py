@@ -18,6 +18,7 @@ from keras_linformer.training import devices
 from keras_linformer.training.run_directory import BEST_DIR
 from keras_linformer.training.run_directory import CHECKPOINT_DIR
 from keras_linformer.training.run_directory import LOG_DIR
+from keras_linformer.utils import signals
 from keras_linformer.utils.validation import check_number
 from keras_linformer.utils.validation import first_line
 
@@ -318,7 +319,7 @@ class Trainer:
         def request_stop(signum, frame):
             self._terminate_requested = True
 
-        with devices.signal_handlers(request_stop, signal.SIGTERM):
+        with signals.handlers(request_stop, signal.SIGTERM):
             while step < plan.total_steps and not self.model.stop_training:
                 epoch = step // plan.steps_per_epoch
                 epoch_first = epoch * plan.steps_per_epoch
