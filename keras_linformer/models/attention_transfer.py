@@ -218,7 +218,10 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
     layers = _Layers(linformer, bert)
     optimizer = keras.optimizers.Adam(learning_rate)
     optimizer.build(variables)
-    first_epoch = _restore(checkpoint_dir, variables, optimizer, log)
+    # The checkpoint's arrays, by name: the projections and the optimizer's state.
+    checkpointed = {f"variable_{i}": v for i, v in enumerate(variables)}
+    checkpointed.update({f"optimizer_{i}": v for i, v in enumerate(optimizer.variables)})
+    first_epoch = _restore(checkpoint_dir, checkpointed, log)
     if first_epoch > epochs:
         put_back_start()
         raise ValueError(
@@ -254,39 +257,34 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
                 f"{losses[-1]!r} in epoch {epoch + 1}); the starting projections are put "
                 "back. Try a smaller one."
             )
-        _save(checkpoint_dir, variables, optimizer, epoch + 1)
+        _save(checkpoint_dir, checkpointed, epoch + 1)
     return (epochs - first_epoch) * steps_per_epoch, time.perf_counter() - start
 
 
-def _save(directory, variables, optimizer, epoch):
+def _save(directory, checkpointed, epoch):
     if directory is None:
         return
     os.makedirs(directory, exist_ok=True)
-    arrays = {f"variable_{i}": ops.convert_to_numpy(v) for i, v in enumerate(variables)}
-    arrays.update({f"optimizer_{i}": ops.convert_to_numpy(v)
-                   for i, v in enumerate(optimizer.variables)})
+    arrays = {name: ops.convert_to_numpy(v) for name, v in checkpointed.items()}
     path = os.path.join(directory, CHECKPOINT)
     # Into an open file: np.savez would add ".npz" to a name.
     with files.replaced_whole(path) as temporary, open(temporary, "wb") as file:
         np.savez(file, epoch=epoch, **arrays)
 
 
-def _restore(directory, variables, optimizer, log):
+def _restore(directory, checkpointed, log):
     """The epoch to start from: 0, or the one after the checkpoint in `directory`."""
     path = None if directory is None else os.path.join(directory, CHECKPOINT)
     if path is None or not os.path.exists(path):
         return 0
     with np.load(path) as saved:
-        names = [f"variable_{i}" for i in range(len(variables))] + [
-            f"optimizer_{i}" for i in range(len(optimizer.variables))]
-        targets = dict(zip(names, [*variables, *optimizer.variables]))
-        if set(names) != set(saved.files) - {"epoch"} or any(
-                saved[name].shape != tuple(variable.shape) for name, variable in targets.items()):
+        if set(checkpointed) != set(saved.files) - {"epoch"} or any(
+                saved[name].shape != tuple(v.shape) for name, v in checkpointed.items()):
             raise ValueError(
                 f"checkpoint_dir: {path} holds another model's or optimizer's state; use a "
                 "new directory for this conversion."
             )
-        for name, variable in targets.items():
+        for name, variable in checkpointed.items():
             variable.assign(saved[name])
         epoch = int(saved["epoch"])
     log(f"Attention transfer: resumed from {path} after epoch {epoch}")

@@ -94,8 +94,8 @@ def test_a_failure_after_the_transfer_leaves_nothing_and_ctrl_c_during_it_keeps_
 
     save = attention_transfer._save
 
-    def save_then_interrupt(directory, variables, optimizer, epoch):
-        save(directory, variables, optimizer, epoch)
+    def save_then_interrupt(directory, checkpointed, epoch):
+        save(directory, checkpointed, epoch)
         raise KeyboardInterrupt
 
     flags = transfer_flags(tiny_bert, reviews_file, output, "--learning-rate", "1e-4")
