@@ -180,14 +180,8 @@ def transfer_attention(linformer, bert, inputs, evaluation_inputs=None, epochs=1
         for variable, value in zip(variables, start_values):
             variable.assign(value)
 
-    bert_was_trainable = bert.trainable
-    bert.trainable = False
-    try:
-        steps, seconds = _train(
-            linformer, bert, inputs, variables, put_back_start, epochs, batch_size,
-            learning_rate, seed, checkpoint_dir, log)
-    finally:
-        bert.trainable = bert_was_trainable
+    steps, seconds = _train(linformer, bert, inputs, variables, put_back_start, epochs,
+                            batch_size, learning_rate, seed, checkpoint_dir, log)
     layer_error_after, cosine_after = measure_and_log("after")
     # NaN compares False: a non-finite result counts as worse by both measures.
     finite = bool(np.isfinite(layer_error_after).all() and np.isfinite(cosine_after))
@@ -232,7 +226,9 @@ def _train(linformer, bert, inputs, variables, put_back_start, epochs, batch_siz
 
     @tf.function(reduce_retracing=True)
     def train_step(batch):
-        with tf.GradientTape() as tape:
+        # Only the projections are watched: the BERT and the copied weights record nothing.
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch([variable.value for variable in variables])
             errors = [ops.mean(agreement.squared_relative_error(batch["padding_mask"], stacked))
                       for stacked in layers.outputs(batch)]
             loss = ops.mean(ops.stack(errors))
