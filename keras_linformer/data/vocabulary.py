@@ -7,6 +7,7 @@ import random
 import keras_hub
 import tensorflow as tf
 
+from keras_linformer.utils.validation import check_bool
 from keras_linformer.utils.validation import check_positive_int
 from keras_linformer.utils.validation import shorten
 
@@ -137,11 +138,7 @@ def make_tokenizer(vocabulary, mask_token_in_text=False):
     else:
         vocabulary = list(vocabulary)
         check_vocabulary(vocabulary, "vocabulary")
-    if not isinstance(mask_token_in_text, bool):
-        raise TypeError(
-            "`mask_token_in_text` must be a bool. "
-            f"Received: mask_token_in_text={mask_token_in_text!r}"
-        )
+    check_bool("mask_token_in_text", mask_token_in_text)
     return keras_hub.tokenizers.WordPieceTokenizer(
         vocabulary=vocabulary, lowercase=True, strip_accents=True, oov_token=UNK,
         special_tokens=[MASK] if mask_token_in_text else None,

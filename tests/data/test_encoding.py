@@ -77,5 +77,6 @@ def test_bad_arguments(encoder):
     with pytest.raises(TypeError, match=r"`texts` must be a batch of str or bytes"):
         encoder([1, 2])
     assert encoder([])["token_ids"].shape == (0, 6)
-    with pytest.raises(TypeError, match=r"`mask_token_in_text` must be a bool"):
+    with pytest.raises(ValueError, match=r"`mask_token_in_text` must be True or False. "
+                                         r"Received: mask_token_in_text='yes'"):
         data.make_tokenizer(VOCABULARY, mask_token_in_text="yes")
