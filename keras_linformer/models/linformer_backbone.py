@@ -257,11 +257,9 @@ def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None
             f"{type(bert).__name__}"
         )
     arguments = {name: getattr(bert, name) for name in BERT_ARGUMENTS}
-    if max_sequence_length is not None:
-        validation.check_positive_int("max_sequence_length", max_sequence_length)
-        arguments["max_sequence_length"] = max_sequence_length
-    if dropout is not None:
-        arguments["dropout"] = dropout
+    overrides = {"max_sequence_length": max_sequence_length, "dropout": dropout}
+    arguments.update({name: value for name, value in overrides.items() if value is not None})
+    check_bert_arguments(**arguments)
     target = build(**arguments, dtype=bert.dtype_policy if dtype is None else dtype)
     copy_bert_weights(bert, target)
     return target

@@ -129,6 +129,19 @@ def test_a_source_that_is_not_a_bert_is_refused_naming_its_type(source, convert)
         convert(source())
 
 
+@pytest.mark.parametrize("change, message", [
+    (dict(max_sequence_length=0), "`max_sequence_length` must be a positive integer"),
+    (dict(dropout=1.5), r"`dropout` must be a number in \[0, 1\). Received: dropout=1.5"),
+])
+@pytest.mark.parametrize("convert", [
+    lambda source, **change: LinformerBackbone.from_bert(source, projected_dim=8, **change),
+    copy_bert,
+], ids=["from_bert", "copy_bert"])
+def test_a_bad_length_or_dropout_is_refused_by_name(convert, change, message):
+    with pytest.raises(ValueError, match=message):
+        convert(random_keras_hub_bert(), **change)
+
+
 def test_k_larger_than_the_sequence_length_is_refused():
     with pytest.raises(ValueError, match="projected_dim=64, sequence_length=32"):
         LinformerBackbone.from_bert(random_keras_hub_bert(), projected_dim=64,
