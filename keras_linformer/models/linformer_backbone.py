@@ -261,7 +261,25 @@ def convert_bert(bert, build, max_sequence_length=None, dropout=None, dtype=None
     arguments.update({name: value for name, value in overrides.items() if value is not None})
     check_bert_arguments(**arguments)
     target = build(**arguments, dtype=bert.dtype_policy if dtype is None else dtype)
-    copy_bert_weights(bert, target)
+    source = {variable.path: variable for variable in bert.weights}
+    new = {id(weight) for weight in projections.projection_weights(target)}
+    for variable in target.weights:
+        if id(variable) in new:
+            continue  # E/F: new, and initialised as asked.
+        value = source.pop(variable.path.replace(_LINFORMER_PREFIX, _BERT_PREFIX, 1), None)
+        if value is None:
+            raise ValueError(
+                f"The BERT backbone has no variable for the converted model's {variable.path!r}."
+            )
+        value = keras.ops.convert_to_numpy(value)
+        if variable.path == "position_embedding/embeddings":
+            # Longformer's extension of RoBERTa (Beltagy et al., 2020, section 5).
+            value = value[np.arange(variable.shape[0]) % value.shape[0]]
+        variable.assign(value)  # Built from the BERT's arguments: the shapes match.
+    if source:
+        raise ValueError(
+            f"BERT variables without a counterpart in the converted model: {sorted(source)}."
+        )
     return target
 
 
@@ -286,25 +304,3 @@ def copy_bert(bert, max_sequence_length=None, dropout=None, dtype=None):
     """
     return convert_bert(bert, keras_hub.models.BertBackbone, max_sequence_length, dropout, dtype)
 
-
-def copy_bert_weights(bert, target):
-    """Assigns every BERT variable to its twin in `target`; only projections are left."""
-    source = {variable.path: variable for variable in bert.weights}
-    new = {id(weight) for weight in projections.projection_weights(target)}
-    for variable in target.weights:
-        if id(variable) in new:
-            continue  # E/F: new, and initialised as asked.
-        value = source.pop(variable.path.replace(_LINFORMER_PREFIX, _BERT_PREFIX, 1), None)
-        if value is None:
-            raise ValueError(
-                f"The BERT backbone has no variable for the converted model's {variable.path!r}."
-            )
-        value = keras.ops.convert_to_numpy(value)
-        if variable.path == "position_embedding/embeddings":
-            # Longformer's extension of RoBERTa (Beltagy et al., 2020, section 5).
-            value = value[np.arange(variable.shape[0]) % value.shape[0]]
-        variable.assign(value)  # Built from the BERT's arguments: the shapes match.
-    if source:
-        raise ValueError(
-            f"BERT variables without a counterpart in the converted model: {sorted(source)}."
-        )
