@@ -44,10 +44,9 @@ def train_vocabulary(texts, vocabulary_size=8192, max_characters=1_000_000, seed
     check_positive_int("vocabulary_size", vocabulary_size, len(SPECIAL_TOKENS) + 1)
     if max_characters is not None:
         check_positive_int("max_characters", max_characters)
-        order = list(range(len(texts)))
-        random.Random(seed).shuffle(order)
-        before = itertools.accumulate((len(texts[i]) for i in order), initial=0)
-        texts = [texts[i] for i, characters in zip(order, before) if characters < max_characters]
+        random.Random(seed).shuffle(texts)
+        before = itertools.accumulate(map(len, texts), initial=0)
+        texts = [text for text, characters in zip(texts, before) if characters < max_characters]
     return keras_hub.tokenizers.compute_word_piece_vocabulary(
         tf.data.Dataset.from_tensor_slices(texts).batch(64), vocabulary_size, lowercase=True,
         strip_accents=True, reserved_tokens=list(SPECIAL_TOKENS))
@@ -67,14 +66,12 @@ def load_vocabulary(path):
         raise FileNotFoundError(f"path: vocabulary file {os.fspath(path)!r} does not exist.")
     try:
         with open(path, encoding="utf-8", newline="") as file:
-            vocabulary = file.read().split("\n")
+            vocabulary = file.read().removesuffix("\n").split("\n")
     except UnicodeDecodeError as error:
         raise ValueError(
             f"path: vocabulary file {os.fspath(path)!r} is not valid UTF-8 "
             f"({error.reason} at byte {error.start})."
         ) from None
-    if vocabulary[-1] == "":
-        vocabulary.pop()
     check_vocabulary(vocabulary, f"path ({os.fspath(path)!r})", in_file=True)
     return vocabulary
 
