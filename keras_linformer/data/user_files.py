@@ -26,7 +26,6 @@ TABLE_FORMATS = {".csv": ",", ".tsv": "\t", ".jsonl": None, ".ndjson": None}
 
 
 def read_text(path, encoding, argument):
-    """Returns the decoded text of `path`, with errors that name `argument`."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{argument}: {path!r} does not exist or is not a file.")
     with open(path, "rb") as file:
