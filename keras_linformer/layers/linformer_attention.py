@@ -491,15 +491,11 @@ class LinformerAttention(keras.layers.Layer):
                      "sharing", "dropout", "use_bias", "seed", "padding_compensation",
                      "null_slots", "flash_attention"):
             config[name] = getattr(self, name)
-        for name in ("kernel_regularizer", "bias_regularizer", "projection_regularizer"):
-            config[name] = keras.regularizers.serialize(getattr(self, name))
-        for name in ("kernel_constraint", "bias_constraint", "projection_constraint"):
-            config[name] = keras.constraints.serialize(getattr(self, name))
-        config.update(
-            projection=projections.serialize(self.projection),
-            output_shape=self._output_shape,
-            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-            bias_initializer=keras.initializers.serialize(self.bias_initializer),
-            projection_initializer=projection_initializers.serialize(self.projection_initializer),
-        )
+        # Initializers (a projection initializer's name too), regularizers and constraints.
+        for name in ("kernel_initializer", "bias_initializer", "projection_initializer",
+                     "kernel_regularizer", "bias_regularizer", "projection_regularizer",
+                     "kernel_constraint", "bias_constraint", "projection_constraint"):
+            config[name] = keras.saving.serialize_keras_object(getattr(self, name))
+        config["projection"] = projections.serialize(self.projection)
+        config["output_shape"] = self._output_shape
         return config

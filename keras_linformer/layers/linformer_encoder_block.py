@@ -5,7 +5,6 @@ from keras_hub.src.utils.keras_utils import clone_initializer
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import linformer_attention
-from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.utils import validation
@@ -203,11 +202,8 @@ class LinformerEncoderBlock(keras.layers.Layer):
                      "sharing", "dropout", "layer_norm_epsilon", "normalize_first",
                      "padding_compensation", "null_slots"):
             config[name] = getattr(self, name)
-        config.update(
-            projection=projections.serialize(self.projection),
-            activation=keras.activations.serialize(self.activation),
-            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-            bias_initializer=keras.initializers.serialize(self.bias_initializer),
-            projection_initializer=projection_initializers.serialize(self.projection_initializer),
-        )
+        for name in ("kernel_initializer", "bias_initializer", "projection_initializer"):
+            config[name] = keras.saving.serialize_keras_object(getattr(self, name))
+        config["projection"] = projections.serialize(self.projection)
+        config["activation"] = keras.activations.serialize(self.activation)
         return config
