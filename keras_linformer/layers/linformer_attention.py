@@ -400,16 +400,14 @@ class LinformerAttention(keras.layers.Layer):
 
     def _fused(self, training, return_attention_scores):
         """Whether `call` uses `ops.dot_product_attention`: see `flash_attention`."""
-        if self.flash_attention is False:
+        if self.flash_attention and return_attention_scores:
+            raise ValueError(
+                "`return_attention_scores=True` needs the unfused path: "
+                "build the layer with flash_attention=None or False."
+            )
+        if self.flash_attention is False or return_attention_scores:
             return False
-        if return_attention_scores:
-            if self.flash_attention:
-                raise ValueError(
-                    "`return_attention_scores=True` needs the unfused path: "
-                    "build the layer with flash_attention=None or False."
-                )
-            return False
-        if self.dropout > 0 and training:
+        if self.dropout > 0 and training:  # flash_attention=True has no dropout.
             return False
         # TensorFlow's `dot_product_attention` is the unfused computation with
         # logits rounded to the compute dtype; the explicit path is better there.
@@ -417,7 +415,6 @@ class LinformerAttention(keras.layers.Layer):
 
     def _append_null_slots(self, key, value, slot_mask):
         """Appends `null_slots` zero keys and values, always attended."""
-
         padding = [[0, 0], [0, self.null_slots], [0, 0], [0, 0]]  # (B, k + null_slots, N, H)
         if slot_mask is not None:  # None: every slot is real, the null ones too.
             live = ops.ones((ops.shape(slot_mask)[0], self.null_slots), dtype="bool")
@@ -467,9 +464,7 @@ class LinformerAttention(keras.layers.Layer):
         """Projects `(B, S, ...)` inputs, keys or values to k slots: see `project`."""
         if mask is not None:
             x = projections.zero_padding(x, mask)
-        return self.projection.project(
-            x, mask, kernel, self.sequence_length, self.projected_dim
-        )
+        return self.projection.project(x, mask, kernel, self.sequence_length, self.projected_dim)
 
     def _dense_projected_input(self, projected, dense):
         """Applies the key or value kernel to a projected input: (B, k, N, H)."""
