@@ -185,24 +185,20 @@ class _Matrix(SequenceProjection):
         # Static where known: some exporters keep `ops.shape`'s batch size as a dead output.
         length = x.shape[1] if x.shape[1] is not None else ops.shape(x)[1]
         kernel = ops.cast(kernel, x.dtype)
-        if len(kernel.shape) == 2:  # E: (n, k), shared by the heads.
-            e = kernel[:length]
-            if len(x.shape) == 3:
-                # E^T x, a batch of matmuls on x as it lies: an einsum (and, for a trained
-                # E, PyTorch's 2-D @ 3-D matmul) copies x to move s last.
-                e_t = ops.transpose(e)
-                batch = x.shape[0] if x.shape[0] is not None else ops.shape(x)[0]
-                projected = ops.matmul(ops.broadcast_to(e_t, (batch, *ops.shape(e_t))), x)
-            else:
-                projected = ops.einsum("bshd,sk->bkhd", x, e)
-        else:  # E_i: (heads, n, k), one per head.
-            e = kernel[:, :length]
-            projected = ops.einsum("bshd,hsk->bkhd", x, e)
-        # Only a head-shared E is ever applied before the kernel, where the
-        # projected mask carries the bias through.
-        if len(kernel.shape) != 2:
-            weight_sums = None
-        elif mask is None:
+        if len(kernel.shape) == 3:  # E_i: (heads, n, k), one per head.
+            # Never applied before the key/value kernel: no weight sums.
+            return ops.einsum("bshd,hsk->bkhd", x, kernel[:, :length]), None, None
+        e = kernel[:length]  # E: (n, k), shared by the heads.
+        if len(x.shape) == 3:
+            # E^T x, a batch of matmuls on x as it lies: an einsum (and, for a trained
+            # E, PyTorch's 2-D @ 3-D matmul) copies x to move s last.
+            e_t = ops.transpose(e)
+            batch = x.shape[0] if x.shape[0] is not None else ops.shape(x)[0]
+            projected = ops.matmul(ops.broadcast_to(e_t, (batch, *ops.shape(e_t))), x)
+        else:
+            projected = ops.einsum("bshd,sk->bkhd", x, e)
+        # The projected mask carries the bias through when E precedes the kernel.
+        if mask is None:
             weight_sums = ops.sum(e, axis=0, keepdims=True)
         else:
             weight_sums = ops.einsum("bs,sk->bk", ops.cast(mask, x.dtype), e)
