@@ -16,16 +16,12 @@ def without_keras_masks(*tensors):
     For a layer that has read its inputs' masks, so that its sub-layers do not
     warn about them and the caller's tensors keep theirs.
     """
-    # Compared with `is`, not keyed by `id()`, which recompiles under `torch.compile`.
-    copies = []
     result = []
-    for tensor in tensors:
-        if tensor is None or get_keras_mask(tensor) is None:
-            result.append(tensor)
-            continue
-        copy = next((c for original, c in copies if original is tensor), None)
-        if copy is None:
-            copy = ops.copy(tensor)
-            copies.append((tensor, copy))
-        result.append(copy)
+    for i, tensor in enumerate(tensors):
+        if tensor is not None and get_keras_mask(tensor) is not None:
+            # A tensor passed twice gets one copy, found with `is`: keying by `id()`
+            # recompiles under `torch.compile`.
+            earlier = [j for j in range(i) if tensors[j] is tensor]
+            tensor = result[earlier[0]] if earlier else ops.copy(tensor)
+        result.append(tensor)
     return tuple(result)
