@@ -85,9 +85,3 @@ def get(identifier):
             f"Received: projection_initializer={identifier!r}"
         ) from None
 
-
-def serialize(initializer):
-    """The config form of what `get` returns: None and names stay as they are."""
-    if initializer is None or isinstance(initializer, str):
-        return initializer
-    return keras.initializers.serialize(initializer)

@@ -11,7 +11,6 @@ from keras_hub.src.models.bert.bert_backbone import bert_kernel_initializer
 
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
-from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
 from keras_linformer.utils import validation
 
@@ -206,9 +205,8 @@ class LinformerBackbone(keras_hub.models.Backbone):
         config = super().get_config()
         config.update({name: getattr(self, name) for name in BERT_ARGUMENTS + LINFORMER_ARGUMENTS})
         config["projection"] = projections.serialize(projections.get(self.projection))
-        config["projection_initializer"] = projection_initializers.serialize(
-            self.projection_initializer
-        )
+        config["projection_initializer"] = keras.saving.serialize_keras_object(
+            self.projection_initializer)
         return config
 
 
