@@ -14,11 +14,12 @@ from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_
 
 from keras_linformer.layers import projections
 from keras_linformer.models import agreement
+from keras_linformer.models.linformer_backbone import INPUT_KEYS
 from keras_linformer.models.linformer_backbone import LinformerBackbone
+from keras_linformer.models.linformer_backbone import check_inputs
 from keras_linformer.utils import files
 from keras_linformer.utils import validation
 
-INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 CHECKPOINT = "attention_transfer.npz"
 LOG_EVERY = 10  # Steps between progress lines.
 
@@ -53,19 +54,10 @@ def _check_inputs(name, inputs, max_sequence_length):
             "`data.TextEncoder`'s output). Received: "
             f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}"
         )
-    shapes = {key: np.shape(inputs[key]) for key in INPUT_KEYS}
-    if len(set(shapes.values())) != 1 or len(shapes["token_ids"]) != 2 or (
-            not shapes["token_ids"][0]):
-        raise ValueError(
-            f"{name}: must hold arrays of one shape (texts, sequence length), with at "
-            f"least one text. Received shapes {shapes}"
-        )
-    length = shapes["token_ids"][1]
-    if length > max_sequence_length:
-        raise ValueError(
-            f"{name}: sequences of {length} tokens exceed the Linformer's n = "
-            f"{max_sequence_length} (max_sequence_length)."
-        )
+    check_inputs(inputs, max_sequence_length, name)
+    if not len(inputs["token_ids"]):
+        raise ValueError(f"{name}: must hold at least one text. Received shape "
+                         f"{np.shape(inputs['token_ids'])}")
 
 
 class _Layers:

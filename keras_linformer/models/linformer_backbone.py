@@ -21,6 +21,7 @@ BERT_ARGUMENTS = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "i
                   "max_sequence_length", "dropout", "num_segments")
 LINFORMER_ARGUMENTS = ("projected_dim", "projection", "sharing", "projection_initializer",
                        "padding_compensation", "null_slots")
+INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 # Where the Linformer keeps its blocks, and where keras-hub's BertBackbone does.
 _LINFORMER_PREFIX, _BERT_PREFIX = "linformer_encoder/linformer_encoder_block_", "transformer_layer_"
 
@@ -105,7 +106,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
             dtype=dtype, name="pooled_dense")
 
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in ("token_ids", "segment_ids", "padding_mask")}
+                  for name in INPUT_KEYS}
         tokens = self.token_embedding(inputs["token_ids"])
         positions = self.position_embedding(tokens)
         segments = self.segment_embedding(inputs["segment_ids"])
@@ -122,7 +123,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         if isinstance(inputs, dict) and "token_ids" in inputs:
-            _check_input_shapes(inputs, self.max_sequence_length)
+            check_inputs(inputs, self.max_sequence_length)
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
     @property
@@ -225,24 +226,25 @@ def check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_le
         )
 
 
-def _check_input_shapes(inputs, max_sequence_length):
-    shapes = {key: tuple(inputs[key].shape) for key in ("token_ids", "segment_ids", "padding_mask")
-              if getattr(inputs.get(key), "shape", None) is not None}
+def check_inputs(inputs, max_sequence_length, name="inputs"):
+    """Raises unless the arrays in `inputs` are (batch, sequence), of one shape, and no longer
+    than `max_sequence_length`; keys missing are left to Keras."""
+    shapes = {key: tuple(np.shape(inputs[key])) for key in INPUT_KEYS if key in inputs}
     expected = shapes.get("token_ids")  # First: checked before the others are compared to it.
     for key, shape in shapes.items():
         if len(shape) != 2:
             raise ValueError(
-                f"`{key}` must be a (batch, sequence) array. Received: {key} of shape {shape}")
+                f"`{name}['{key}']` must be a (batch, sequence) array. Received shape {shape}")
         if any(None not in (a, b) and a != b for a, b in zip(shape, expected or shape)):
             raise ValueError(
-                f"`{key}` must have the shape of `token_ids`, {expected}: a value per token. "
-                f"Received: {key} of shape {shape}"
+                f"`{name}['{key}']` must have the shape of `token_ids`, {expected}: a value per "
+                f"token. Received shape {shape}"
             )
     if expected and expected[1] is not None and expected[1] > max_sequence_length:
         raise ValueError(
-            f"`token_ids` has {expected[1]} tokens per sequence, more than max_sequence_length="
-            f"{max_sequence_length}. Truncate the inputs (the preprocessor's `sequence_length` "
-            "does) or build the backbone with a larger `max_sequence_length`."
+            f"`{name}['token_ids']` has {expected[1]} tokens per sequence, more than "
+            f"max_sequence_length={max_sequence_length}. Truncate the inputs (a preprocessor's "
+            "`sequence_length` does) or build the backbone with a larger `max_sequence_length`."
         )
 
 

@@ -143,10 +143,13 @@ def test_refuses_inputs_without_a_padding_mask(bert, texts):
     (dict(learning_rate="1e-3"), "`learning_rate` must be a positive number"),
     (dict(learning_rate=float("inf")), "`learning_rate` must be a positive number"),
     (dict(seed="x"), "`seed` must be an integer of at least 0. Received: seed='x'"),
-    (dict(inputs="empty"), r"inputs: must hold arrays of one shape.*at least one text"),
-    (dict(inputs="ragged"), r"inputs: must hold arrays of one shape.*'padding_mask': \(5, "),
-    (dict(inputs="flat"), r"inputs: must hold arrays of one shape.*'token_ids': \(24,\)"),
-    (dict(evaluation_inputs="ragged"), r"evaluation_inputs: must hold arrays of one shape"),
+    (dict(inputs="empty"), r"inputs: must hold at least one text. Received shape \(0, "),
+    (dict(inputs="ragged"), r"`inputs\['padding_mask'\]` must have the shape of `token_ids`, "
+                            r"\(8, \d+\).*Received shape \(5, "),
+    (dict(inputs="flat"), r"`inputs\['token_ids'\]` must be a \(batch, sequence\) array. "
+                          r"Received shape \(24,\)"),
+    (dict(evaluation_inputs="ragged"), r"`evaluation_inputs\['padding_mask'\]` must have the "
+                                       r"shape of `token_ids`"),
 ])
 def test_bad_arguments_are_named_before_any_work(bert, texts, change, message):
     linformer = linear_conversion(bert)

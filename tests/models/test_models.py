@@ -172,7 +172,8 @@ def test_padding_does_not_reach_real_positions():
 
 def test_longer_inputs_name_the_limit_called_directly_and_in_predict():
     backbone = LinformerBackbone(**CONFIG)
-    message = "`token_ids` has 20 tokens per sequence, more than max_sequence_length=16"
+    message = (r"`inputs\['token_ids'\]` has 20 tokens per sequence, more than "
+               r"max_sequence_length=16")
     for run in (backbone, lambda x: backbone.predict(x, verbose=0)):
         with pytest.raises(ValueError, match=message):
             run(features(length=20))
@@ -180,9 +181,11 @@ def test_longer_inputs_name_the_limit_called_directly_and_in_predict():
 
 @pytest.mark.parametrize("key, shape, message", [
     # Full attention broadcast a (B, 1) mask over every position.
-    ("padding_mask", (3, 1), r"`padding_mask` must have the shape of `token_ids`, \(3, 16\)"),
-    ("segment_ids", (3, 8), r"`segment_ids` must have the shape of `token_ids`"),
-    ("padding_mask", (3, 16, 1), r"`padding_mask` must be a \(batch, sequence\) array"),
+    ("padding_mask", (3, 1),
+     r"`inputs\['padding_mask'\]` must have the shape of `token_ids`, \(3, 16\).*shape \(3, 1\)"),
+    ("segment_ids", (3, 8), r"`inputs\['segment_ids'\]` must have the shape of `token_ids`"),
+    ("padding_mask", (3, 16, 1),
+     r"`inputs\['padding_mask'\]` must be a \(batch, sequence\) array. Received shape"),
 ])
 def test_inputs_of_another_shape_than_the_token_ids_are_refused(key, shape, message):
     backbone = LinformerBackbone(**CONFIG)
