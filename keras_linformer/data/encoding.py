@@ -7,23 +7,14 @@ from keras_linformer.data.vocabulary import CLS
 from keras_linformer.data.vocabulary import MASK
 from keras_linformer.data.vocabulary import PAD
 from keras_linformer.data.vocabulary import SEP
+from keras_linformer.data.vocabulary import check_special_tokens
 from keras_linformer.utils.validation import check_positive_int
 
 
 def special_token_ids(tokenizer):
     """Returns `({token: id} for [PAD], [CLS], [SEP], [MASK], vocabulary size)`."""
     vocabulary = tokenizer.get_vocabulary()
-    missing = [t for t in (PAD, CLS, SEP, MASK) if t not in vocabulary]
-    if missing:
-        raise ValueError(
-            f"`tokenizer` lacks the special tokens {missing}; build it with "
-            "`make_tokenizer` from a vocabulary made by `train_vocabulary`."
-        )
-    if vocabulary[0] != PAD:
-        raise ValueError(
-            f"`tokenizer` has {PAD} at id {vocabulary.index(PAD)}; it must be 0, the id "
-            "keras-hub's packers and mask generator treat as padding."
-        )
+    check_special_tokens(vocabulary, "tokenizer", (PAD, CLS, SEP, MASK))
     return {token: vocabulary.index(token) for token in (PAD, CLS, SEP, MASK)}, len(vocabulary)
 
 

@@ -76,19 +76,23 @@ def load_vocabulary(path):
     return vocabulary
 
 
+def check_special_tokens(vocabulary, argument, tokens=SPECIAL_TOKENS):
+    """Raises ValueError naming `argument` unless `vocabulary` holds `tokens`, [PAD] at id 0."""
+    missing = [token for token in tokens if token not in vocabulary]
+    if missing or vocabulary[0] != PAD:
+        raise ValueError(
+            f"{argument}: a vocabulary needs the special tokens {list(tokens)} with {PAD} at "
+            f"id 0. Missing: {missing}; first token: {vocabulary[0] if vocabulary else None!r}."
+        )
+
+
 def check_vocabulary(vocabulary, argument, in_file=False):
     """Raises ValueError naming `argument` unless `vocabulary` can be the pipeline's.
 
     It needs the special tokens with [PAD] at id 0, and each token once, non-empty, without a
     Windows line end's \\r, and lowercase (the tokenizer lowercases every text).
     """
-    missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
-    if missing or vocabulary[0] != PAD:
-        raise ValueError(
-            f"{argument}: a vocabulary needs the special tokens {list(SPECIAL_TOKENS)} with "
-            f"{PAD} at id 0. Missing: {missing}; first token: "
-            f"{vocabulary[0] if vocabulary else None!r}."
-        )
+    check_special_tokens(vocabulary, argument)
     word, start, meaning = ("line", 1, "its line") if in_file else ("id", 0, "its index")
     first = {}
     for number, token in enumerate(vocabulary, start=start):

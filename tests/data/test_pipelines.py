@@ -306,6 +306,7 @@ def test_bad_pipeline_arguments_are_named(tokenizer):
     plain.set_vocabulary(["[UNK]", "[PAD]", "a"])  # Built elsewhere, without [CLS].
     with pytest.raises(
         ValueError,
-        match=r"`tokenizer` lacks the special tokens \['\[CLS\]', '\[SEP\]', '\[MASK\]'\]",
+        match=r"tokenizer: a vocabulary needs the special tokens .* with \[PAD\] at id 0. "
+              r"Missing: \['\[CLS\]', '\[SEP\]', '\[MASK\]'\]; first token: '\[UNK\]'",
     ):
         data.pretraining_dataset(["a"], tokenizer=plain)
