@@ -79,7 +79,7 @@ def write_labels(directory, label_names):
 def save_model(model, directory, name):
     """Saves `model` as `directory/name` (a `.keras` file), whole (`files.replaced_whole`)."""
     path = os.path.join(directory, name)
-    with files.replaced_whole(path, files.keras_temporary(path)) as temporary:
+    with files.replaced_whole(path) as temporary:
         model.save(temporary)
 
 

@@ -10,11 +10,12 @@ def replaced_whole(path, temporary=None):
     """Yields a temporary path (file or directory) that replaces `path` if the block succeeds.
 
     On failure the temporary is removed and `path` kept; an `OSError` is raised again naming
-    `path` and what is left there. `temporary` defaults to `path + ".tmp"`; writers that
-    insist on an ending (`.keras`, `.npy`) pass their own.
+    `path` and what is left there. `temporary` defaults to `path` with ".tmp" before its
+    ending (`model.tmp.keras`), which writers such as Keras's insist on.
     """
     path = os.fspath(path)
-    temporary = temporary or f"{path}.tmp"
+    root, ending = os.path.splitext(path)
+    temporary = temporary or f"{root}.tmp{ending}"
     try:
         yield temporary
         if os.path.isdir(temporary) and os.path.isdir(path):
@@ -32,8 +33,3 @@ def replaced_whole(path, temporary=None):
         raise OSError(error.errno, f"could not write {path} ({error.strerror or error}); "
                                    f"{left}") from error
 
-
-def keras_temporary(path):
-    """The temporary name `replaced_whole` should use for a Keras file (`.keras`, `.h5`)."""
-    root, ending = os.path.splitext(os.fspath(path))
-    return f"{root}.tmp{ending}"

@@ -20,7 +20,7 @@ def test_a_full_disk_names_the_file_and_leaves_the_previous_one(tmp_path, previo
     if previous is not None:
         path.write_text(previous)
     with pytest.raises(OSError) as raised:
-        with files.replaced_whole(path, files.keras_temporary(path)) as temporary:
+        with files.replaced_whole(path) as temporary:
             assert temporary == str(tmp_path / "classifier.tmp.keras")
             write_half_then_fill_the_disk(temporary)
     assert raised.value.errno == errno.ENOSPC
