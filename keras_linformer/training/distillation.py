@@ -9,6 +9,7 @@ from keras import ops
 from keras_linformer.models.agreement import embedding_cosine
 from keras_linformer.models.agreement import relative_error
 from keras_linformer.models.agreement import squared_relative_error
+from keras_linformer.models.linformer_backbone import INPUT_KEYS
 from keras_linformer.training import pretraining
 from keras_linformer.training import runs
 from keras_linformer.training import starting_points
@@ -103,9 +104,8 @@ class DistillationTask(pretraining.MaskedLMTask):
 
     def dataset(self, split, shuffle, input_context):
         sequences = super().dataset(split, shuffle, input_context)
-        keys = ("token_ids", "segment_ids", "padding_mask")
         # Nothing is masked; the target is the padding mask: the tokens the loss compares.
-        return sequences.map(lambda x, y, weights: ({key: x[key] for key in keys},
+        return sequences.map(lambda x, y, weights: ({key: x[key] for key in INPUT_KEYS},
                                                     x["padding_mask"]))
 
     def describe(self, model, plan, strategy, start):
