@@ -29,8 +29,8 @@ SEQUENCE_LAYERS = (
 )
 # Each task's output directory: its model file, what it is, the program writing it.
 TASKS = {
-    "classifier": (CLASSIFIER_FILE, "a fine-tuning", "keras-linformer-finetune"),
-    "masked_lm": (MASKED_LM_FILE, "a pretraining", "keras-linformer-pretrain"),
+    "classifier": (CLASSIFIER_FILE, "a fine-tuning", run_directory.PROGRAMS["classification"]),
+    "masked_lm": (MASKED_LM_FILE, "a pretraining", run_directory.PROGRAMS["masked_lm"]),
 }
 
 
