@@ -163,11 +163,32 @@ def test_export_reuse_existing_says_so_and_writes_no_version(
     assert sorted(os.listdir(tmp_path / "sentiment")) == ["1"]
 
 
+QUERIED_TEXTS = ["the cat", "ünïcödé, [MASK] and more"]
+
+
+@pytest.fixture(scope="module")
+def query_process(classifier_export):
+    """`keras-linformer-query MODEL_DIR TEXT...` in a fresh Python, as its console script
+    runs (the console script itself: tests/test_install.py): its answers, one per text, and
+    which of TensorFlow, Keras and KerasHub its own process imported."""
+    script = (
+        "import sys\n"
+        "from keras_linformer.programs import query\n"
+        f"status = query.main([{os.path.dirname(classifier_export)!r}, *{QUERIED_TEXTS!r}])\n"
+        "print(sorted({'tensorflow', 'keras', 'keras_hub'} & set(sys.modules)))\n"
+        "sys.exit(status)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    *answers, imported = result.stdout.strip().splitlines()[-len(QUERIED_TEXTS) - 1:]
+    return answers, imported
+
+
 @pytest.mark.slow
 def test_query_answers_texts_as_typed_with_the_served_model(
-        classifier, classifier_export):
-    """The program's main() here (its console script runs in tests/test_install.py); the
-    export is still loaded by `saved_model_cli run` in a fresh process."""
+        classifier, classifier_export, query_process):
+    """The export is loaded by `saved_model_cli run` in a fresh process."""
     import json
 
     import numpy as np
@@ -179,15 +200,12 @@ def test_query_answers_texts_as_typed_with_the_served_model(
     from tests.export.conftest import LABEL_NAMES
     from tests.export.conftest import VOCABULARY
 
-    texts = ["the cat", "ünïcödé, [MASK] and more"]
-    result = run_here(query_program, [os.path.dirname(classifier_export), *texts])
-    assert result.returncode == 0, result.stderr[-3000:]
-    answers = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [answer["text"] for answer in answers] == texts
+    answers = [json.loads(line) for line in query_process[0]]
+    assert [answer["text"] for answer in answers] == QUERIED_TEXTS
     info = export.read_export_info(classifier_export)
     reference = KerasReference(sources.load_source(
         "classifier", classifier, VOCABULARY, LABEL_NAMES, info["sequence_length"]), info)
-    reference.cases([text.encode() for text in texts])
+    reference.cases([text.encode() for text in QUERIED_TEXTS])
     expected = reference.classifier_probabilities()
     np.testing.assert_allclose([a["probabilities"] for a in answers], expected, atol=1e-5)
     assert [a["labels"] for a in answers] == [LABEL_NAMES[i] for i in expected.argmax(-1)]
@@ -198,21 +216,9 @@ def test_query_answers_texts_as_typed_with_the_served_model(
 
 
 @pytest.mark.slow
-def test_query_runs_without_tensorflow_in_its_own_process(classifier_export):
+def test_query_runs_without_tensorflow_in_its_own_process(query_process):
     """Only the loader process it starts imports TensorFlow: the program answers sooner."""
-    script = (
-        "import sys\n"
-        "from keras_linformer.programs import query\n"
-        f"status = query.main([{classifier_export!r}, 'a fine film'])\n"
-        "print(sorted({'tensorflow', 'keras', 'keras_hub'} & set(sys.modules)))\n"
-        "sys.exit(status)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            cwd=ROOT, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    answer, imported = result.stdout.strip().splitlines()[-2:]
-    assert '"text": "a fine film"' in answer
-    assert imported == "[]"
+    assert query_process[1] == "[]"
 
 
 def test_export_replaces_a_damaged_export_instead_of_reusing_it(
