@@ -2,11 +2,13 @@
 and starts no TensorFlow before Keras is imported or one of its names is used; imported
 first, it keeps TensorFlow's start-up lines off stderr (`utils.quiet`, tests/test_quiet.py)."""
 
+import json
 import os
 import subprocess
 import sys
 
 import keras
+import numpy as np
 import pytest
 
 from keras_linformer.layers import LinformerEncoderStack
@@ -15,9 +17,10 @@ REGISTERED = "keras.saving.get_registered_object('keras_linformer>{}')"
 
 
 def run_python(code, package_first=True):
-    """Runs `code` in a fresh Python. Importing the package first, as a user's shell runs
-    it (TF_CPP_MIN_LOG_LEVEL unset): nothing may reach stderr, TensorFlow's start-up lines
-    included; after Keras, TensorFlow has started unfiltered (quieted here)."""
+    """Runs `code` in a fresh Python; returns the finished process. Importing the package
+    first, as a user's shell runs it (TF_CPP_MIN_LOG_LEVEL unset): nothing may reach stderr,
+    TensorFlow's start-up lines included; after Keras, TensorFlow has started unfiltered
+    (quieted here)."""
     env = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
     if not package_first:
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -26,16 +29,62 @@ def run_python(code, package_first=True):
     assert result.returncode == 0, result.stderr[-3000:]
     if package_first:
         assert result.stderr == "", result.stderr[-3000:]
+    return result
 
 
-def test_imported_after_keras_the_package_registers_its_classes():
-    run_python(
+@pytest.fixture(scope="module")
+def imported_after_keras(tmp_path_factory):
+    """One fresh process that imports Keras, then the package: it checks the registry, then
+    loads tasks on the full-attention baseline (keras-hub's BertBackbone) saved here and
+    compares their outputs with those computed here (eager calls on both sides: what is
+    checked is the loading, not a traced predict)."""
+    from keras_linformer.models import LinformerMaskedLM
+    from keras_linformer.models import LinformerTextClassifier
+    from keras_linformer.models import backbone_for
+    from tests.models.test_models import CONFIG
+    from tests.models.test_models import features
+
+    directory = tmp_path_factory.mktemp("baseline_tasks")
+    tasks = {"classifier": LinformerTextClassifier(backbone_for("transformer", **CONFIG),
+                                                   num_classes=3),
+             "masked_lm": LinformerMaskedLM(backbone_for("transformer", **CONFIG))}
+    for name, task in tasks.items():
+        x = features(mask_positions=name == "masked_lm")
+        task.save(directory / f"{name}.keras")
+        expected = keras.ops.convert_to_numpy(task(x, training=False))
+        np.savez(directory / f"{name}.npz", expected=expected, **x)
+    result = run_python(
         "import keras\n"
         "import keras_linformer\n"
-        f"assert {REGISTERED.format('LinformerTextClassifier')} is not None\n"
-        f"assert {REGISTERED.format('LinformerAttention')} is keras_linformer.LinformerAttention\n",
+        f"found = {{'classifier': {REGISTERED.format('LinformerTextClassifier')} is not None,\n"
+        f"         'attention': {REGISTERED.format('LinformerAttention')}\n"
+        "                      is keras_linformer.LinformerAttention}\n"
+        "import json\n"
+        "import numpy as np\n"
+        f"directory = {str(directory)!r}\n"
+        "for name in ('classifier', 'masked_lm'):\n"
+        "    x = dict(np.load(f'{directory}/{name}.npz'))\n"
+        "    expected = x.pop('expected')\n"
+        "    task = keras.saving.load_model(f'{directory}/{name}.keras')\n"
+        "    output = keras.ops.convert_to_numpy(task(x, training=False))\n"
+        "    found[f'{name} backbone'] = type(task.backbone).__name__\n"
+        "    found[f'{name} difference'] = float(np.abs(output - expected).max())\n"
+        "print(json.dumps(found))\n",
         package_first=False,
     )
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_imported_after_keras_the_package_registers_its_classes(imported_after_keras):
+    # Checked before the process loaded any .keras file.
+    assert imported_after_keras["classifier"] is True, imported_after_keras
+    assert imported_after_keras["attention"] is True, imported_after_keras
+
+
+def test_tasks_on_the_baseline_load_in_a_fresh_process(imported_after_keras):
+    for name in ("classifier", "masked_lm"):
+        assert imported_after_keras[f"{name} backbone"] == "BertBackbone", imported_after_keras
+        assert imported_after_keras[f"{name} difference"] <= 1e-5, imported_after_keras
 
 
 @pytest.fixture(scope="module")

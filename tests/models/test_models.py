@@ -11,7 +11,6 @@ from keras_linformer.models import LinformerTextClassifier
 from keras_linformer.models import attention_of
 from keras_linformer.models import backbone_for
 from tests.layers import TestCase
-from tests.test_package import run_python
 
 CONFIG = dict(
     vocabulary_size=40,
@@ -262,30 +261,6 @@ def test_a_linformer_config_that_names_its_attention_still_loads():
     assert LinformerBackbone.from_config(config).projected_dim == CONFIG["projected_dim"]
     with pytest.raises(ValueError, match="attention='transformer'.*keras_hub.models.BertBackbone"):
         LinformerBackbone.from_config({**config, "attention": "transformer"})
-
-
-def test_tasks_on_the_baseline_load_in_a_fresh_process(tmp_path):
-    # Eager calls on both sides: what is checked is the loading, not a traced predict.
-    tasks = {"classifier": LinformerTextClassifier(backbone_for("transformer", **CONFIG),
-                                                   num_classes=3),
-             "masked_lm": LinformerMaskedLM(backbone_for("transformer", **CONFIG))}
-    for name, task in tasks.items():
-        x = features(mask_positions=name == "masked_lm")
-        task.save(tmp_path / f"{name}.keras")
-        expected = keras.ops.convert_to_numpy(task(x, training=False))
-        np.savez(tmp_path / f"{name}.npz", expected=expected, **x)
-    run_python(
-        "import numpy as np, keras, keras_linformer\n"
-        f"directory = {str(tmp_path)!r}\n"
-        "for name in ('classifier', 'masked_lm'):\n"
-        "    x = dict(np.load(f'{directory}/{name}.npz'))\n"
-        "    expected = x.pop('expected')\n"
-        "    task = keras.saving.load_model(f'{directory}/{name}.keras')\n"
-        "    assert type(task.backbone).__name__ == 'BertBackbone', type(task.backbone)\n"
-        "    found = keras.ops.convert_to_numpy(task(x, training=False))\n"
-        "    np.testing.assert_allclose(found, expected, atol=1e-5)\n",
-        package_first=False,  # Keras is imported first.
-    )
 
 
 def test_a_baseline_checkpoint_ignores_requested_linformer_arguments(tmp_path):
