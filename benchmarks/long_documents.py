@@ -287,7 +287,7 @@ def embed_trimmed(model, inputs, batch_size, prefix, path):
                     cli.log, prefix, in_order)
     vectors = np.empty_like(np.load(in_order))
     vectors[order] = np.load(in_order)
-    with files.replaced_whole(path, path + ".tmp.npy") as temporary:
+    with files.replaced_whole(path) as temporary:
         np.save(temporary, vectors)
     os.remove(in_order)
 

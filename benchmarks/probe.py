@@ -307,12 +307,12 @@ def embed(model, inputs, batch_size, log, prefix, path, chunk=256):
         parts.append(f"{path}.{start}.npy")
         if not os.path.exists(parts[-1]):
             piece = {key: value[start:start + chunk] for key, value in inputs.items()}
-            with files.replaced_whole(parts[-1], parts[-1] + ".tmp.npy") as temporary:
+            with files.replaced_whole(parts[-1]) as temporary:
                 np.save(temporary, conversion.embeddings(model, piece, batch_size)[0])
             computed += len(piece["token_ids"])
             log(f"{prefix} embedded {min(start + chunk, count)}/{count} texts, "
                 f"{computed / (time.perf_counter() - start_time):.1f} texts/s")
-    with files.replaced_whole(path, path + ".tmp.npy") as temporary:
+    with files.replaced_whole(path) as temporary:
         np.save(temporary, np.concatenate([np.load(part) for part in parts]))
     for part in parts:
         os.remove(part)
