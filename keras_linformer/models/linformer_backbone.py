@@ -69,6 +69,10 @@ class LinformerBackbone(keras_hub.models.Backbone):
                  dropout=0.1, num_segments=2, projection_initializer=None,
                  padding_compensation=True, null_slots=0, dtype=None, **kwargs):
         arguments = locals()  # Under their own names, as `get_config` reads them.
+        unknown = sorted(set(kwargs) - {"name", "trainable"})
+        if unknown:  # keras.Model would drop them silently.
+            raise TypeError(f"LinformerBackbone got unexpected keyword arguments {unknown}; it "
+                            "takes its documented arguments, `dtype`, `name` and `trainable`.")
         check_bert_arguments(vocabulary_size, num_heads, hidden_dim, max_sequence_length,
                              num_segments, dropout)
 
@@ -188,19 +192,6 @@ class LinformerBackbone(keras_hub.models.Backbone):
         options = {name: value for name, value in locals().items() if name in LINFORMER_ARGUMENTS}
         build = functools.partial(cls, **options)
         return convert_bert(backbone, build, max_sequence_length, dropout, dtype)
-
-    @classmethod
-    def from_config(cls, config):
-        # Configs saved before the baseline became keras-hub's BertBackbone name the attention.
-        config = dict(config)
-        if config.pop("attention", "linformer") != "linformer":
-            raise ValueError(
-                "This LinformerBackbone config has attention='transformer', a backbone "
-                "keras_linformer no longer builds: the full-attention baseline is now "
-                "keras_hub.models.BertBackbone. Build it with "
-                "keras_linformer.models.backbone_for('transformer', ...) and train it again."
-            )
-        return super().from_config(config)
 
     def get_config(self):
         config = super().get_config()
