@@ -102,7 +102,7 @@ class ClassificationTask(runs.Task):
             "sequence_length": sequence_length,
             "dropout": config.dropout,
         }
-        if config.restore_best:  # Only then, so that earlier runs still resume.
+        if config.restore_best:
             record["monitor"] = self.monitor
         return plan, record
 
@@ -111,8 +111,8 @@ class ClassificationTask(runs.Task):
         if self.bert is not None:
             backbone = self.converted_backbone(config.dropout)
         elif config.pretrained is not None:
-            backbone, _ = starting_points.load_pretrained(
-                config.pretrained, architecture=config.architecture, dropout=config.dropout)
+            backbone = starting_points.pretrained_backbone(config.pretrained,
+                                                           self.backbone_config, config.dropout)
         else:
             backbone = backbones.backbone_for(**self.backbone_config)
         self.attention = backbones.attention_of(backbone)

@@ -101,7 +101,7 @@ class MaskedLMTask(runs.Task):
             record["from_bert"] = starting_points.preset_record(config.from_bert)
         else:
             self.vocabulary = runs.vocabulary_for(config, corpus.train.texts)
-        if config.short_sequence_rate:  # Only when used: older runs resume.
+        if config.short_sequence_rate:
             record["short_sequence_rate"] = config.short_sequence_rate
         sequences = inputs.count_sequences(corpus.train.texts, self.tokenizer,
                                            self.sequence_length)

@@ -34,11 +34,6 @@ def texts_digest(texts, labels=None):
     return digest.hexdigest()
 
 
-# Keys that older run records lack: compared only where a record has them.
-RECORDED_LATER = frozenset({"warmup_fraction", "weight_decay", "mixed_precision", "dropout",
-                            "evaluation_texts", "attention_transfer_epochs"})
-
-
 def start_run(output_dir, run_config, chief=True):
     """Records `run_config` in `run.json`, before any other file (the `chief` writes); returns
     whether the run resumes. ValueError for a differing `run.json`, or checkpoints without one."""
@@ -53,8 +48,7 @@ def start_run(output_dir, run_config, chief=True):
     if previous is not None:
         differences = [f"{key}: {previous.get(key)!r} then, {run_config.get(key)!r} now"
                        for key in sorted(set(previous) | set(run_config))
-                       if previous.get(key) != run_config.get(key)
-                       and (key in previous or key not in RECORDED_LATER)]
+                       if previous.get(key) != run_config.get(key)]
         if differences:
             state = ("the checkpoints of " if resuming else "the record of ") + (
                 "a finished run" if run_directory.is_finished(output_dir) else "an unfinished run")
@@ -170,7 +164,6 @@ def run(task, strategy=None, log=print, callbacks=None):
                 "task": task.name,
                 "corpus": corpus.name,
                 **record,
-                # Named as in older run records, which then still resume.
                 "rounds": plan.epochs,
                 "steps_per_round": plan.steps_per_epoch,
                 "batch_size": config.batch_size,

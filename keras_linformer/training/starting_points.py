@@ -92,10 +92,6 @@ def read_pretrained_config(directory, architecture=None):
         raise ValueError(f"pretrained: {path!r} describes {found!r}, not a "
                          f"{' or a '.join(_ATTENTION_OF_CLASS)}.")
     config = {**saved["config"], "attention": _ATTENTION_OF_CLASS[found]}
-    if saved["config"].get("attention", config["attention"]) != config["attention"]:
-        raise ValueError(f"pretrained: {path!r} describes a full-attention LinformerBackbone, "
-                         "which this version no longer builds (the baseline is keras-hub's "
-                         "BertBackbone). Pretrain it again.")
     vocabulary = data.load_vocabulary(os.path.join(directory, VOCABULARY_FILE))
     if len(vocabulary) != config["vocabulary_size"]:
         raise ValueError(f"pretrained: {directory!r} holds a vocabulary of {len(vocabulary)} "
@@ -122,8 +118,14 @@ def load_pretrained(directory, architecture=None, dropout=None):
         FileNotFoundError: a file is missing.
         ValueError: the config differs from `architecture`, or the weights do not fit it.
     """
-    directory = os.fspath(directory)
     config, vocabulary = read_pretrained_config(directory, architecture)
+    return pretrained_backbone(directory, config, dropout), vocabulary
+
+
+def pretrained_backbone(directory, config, dropout=None):
+    """The backbone of `config`, as `read_pretrained_config(directory)` returned it, with the
+    weights saved in `directory` (see `load_pretrained`)."""
+    directory = os.fspath(directory)
     config = dict(config, dtype=keras.config.dtype_policy().name)
     if dropout is not None:
         config["dropout"] = dropout
@@ -137,7 +139,7 @@ def load_pretrained(directory, architecture=None, dropout=None):
     except ValueError as error:
         raise ValueError(f"pretrained: the weights in {directory!r} do not fit its "
                          f"config.json ({first_line(error)}).") from None
-    return backbone, vocabulary
+    return backbone
 
 
 # The options a BERT conversion takes; the rest of the architecture is the BERT's.

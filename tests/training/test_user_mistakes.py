@@ -468,14 +468,14 @@ def test_resuming_with_another_optimizer_precision_dropout_or_evaluation_is_refu
     assert difference in stderr
 
 
-def test_a_record_of_an_earlier_version_is_compared_on_what_it_holds(tmp_path):
+def test_a_record_lacking_a_key_the_run_records_is_refused_naming_it(tmp_path):
     from keras_linformer.training import runs
 
-    # Written before these keys were recorded: they are not compared, and it resumes.
     (tmp_path / "run.json").write_text('{"task": "classification", "batch_size": 8}')
-    assert not runs.start_run(str(tmp_path), {
-        "task": "classification", "batch_size": 8, "weight_decay": 0.5, "dropout": 0.3,
-        "warmup_fraction": 0.2, "mixed_precision": True})
+    with pytest.raises(ValueError, match=r"the record of an unfinished run .*\(weight_decay: "
+                                         r"None then, 0.5 now\)"):
+        runs.start_run(str(tmp_path), {"task": "classification", "batch_size": 8,
+                                       "weight_decay": 0.5})
 
 
 REVIEWS = [(f"review number {i} was {'good' if i % 2 else 'bad'}", "pos" if i % 2 else "neg")
