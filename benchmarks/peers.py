@@ -10,6 +10,8 @@ CPU or GPU. Models:
   backend has one;
 - `linformer-unfused`: the same layer with `flash_attention=False`
   (materialised (n, k) logits in float32);
+- `linformer-chunked`: the same layer with `query_chunk_size=2048` (queries
+  attended 2,048 at a time, each chunk recomputed in the backward pass);
 - `linformer-dropout`: the same layer with keras-hub BERT's attention dropout
   0.1 (active in `train`, which then takes the explicit path);
 - `mha-fused`: `keras.layers.MultiHeadAttention` with dropout 0, which calls
@@ -59,7 +61,8 @@ from keras_linformer.programs import cli
 
 PROGRAM = "benchmarks.peers"
 
-MODELS = ("linformer", "linformer-unfused", "linformer-dropout", "mha-fused", "mha-explicit")
+MODELS = ("linformer", "linformer-unfused", "linformer-chunked", "linformer-dropout",
+          "mha-fused", "mha-explicit")
 TASKS = ("forward", "train")
 RESULT_MARKER = "PEERS_RESULT "
 FIELDS = (
@@ -110,6 +113,7 @@ def build_layer(spec):
             sharing="headwise",
             flash_attention=False if model == "linformer-unfused" else None,
             dropout=0.1 if model == "linformer-dropout" else 0.0,
+            query_chunk_size=2048 if model == "linformer-chunked" else None,
         )
     if model == "mha-fused":
         # True on GPUs makes a silent fallback to the unfused path impossible.
@@ -522,19 +526,20 @@ def summary(rows):
         lines += [f"\n{' / '.join(group)}: time and peak memory of each Linformer over the "
                   "best exact attention (< 1: Linformer better)\n",
                   "| n | best exact | its time (s) | linformer time | linformer memory "
-                  "| unfused time | unfused memory | dropout 0.1 time | dropout 0.1 memory "
-                  "| FLOP ratio exact/linformer |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| unfused time | unfused memory | chunked time | chunked memory "
+                  "| dropout 0.1 time | dropout 0.1 memory | FLOP ratio exact/linformer |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for n in lengths:
             exact = [(median_of(m, n, "median_s"), m) for m in ("mha-fused", "mha-explicit")]
             exact = [e for e in exact if e[0] is not None]
             if not exact:
-                lines.append(f"| {n} | none finished |" + " |" * 8)
+                lines.append(f"| {n} | none finished |" + " |" * 10)
                 continue
             best_time, best = min(exact)
             best_memory = median_of(best, n, "peak_bytes")
             row = [str(n), best, f"{best_time:.4g}"]
-            for model in ("linformer", "linformer-unfused", "linformer-dropout"):
+            for model in ("linformer", "linformer-unfused", "linformer-chunked",
+                          "linformer-dropout"):
                 time_s, memory = median_of(model, n, "median_s"), median_of(
                     model, n, "peak_bytes")
                 row.append("-" if time_s is None else f"{time_s / best_time:.3f}")
@@ -556,8 +561,9 @@ def overall_table(ok):
         return []
     lines = ["\nThe fastest Linformer against the fastest exact attention on any backend "
              "(memory: each one's peak)\n",
-             "| task | dtype | n | fastest exact | fastest Linformer | time ratio | memory ratio |",
-             "|---|---|---|---|---|---|---|"]
+             "| task | dtype | n | fastest exact | fastest Linformer | time ratio | memory ratio "
+             "| fastest chunked | its time ratio | its memory ratio |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for task, dtype, n in sorted({(r["task"], r["dtype"], int(r["sequence_length"]))
                                   for r in ok}):
         def best(models):
@@ -566,18 +572,23 @@ def overall_table(ok):
             return min(cells, key=lambda r: float(r["median_s"]), default=None)
 
         exact = best(("mha-fused", "mha-explicit"))
-        linformer = best(("linformer", "linformer-unfused"))
+        linformer = best(("linformer", "linformer-unfused", "linformer-chunked"))
         if exact is None or linformer is None:
             continue
 
         def name(r):
             return f"{r['model']} ({r['backend']} {r['compile']})"
 
-        memory = (int(linformer["peak_bytes"]) / int(exact["peak_bytes"])
-                  if int(exact["peak_bytes"]) else float("nan"))
-        lines.append(
-            f"| {task} | {dtype} | {n} | {name(exact)} | {name(linformer)} | "
-            f"{float(linformer['median_s']) / float(exact['median_s']):.3f} | {memory:.3f} |")
+        def ratios(r):
+            if r is None:
+                return "- | - | -"
+            memory = (int(r["peak_bytes"]) / int(exact["peak_bytes"])
+                      if int(exact["peak_bytes"]) else float("nan"))
+            return (f"{name(r)} | {float(r['median_s']) / float(exact['median_s']):.3f} | "
+                    f"{memory:.3f}")
+
+        lines.append(f"| {task} | {dtype} | {n} | {name(exact)} | {ratios(linformer)} | "
+                     f"{ratios(best(('linformer-chunked',)))} |")
     return lines
 
 

@@ -14,13 +14,22 @@ from keras_linformer.utils import validation
 
 
 def check_arguments(num_heads, sequence_length, projected_dim, projection, sharing, dropout,
-                    projection_initializer, padding_compensation, null_slots):
+                    projection_initializer, padding_compensation, null_slots, query_chunk_size):
     """Checks the arguments `LinformerEncoderBlock` passes to `LinformerAttention`; returns
     the projection and the projection initializer resolved, as both layers keep them."""
     validation.check_positive_int("num_heads", num_heads)
     validation.check_number("dropout", dropout, 0, 1, include_high=False)
     validation.check_bool("padding_compensation", padding_compensation)
     validation.check_positive_int("null_slots", null_slots, minimum=0)
+    if query_chunk_size is not None:
+        validation.check_positive_int("query_chunk_size", query_chunk_size)
+        if dropout > 0:
+            raise ValueError(
+                "`query_chunk_size` cannot be used with attention `dropout`: the backward "
+                "pass recomputes each chunk and would draw another dropout mask. Use "
+                f"dropout=0 or query_chunk_size=None. Received: dropout={dropout!r}, "
+                f"query_chunk_size={query_chunk_size!r}"
+            )
     projection_initializer = projection_initializers.get(projection_initializer)
     projection = projections.get_checked(
         projection, sharing, sequence_length, projected_dim, projection_initializer
@@ -68,6 +77,11 @@ class LinformerAttention(keras.layers.Layer):
         flash_attention: bool or None. Whether to use `keras.ops.dot_product_attention`
             (fused kernels on JAX and PyTorch); None: where it applies (not on TensorFlow,
             with active dropout or `return_attention_scores`). Defaults to None.
+        query_chunk_size: int or None. Attend this many queries at a time and recompute
+            each chunk in the backward pass, so a train step keeps no `(B, heads, T, k)`
+            tensor: less memory at long T for some time (docs/layers.md). Not with
+            `dropout`; `return_attention_scores=True` attends all queries at once.
+            Defaults to None (all queries at once).
         null_slots: int. Zero key/value slots appended after the k projected
             ones (docs/layers.md). Defaults to 0.
         **kwargs: base layer arguments, such as `name` and `dtype`.
@@ -124,12 +138,13 @@ class LinformerAttention(keras.layers.Layer):
         padding_compensation=True,
         null_slots=0,
         flash_attention=None,
+        query_chunk_size=None,
         **kwargs,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         projection, projection_initializer = check_arguments(
             num_heads, sequence_length, projected_dim, projection, sharing, dropout,
-            projection_initializer, padding_compensation, null_slots)
+            projection_initializer, padding_compensation, null_slots, query_chunk_size)
         validation.check_bool("use_bias", use_bias)
         if not (flash_attention is None or isinstance(flash_attention, bool)):
             raise ValueError(
@@ -188,6 +203,7 @@ class LinformerAttention(keras.layers.Layer):
         self.padding_compensation = bool(padding_compensation)
         self.null_slots = null_slots
         self.flash_attention = flash_attention
+        self.query_chunk_size = query_chunk_size
         self.supports_masking = True
         self._projects_input = projection.commutes_with_kernel(sharing)
 
@@ -375,28 +391,57 @@ class LinformerAttention(keras.layers.Layer):
         slots_may_be_empty = not self.projection.fills_every_slot and (
             bool(masks) or mask.shape[1] != self.sequence_length
         )
-        if self._fused(training, return_attention_scores):
-            # Keras's fused attention (cuDNN or PyTorch flash kernels): the
-            # (T, k) logits are never materialised, and the kernels keep them
-            # and the softmax in float32 too.
-            context = ops.dot_product_attention(
-                query, key, value,
-                mask=slot_mask[:, None, None, :] if slots_may_be_empty else None,
-                scale=scale, flash_attention=self.flash_attention,
-            )
-            return self._output_dense(context)
-        # Logits and softmax in float32, whatever the compute dtype.
-        logits = ops.einsum(
-            "btnh,bknh->bntk", ops.cast(query, "float32") * scale, ops.cast(key, "float32"))
-        if slots_may_be_empty:
-            logits = ops.where(slot_mask[:, None, None, :], logits, ops.full_like(logits, -1e9))
-        probabilities = ops.softmax(logits, axis=-1)
-        dropped = self._dropout_layer(probabilities, training=training)
-        context = ops.einsum("bntk,bknh->btnh", ops.cast(dropped, self.compute_dtype), value)
+        fused = self._fused(training, return_attention_scores)
+        slot_mask = slot_mask if slots_may_be_empty else None
+
+        def attend(query, key, value, slot_mask):
+            if fused:
+                # Keras's fused attention (cuDNN or PyTorch flash kernels): the
+                # (T, k) logits are never materialised, and the kernels keep them
+                # and the softmax in float32 too.
+                return ops.dot_product_attention(
+                    query, key, value,
+                    mask=None if slot_mask is None else slot_mask[:, None, None, :],
+                    scale=scale, flash_attention=self.flash_attention,
+                ), None
+            # Logits and softmax in float32, whatever the compute dtype.
+            logits = ops.einsum(
+                "btnh,bknh->bntk", ops.cast(query, "float32") * scale, ops.cast(key, "float32"))
+            if slot_mask is not None:
+                logits = ops.where(slot_mask[:, None, None, :], logits,
+                                   ops.full_like(logits, -1e9))
+            probabilities = ops.softmax(logits, axis=-1)
+            dropped = self._dropout_layer(probabilities, training=training)
+            return ops.einsum(
+                "bntk,bknh->btnh", ops.cast(dropped, self.compute_dtype), value), probabilities
+
+        if self.query_chunk_size and not return_attention_scores:
+            context = self._attend_in_chunks(attend, query, key, value, slot_mask)
+        else:
+            context, probabilities = attend(query, key, value, slot_mask)
         output = self._output_dense(context)
         if return_attention_scores:
             return output, ops.cast(probabilities, self.compute_dtype)
         return output
+
+    def _attend_in_chunks(self, attend, query, key, value, slot_mask):
+        """`attend` over `query_chunk_size` queries at a time, each chunk recomputed in the
+        backward pass (`keras.remat`): no `(B, heads, T, k)` tensor is kept for it."""
+        size = self.query_chunk_size
+        length = query.shape[1] if query.shape[1] is not None else ops.shape(query)[1]
+        if isinstance(length, int) and length <= size:
+            return attend(query, key, value, slot_mask)[0]
+        spare = (size - length % size) % size  # Zero queries fill the last chunk.
+        query = ops.pad(query, [[0, 0], [0, spare], [0, 0], [0, 0]])
+        shape = ops.shape(query)
+        chunks = ops.reshape(query, (shape[0], -1, size, shape[2], shape[3]))
+        # The key and value are arguments, so the recomputation also gives their gradients.
+        chunk_context = keras.remat(lambda q, k, v: attend(q, k, v, slot_mask)[0])
+        contexts = ops.map(lambda q: chunk_context(q, key, value),
+                           ops.moveaxis(chunks, 1, 0))
+        contexts = ops.moveaxis(contexts, 0, 1)  # (B, chunks, size, N, Hv)
+        context = ops.reshape(contexts, (shape[0], -1, shape[2], self.value_dim))
+        return context[:, :length]
 
     def _fused(self, training, return_attention_scores):
         """Whether `call` uses `ops.dot_product_attention`: see `flash_attention`."""
@@ -484,7 +529,7 @@ class LinformerAttention(keras.layers.Layer):
         config = super().get_config()
         for name in ("num_heads", "key_dim", "sequence_length", "projected_dim", "value_dim",
                      "sharing", "dropout", "use_bias", "seed", "padding_compensation",
-                     "null_slots", "flash_attention"):
+                     "null_slots", "flash_attention", "query_chunk_size"):
             config[name] = getattr(self, name)
         # Initializers (a projection initializer's name too), regularizers and constraints.
         for name in ("kernel_initializer", "bias_initializer", "projection_initializer",

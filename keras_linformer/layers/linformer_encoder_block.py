@@ -31,8 +31,8 @@ class LinformerEncoderBlock(keras.layers.Layer):
         layer_norm_epsilon: float. Defaults to 1e-5.
         kernel_initializer: initializer for dense kernels. Defaults to `"glorot_uniform"`.
         bias_initializer: initializer for biases. Defaults to `"zeros"`.
-        projection_initializer, padding_compensation, null_slots: as in
-            `LinformerAttention`. Default to None, True and 0.
+        projection_initializer, padding_compensation, null_slots, query_chunk_size: as in
+            `LinformerAttention`. Default to None, True, 0 and None.
         normalize_first: bool. Pre-layer normalisation if True. Defaults to False, like BERT.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
@@ -75,6 +75,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         normalize_first=False,
         padding_compensation=True,
         null_slots=0,
+        query_chunk_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -83,7 +84,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         validation.check_bool("normalize_first", normalize_first)
         projection, projection_initializer = linformer_attention.check_arguments(
             num_heads, sequence_length, projected_dim, projection, sharing, dropout,
-            projection_initializer, padding_compensation, null_slots)
+            projection_initializer, padding_compensation, null_slots, query_chunk_size)
         self.intermediate_dim = intermediate_dim
         self.num_heads = num_heads
         self.sequence_length = sequence_length
@@ -99,6 +100,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         self.normalize_first = bool(normalize_first)
         self.padding_compensation = bool(padding_compensation)
         self.null_slots = null_slots
+        self.query_chunk_size = query_chunk_size
         self.supports_masking = True
 
     def build(self, inputs_shape):
@@ -122,6 +124,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
             projection_initializer=clone_initializer(self.projection_initializer),
             padding_compensation=self.padding_compensation,
             null_slots=self.null_slots,
+            query_chunk_size=self.query_chunk_size,
             dtype=self.dtype_policy,
             name="self_attention_layer",
         )
@@ -200,7 +203,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         config = super().get_config()
         for name in ("intermediate_dim", "num_heads", "sequence_length", "projected_dim",
                      "sharing", "dropout", "layer_norm_epsilon", "normalize_first",
-                     "padding_compensation", "null_slots"):
+                     "padding_compensation", "null_slots", "query_chunk_size"):
             config[name] = getattr(self, name)
         for name in ("kernel_initializer", "bias_initializer", "projection_initializer"):
             config[name] = keras.saving.serialize_keras_object(getattr(self, name))

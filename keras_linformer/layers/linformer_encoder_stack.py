@@ -11,7 +11,7 @@ from keras_linformer.utils import validation
 _BLOCK_ARGUMENTS = ("intermediate_dim", "num_heads", "sequence_length", "projection", "sharing",
                     "dropout", "activation", "layer_norm_epsilon", "kernel_initializer",
                     "bias_initializer", "projection_initializer", "normalize_first",
-                    "padding_compensation", "null_slots")
+                    "padding_compensation", "null_slots", "query_chunk_size")
 
 
 @keras_linformer_export("keras_linformer.layers.LinformerEncoderStack")
@@ -34,8 +34,8 @@ class LinformerEncoderStack(keras.layers.Layer):
             Defaults to `"layerwise"`, the paper's best downstream setting.
         dropout, activation, layer_norm_epsilon, kernel_initializer, bias_initializer:
             as in `LinformerEncoderBlock`.
-        projection_initializer, normalize_first, padding_compensation, null_slots:
-            as in `LinformerEncoderBlock`.
+        projection_initializer, normalize_first, padding_compensation, null_slots,
+            query_chunk_size: as in `LinformerEncoderBlock`.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -75,6 +75,7 @@ class LinformerEncoderStack(keras.layers.Layer):
         normalize_first=False,
         padding_compensation=True,
         null_slots=0,
+        query_chunk_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)

@@ -72,7 +72,8 @@ LOAD_PREDICT_AND_TRAIN = textwrap.dedent(
 
 
 def run_under_backend(backend, model_path, tokens, tmp_path):
-    """Runs LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING, COMPARE_PATHS and, under torch,
+    """Runs LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING, COMPARE_PATHS, QUERY_CHUNKS and, under
+    torch,
     UNMASK_UNDER_TORCH_COMPILE in one fresh process under `backend` (one start-up).
 
     The process imports this checkout's `keras_linformer`, not whichever copy
@@ -80,13 +81,14 @@ def run_under_backend(backend, model_path, tokens, tmp_path):
     under `failed.<check>` with its error, and the other checks still run.
     """
     np.save(tmp_path / "tokens.npy", tokens)
-    checks = [LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING, COMPARE_PATHS]
+    checks = [LOAD_PREDICT_AND_TRAIN, NON_FINITE_PADDING, COMPARE_PATHS, QUERY_CHUNKS]
     checks += [UNMASK_UNDER_TORCH_COMPILE] if backend == "torch" else []
     script = tmp_path / "checks.py"
     script.write_text(PREAMBLE + "".join(
         f"try:\n{textwrap.indent(check, '    ')}\nexcept Exception:\n"
         f"    results['failed.{name}'] = traceback.format_exc()\n"
-        for name, check in zip(("load", "non_finite", "flash", "torch_compile"), checks))
+        for name, check in zip(("load", "non_finite", "flash", "chunks", "torch_compile"),
+                               checks))
         + "np.savez(out, **results)\n")
     out = tmp_path / f"{backend}.npz"
     root = str(pathlib.Path(__file__).parents[2])
@@ -302,3 +304,44 @@ def test_fused_path_computes_the_explicit_attention_under(under_backend):
     assert found["dropout_inference_calls"] == 1
     assert found["scores_calls"] == 1
     assert "return_attention_scores" in found["strict_scores"]
+
+
+# `query_chunk_size` on the fused path (the default here) and the explicit one: a train step
+# (`keras.remat` on this backend, compiled as Keras compiles it) moves the weights as
+# attending every query at once does.
+QUERY_CHUNKS = textwrap.dedent(
+    """
+    import json
+    from keras_linformer.layers import LinformerAttention
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 16, 8)).astype("float32")
+    target = rng.standard_normal((2, 16, 8)).astype("float32")
+    mask = np.ones((2, 16), bool)
+    mask[1, 5:] = False
+    chunks = {}
+    for projection in ("linear", "mean"):
+        for flash in (None, False):
+            weights = {}
+            for size in (None, 6):
+                keras.utils.set_random_seed(2)
+                inputs = keras.Input((16, 8))
+                layer = LinformerAttention(
+                    num_heads=2, key_dim=4, sequence_length=16, projected_dim=4,
+                    projection=projection, flash_attention=flash, query_chunk_size=size)
+                model = keras.Model(inputs, layer(inputs, inputs, value_mask=mask))
+                model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+                model.train_on_batch(x, target)
+                weights[size] = [keras.ops.convert_to_numpy(w) for w in model.weights]
+            chunks[f"{projection}/flash={flash}"] = max(
+                float(np.max(np.abs(a - b))) for a, b in zip(weights[None], weights[6]))
+    results["chunks"] = np.array(json.dumps(chunks))
+    """
+)
+
+
+def test_query_chunks_train_as_attending_every_query_at_once_under(under_backend):
+    _, _, results = under_backend
+    assert "failed.chunks" not in results, results.get("failed.chunks")
+    found = json.loads(str(results["chunks"]))
+    assert len(found) == 4 and max(found.values()) < 1e-5, found

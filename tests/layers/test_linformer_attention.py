@@ -474,6 +474,69 @@ def test_dropout_is_active_only_in_training(rng):
     assert not np.allclose(training, inference[0])
 
 
+# --- Query chunks ---------------------------------------------------------------
+
+
+def chunked_pair(rng, **overrides):
+    """A layer and the same layer with `query_chunk_size=3`, with the same weights."""
+    plain, chunked = make_layer(**overrides), make_layer(query_chunk_size=3, **overrides)
+    x = rng.normal(size=(2, 8, 6)).astype("float32")
+    plain(x, x)
+    chunked(x, x)
+    chunked.set_weights(plain.get_weights())
+    return plain, chunked
+
+
+def train_step(layer, query, value, mask):
+    """Loss and gradients (the inputs' and the weights') of an XLA-compiled train step."""
+    @tf.function(jit_compile=True)
+    def step(query, value):
+        with tf.GradientTape() as tape:
+            tape.watch([query, value])
+            loss = tf.reduce_sum(tf.square(layer(query, value, value_mask=mask, training=True)))
+        return [loss] + tape.gradient(loss, [query, value] + layer.trainable_variables)
+
+    return step, [t.numpy() for t in step(tf.constant(query), tf.constant(value))]
+
+
+@pytest.mark.parametrize("projection, length, query_length", [
+    ("linear", 8, 8), ("mean", 8, 7), ("linear", 5, 10), ("conv", 6, 2)])
+def test_query_chunks_compute_the_same_outputs_and_gradients(projection, length,
+                                                             query_length, rng):
+    plain, chunked = chunked_pair(rng, projection=projection)
+    query = rng.normal(size=(2, query_length, 6)).astype("float32")
+    value = rng.normal(size=(2, length, 6)).astype("float32")
+    mask = np.arange(length)[None] < np.array([[length], [2]])  # Empty pooling windows too.
+    for want, got in zip(train_step(plain, query, value, mask)[1],
+                         train_step(chunked, query, value, mask)[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_query_chunks_keep_no_logits_of_every_query(rng):
+    """The compiled train step holds the (B, heads, T, k) logits only without chunks."""
+    query = rng.normal(size=(2, 12, 6)).astype("float32")
+    value = rng.normal(size=(2, 8, 6)).astype("float32")
+    full_logits = re.compile(r"f32\[(\d+,)*12,4\]")  # ..., T = 12 queries, k = 4 slots
+    for layer, expected in zip(chunked_pair(rng), (True, False)):
+        step, _ = train_step(layer, query, value, np.ones((2, 8), bool))
+        hlo = step.experimental_get_compiler_ir(tf.constant(query), tf.constant(value))(
+            stage="optimized_hlo")
+        assert bool(full_logits.search(hlo)) is expected, layer.query_chunk_size
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_query_chunks_with_unknown_length_and_attention_scores(jit_compile, rng):
+    plain, chunked = chunked_pair(rng)
+    x = rng.normal(size=(2, 7, 6)).astype("float32")
+    fn = tf.function(lambda a: chunked(a, a), jit_compile=jit_compile,
+                     input_signature=[tf.TensorSpec((None, None, 6), tf.float32)])
+    expected, scores = plain(x, x, return_attention_scores=True)
+    np.testing.assert_allclose(fn(x).numpy(), expected, atol=1e-6)
+    # The scores of every query are what the caller asks for: attended at once.
+    got, got_scores = chunked(x, x, return_attention_scores=True)
+    np.testing.assert_allclose(got_scores, scores, atol=1e-6)
+
+
 # --- Config and errors -----------------------------------------------------------
 
 
@@ -536,6 +599,9 @@ def test_get_config_lists_every_constructor_argument():
          "`padding_compensation` must be True or False.*Received: padding_compensation='no'"),
         (dict(projection="conv", sharing="key_value", value_dim=3), "value_dim"),
         (dict(output_shape=(2, 3)), "output_shape"),
+        (dict(query_chunk_size=0), "`query_chunk_size` must be.*Received: query_chunk_size=0"),
+        (dict(query_chunk_size=4, dropout=0.1),
+         "`query_chunk_size` cannot be used with attention `dropout`.*dropout=0.1"),
     ],
 )
 def test_bad_configuration_names_argument_and_value(overrides, message):

@@ -120,6 +120,20 @@ class KerasHubChecks(TestCase):
         self.run_serialization_test(
             make_stack(projected_dim=[4, 2], sharing="headwise", projection="conv"))
 
+    def test_query_chunks_reach_every_block_and_change_no_output(self):
+        plain, chunked = make_stack(), make_stack(query_chunk_size=3)
+        self.run_serialization_test(chunked)
+        x = keras.random.normal((2, 8, 12), seed=1)
+        expected = plain(x, padding_mask=np.arange(8)[None] < np.array([[8], [5]]))
+        chunked(x)
+        chunked.set_weights(plain.get_weights())
+        assert [b._self_attention_layer.query_chunk_size for b in chunked.blocks] == [3, 3]
+        self.assertAllClose(
+            chunked(x, padding_mask=np.arange(8)[None] < np.array([[8], [5]])), expected,
+            atol=1e-6)
+        with pytest.raises(ValueError, match="`query_chunk_size` cannot be used with"):
+            make_stack(query_chunk_size=3, dropout=0.1)
+
 
 def build_classifier(projection, sharing):
     inputs = keras.Input((8,), dtype="int32")
