@@ -34,8 +34,9 @@ class LinformerEncoderStack(keras.layers.Layer):
             Defaults to `"layerwise"`, the paper's best downstream setting.
         dropout, activation, layer_norm_epsilon, kernel_initializer, bias_initializer:
             as in `LinformerEncoderBlock`.
-        projection_initializer, normalize_first, padding_compensation, null_slots,
-            query_chunk_size: as in `LinformerEncoderBlock`.
+        projection_initializer, normalize_first, padding_compensation: as in
+            `LinformerEncoderBlock`.
+        null_slots, query_chunk_size: as in `LinformerEncoderBlock`.
         **kwargs: base layer arguments, such as `name` and `dtype`.
 
     Call arguments:
