@@ -78,8 +78,9 @@ class LinformerAttention(keras.layers.Layer):
             (fused kernels on JAX and PyTorch); None: where it applies (not on TensorFlow,
             with active dropout or `return_attention_scores`). Defaults to None.
         query_chunk_size: int or None. Attend this many queries at a time and recompute
-            each chunk in the backward pass, so a train step keeps no `(B, heads, T, k)`
-            tensor: less memory at long T for some time (docs/layers.md). Not with
+            each chunk, its query and output kernels included, in the backward pass: a
+            train step keeps no per-query tensor but the inputs and outputs, so less
+            memory at long T for some time (docs/layers.md). Not with
             `dropout`; `return_attention_scores=True` attends all queries at once.
             Defaults to None (all queries at once).
         null_slots: int. Zero key/value slots appended after the k projected
@@ -369,7 +370,6 @@ class LinformerAttention(keras.layers.Layer):
             for m in masks:
                 mask = mask * ops.cast(ops.cast(m, "bool"), self.compute_dtype)
 
-        query = self._query_dense(query)  # (B, T, N, Hk)
         if self._projects_input:
             key_input = self._project(key, mask, key_projection)
             if key_is_value and key_projection is value_projection:
@@ -394,16 +394,18 @@ class LinformerAttention(keras.layers.Layer):
         fused = self._fused(training, return_attention_scores)
         slot_mask = slot_mask if slots_may_be_empty else None
 
-        def attend(query, key, value, slot_mask):
+        def attend(query, key, value, dense=lambda layer, x: layer(x)):
+            """The output for `(B, T, D)` queries, and the attention probabilities."""
+            query = dense(self._query_dense, query)  # (B, T, N, Hk)
             if fused:
                 # Keras's fused attention (cuDNN or PyTorch flash kernels): the
                 # (T, k) logits are never materialised, and the kernels keep them
                 # and the softmax in float32 too.
-                return ops.dot_product_attention(
+                return dense(self._output_dense, ops.dot_product_attention(
                     query, key, value,
                     mask=None if slot_mask is None else slot_mask[:, None, None, :],
                     scale=scale, flash_attention=self.flash_attention,
-                ), None
+                )), None
             # Logits and softmax in float32, whatever the compute dtype.
             logits = ops.einsum(
                 "btnh,bknh->bntk", ops.cast(query, "float32") * scale, ops.cast(key, "float32"))
@@ -412,36 +414,48 @@ class LinformerAttention(keras.layers.Layer):
                                    ops.full_like(logits, -1e9))
             probabilities = ops.softmax(logits, axis=-1)
             dropped = self._dropout_layer(probabilities, training=training)
-            return ops.einsum(
-                "bntk,bknh->btnh", ops.cast(dropped, self.compute_dtype), value), probabilities
+            context = ops.einsum(
+                "bntk,bknh->btnh", ops.cast(dropped, self.compute_dtype), value)
+            return dense(self._output_dense, context), probabilities
 
         if self.query_chunk_size and not return_attention_scores:
-            context = self._attend_in_chunks(attend, query, key, value, slot_mask)
+            output = self._attend_in_chunks(attend, query, key, value)
         else:
-            context, probabilities = attend(query, key, value, slot_mask)
-        output = self._output_dense(context)
+            output, probabilities = attend(query, key, value)
         if return_attention_scores:
             return output, ops.cast(probabilities, self.compute_dtype)
         return output
 
-    def _attend_in_chunks(self, attend, query, key, value, slot_mask):
+    def _attend_in_chunks(self, attend, query, key, value):
         """`attend` over `query_chunk_size` queries at a time, each chunk recomputed in the
-        backward pass (`keras.remat`): no `(B, heads, T, k)` tensor is kept for it."""
+        backward pass (`keras.remat`): only the inputs and outputs are kept for it, no
+        per-query projections, contexts or `(B, heads, T, k)` logits."""
         size = self.query_chunk_size
         length = query.shape[1] if query.shape[1] is not None else ops.shape(query)[1]
         if isinstance(length, int) and length <= size:
-            return attend(query, key, value, slot_mask)[0]
+            return attend(query, key, value)[0]
         spare = (size - length % size) % size  # Zero queries fill the last chunk.
-        query = ops.pad(query, [[0, 0], [0, spare], [0, 0], [0, 0]])
-        shape = ops.shape(query)
-        chunks = ops.reshape(query, (shape[0], -1, size, shape[2], shape[3]))
-        # The key and value are arguments, so the recomputation also gives their gradients.
-        chunk_context = keras.remat(lambda q, k, v: attend(q, k, v, slot_mask)[0])
-        contexts = ops.map(lambda q: chunk_context(q, key, value),
-                           ops.moveaxis(chunks, 1, 0))
-        contexts = ops.moveaxis(contexts, 0, 1)  # (B, chunks, size, N, Hv)
-        context = ops.reshape(contexts, (shape[0], -1, shape[2], self.value_dim))
-        return context[:, :length]
+        query = ops.pad(query, [[0, 0], [0, spare], [0, 0]])
+        batch = ops.shape(query)[0]
+        # The key, value and dense weights are arguments, so the recomputation also gives
+        # their gradients. The weights are read before the loop: TensorFlow would keep a
+        # copy of each per chunk for the backward pass if the loop read them.
+        layers = (self._query_dense, self._output_dense)
+        weights = [([ops.copy(v) for v in layer.trainable_variables],
+                    [ops.copy(v) for v in layer.non_trainable_variables]) for layer in layers]
+
+        @keras.remat
+        def chunk_output(q, k, v, weights):
+            by_layer = dict(zip(layers, weights))
+            return attend(q, k, v, lambda layer, x: layer.stateless_call(*by_layer[layer], x)[0])[0]
+
+        def chunk(i):  # Sliced in the loop: TensorFlow's map would copy the stacked chunks.
+            q = ops.slice(query, (0, i * size, 0), (batch, size, query.shape[-1]))
+            return chunk_output(q, key, value, weights)
+
+        outputs = ops.map(chunk, ops.arange((length + spare) // size))
+        outputs = ops.moveaxis(outputs, 0, 1)  # (B, chunks, size, output dim)
+        return ops.reshape(outputs, (batch, -1, outputs.shape[-1]))[:, :length]
 
     def _fused(self, training, return_attention_scores):
         """Whether `call` uses `ops.dot_product_attention`: see `flash_attention`."""
