@@ -3,7 +3,7 @@
 # outside the recomputed chunks) and after (this checkout: inside them), interleaved, n = 16384,
 # against PyTorch's flash kernel. Usage: BEFORE=../run-5444006 bash run.sh (from the repo root)
 set -x
-mkdir -p out
+mkdir -p out  # The CSVs beside this script are its out/.
 PY=python
 COMMON="--lengths 16384 --tokens 8192 --repeats 3 --rounds 1 --timeout 900"
 for round in 1 2; do
