@@ -29,8 +29,8 @@ cell holds about the same number of tokens. `--compile jit` is `jax.jit`,
 `tf.function(jit_compile=True)` or `torch.compile`; `eager` runs op by op.
 Time is the median over repeats of the mean over calls; memory is the peak of
 the device allocator above the weights and inputs on GPUs and the peak RSS
-above the same baseline on CPUs (JAX also reports the compiled program's
-temporary bytes). `fused_kernel` says whether the cell ran a fused attention
+above the same baseline on CPUs, with the heap compiling freed returned first
+(JAX also reports the compiled program's temporary bytes). `fused_kernel` says whether the cell ran a fused attention
 kernel: read off the compiled program on JAX, off the ATen operators one
 profiled call records on PyTorch (empty on TensorFlow). A cell that passes
 --memory-limit-gb or --timeout is recorded as OOM / timeout, and the same
@@ -337,6 +337,7 @@ def run_cell(spec):
     in_use = runner.memory_in_use()
     runner.sync(runner.call())  # Compiles (jit) and warms up.
     runner.sync(runner.call())
+    _release_free_heap()  # What compiling freed but the heap kept is not the call's memory.
     with PeakResidentMemory() as rss:
         median, fastest = _timed(runner, spec["repeats"], spec["min_seconds"])
     after = runner.memory_in_use()
