@@ -10,8 +10,8 @@ CPU or GPU. Models:
   backend has one;
 - `linformer-unfused`: the same layer with `flash_attention=False`
   (materialised (n, k) logits in float32);
-- `linformer-chunked`: the same layer with `query_chunk_size=2048` (queries
-  attended 2,048 at a time, each chunk recomputed in the backward pass);
+- `linformer-chunked`: the same layer with `query_chunk_size` (--query-chunk-size
+  queries attended at a time, each chunk recomputed in the backward pass);
 - `linformer-dropout`: the same layer with keras-hub BERT's attention dropout
   0.1 (active in `train`, which then takes the explicit path);
 - `mha-fused`: `keras.layers.MultiHeadAttention` with dropout 0, which calls
@@ -30,9 +30,10 @@ cell holds about the same number of tokens. `--compile jit` is `jax.jit`,
 Time is the median over repeats of the mean over calls; memory is the peak of
 the device allocator above the weights and inputs on GPUs and the peak RSS
 above the same baseline on CPUs, with the heap compiling freed returned first
-(JAX also reports the compiled program's temporary bytes). `fused_kernel` says whether the cell ran a fused attention
-kernel: read off the compiled program on JAX, off the ATen operators one
-profiled call records on PyTorch (empty on TensorFlow). A cell that passes
+(JAX also reports the compiled program's temporary bytes). `fused_kernel` says
+whether the cell ran a fused attention kernel: read off the compiled program
+on JAX, off the ATen operators one profiled call records on PyTorch (empty on
+TensorFlow). A cell that passes
 --memory-limit-gb or --timeout is recorded as OOM / timeout, and the same
 model is not run at longer n (its rows say so). Rows go to a CSV as they
 finish (a rerun skips the cells it has), then a summary table is printed:
@@ -113,7 +114,7 @@ def build_layer(spec):
             sharing="headwise",
             flash_attention=False if model == "linformer-unfused" else None,
             dropout=0.1 if model == "linformer-dropout" else 0.0,
-            query_chunk_size=2048 if model == "linformer-chunked" else None,
+            query_chunk_size=spec["query_chunk_size"] if model == "linformer-chunked" else None,
         )
     if model == "mha-fused":
         # True on GPUs makes a silent fallback to the unfused path impossible.
@@ -624,6 +625,8 @@ def parse_args(argv):
     parser.add_argument("--lengths", nargs="+", type=cli.positive_int,
                         default=[2**p for p in range(9, 15)])
     parser.add_argument("--projected-dim", type=cli.positive_int, default=256)
+    parser.add_argument("--query-chunk-size", type=cli.positive_int, default=2048,
+                        help="`query_chunk_size` of the model linformer-chunked")
     parser.add_argument("--tokens", type=cli.positive_int, default=16384,
                         help="tokens per batch: batch = max(1, tokens // n)")
     parser.add_argument("--dtype", default="float32",
@@ -690,6 +693,7 @@ def measure(args, argv):
                 batch = max(1, args.tokens // n)
                 spec = dict(model=model, task=task, sequence_length=n, batch_size=batch,
                             projected_dim=args.projected_dim, num_heads=12, head_dim=64,
+                            query_chunk_size=args.query_chunk_size,
                             dtype=args.dtype, compile=compile_mode, device=device,
                             repeats=args.repeats, min_seconds=args.min_seconds,
                             profile=args.profile and os.path.abspath(args.profile))
