@@ -33,12 +33,11 @@ above the same baseline on CPUs, with the heap compiling freed returned first
 (JAX also reports the compiled program's temporary bytes). `fused_kernel` says
 whether the cell ran a fused attention kernel: read off the compiled program
 on JAX, off the ATen operators one profiled call records on PyTorch (empty on
-TensorFlow). A cell that passes
---memory-limit-gb or --timeout is recorded as OOM / timeout, and the same
-model is not run at longer n (its rows say so). Rows go to a CSV as they
-finish (a rerun skips the cells it has), then a summary table is printed:
-each Linformer's time and memory against the best exact model, and the
-crossover n.
+TensorFlow). A cell that passes --memory-limit-gb or --timeout is recorded as
+OOM / timeout, and the same model is not run at longer n (its rows say so).
+Rows go to a CSV as they finish (a rerun skips the cells it has), then a
+summary table is printed: each Linformer's time and memory against the best
+exact model, and the crossover n.
 
     KERAS_BACKEND=jax python -m benchmarks.peers --dtype mixed_bfloat16 \\
         --lengths 512 1024 2048 4096 8192 16384 32768 65536 --output peers.csv
