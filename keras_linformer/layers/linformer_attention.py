@@ -9,6 +9,7 @@ from keras_hub.src.utils.keras_utils import clone_initializer
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import projection_initializers
 from keras_linformer.layers import projections
+from keras_linformer.layers.dropout import Dropout
 from keras_linformer.layers.keras_masks import without_keras_masks
 from keras_linformer.utils import validation
 
@@ -249,7 +250,7 @@ class LinformerAttention(keras.layers.Layer):
         # (B, T, N, H) -> (B, T, out_dim)
         self._output_dense = self._dense("attention_output", "abcd,cde->abe", (None, out_dim),
                                          tuple(query_shape[:-1]) + (heads, self.value_dim))
-        self._dropout_layer = keras.layers.Dropout(self.dropout, seed=self.seed,
+        self._dropout_layer = Dropout(self.dropout, seed=self.seed,
                                                    dtype=self.dtype_policy)
 
         self.key_projection = self.value_projection = None

@@ -6,6 +6,7 @@ from keras_hub.src.utils.keras_utils import clone_initializer
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import linformer_attention
 from keras_linformer.layers import projections
+from keras_linformer.layers.dropout import Dropout
 from keras_linformer.layers.keras_masks import padding_mask_of
 from keras_linformer.utils import validation
 
@@ -148,7 +149,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
             )
 
         self._self_attention_layer_norm = layer_norm("self_attention_layer_norm")
-        self._self_attention_dropout = keras.layers.Dropout(
+        self._self_attention_dropout = Dropout(
             self.dropout, dtype=self.dtype_policy, name="self_attention_dropout")
         self._feedforward_layer_norm = layer_norm("feedforward_layer_norm")
         self._feedforward_intermediate_dense = dense(
@@ -156,7 +157,7 @@ class LinformerEncoderBlock(keras.layers.Layer):
         self._feedforward_intermediate_dense.build(inputs_shape)
         self._feedforward_output_dense = dense(hidden_dim, "feedforward_output_dense")
         self._feedforward_output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
-        self._feedforward_dropout = keras.layers.Dropout(
+        self._feedforward_dropout = Dropout(
             self.dropout, dtype=self.dtype_policy, name="feedforward_dropout")
         self.built = True
 

@@ -12,6 +12,7 @@ from keras_hub.src.models.bert.bert_backbone import bert_kernel_initializer
 from keras_linformer.api_export import keras_linformer_export
 from keras_linformer.layers import LinformerEncoderStack
 from keras_linformer.layers import projections
+from keras_linformer.layers.dropout import Dropout
 from keras_linformer.utils import validation
 
 # keras-hub BERT's feedforward activation, under the name its configs give it.
@@ -89,7 +90,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.embeddings_layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, dtype=dtype, name="embeddings_layer_norm"
         )
-        self.embeddings_dropout = keras.layers.Dropout(
+        self.embeddings_dropout = Dropout(
             dropout, dtype=dtype, name="embeddings_dropout"
         )
         self.encoder = LinformerEncoderStack(
