@@ -7,9 +7,9 @@ import keras
 class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` (same arguments, rate and scaling), but on TensorFlow the mask
     is drawn with the Philox algorithm. Keras leaves the algorithm to TensorFlow's default,
-    which XLA compiles for CPUs into a generator 35x slower than Philox
-    ([measurement](../../benchmarks/RESULTS.md#dropout-under-xla-on-cpus)); without XLA
-    both run at one speed. Other backends: `keras.layers.Dropout` unchanged."""
+    which XLA compiles for CPUs into a far slower generator (benchmarks/RESULTS.md, "Dropout
+    under XLA on CPUs"); without XLA both run at one speed. Other backends:
+    `keras.layers.Dropout` unchanged."""
 
     def call(self, inputs, training=False):
         if not (training and 0 < self.rate < 1) or keras.backend.backend() != "tensorflow":
