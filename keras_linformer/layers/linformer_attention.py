@@ -250,8 +250,7 @@ class LinformerAttention(keras.layers.Layer):
         # (B, T, N, H) -> (B, T, out_dim)
         self._output_dense = self._dense("attention_output", "abcd,cde->abe", (None, out_dim),
                                          tuple(query_shape[:-1]) + (heads, self.value_dim))
-        self._dropout_layer = Dropout(self.dropout, seed=self.seed,
-                                                   dtype=self.dtype_policy)
+        self._dropout_layer = Dropout(self.dropout, seed=self.seed, dtype=self.dtype_policy)
 
         self.key_projection = self.value_projection = None
         if self.sharing in ("none", "headwise"):

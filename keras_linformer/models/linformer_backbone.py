@@ -90,9 +90,7 @@ class LinformerBackbone(keras_hub.models.Backbone):
         self.embeddings_layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, dtype=dtype, name="embeddings_layer_norm"
         )
-        self.embeddings_dropout = Dropout(
-            dropout, dtype=dtype, name="embeddings_dropout"
-        )
+        self.embeddings_dropout = Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         self.encoder = LinformerEncoderStack(
             num_layers=num_layers,
             sequence_length=max_sequence_length,

@@ -25,7 +25,7 @@ def test_drops_the_rate_scales_the_rest_and_follows_its_seed():
 
 def test_every_dropout_of_the_backbone_draws_its_mask_with_philox():
     """Keras's own dropout leaves the algorithm to TensorFlow, which XLA compiles for CPUs
-    into a generator 35x slower: the backbone's train step draws every mask with Philox."""
+    into a far slower generator: the backbone's train step draws every mask with Philox."""
     backbone = LinformerBackbone(vocabulary_size=20, num_layers=2, num_heads=2, hidden_dim=8,
                                  intermediate_dim=16, max_sequence_length=8, projected_dim=4)
     ids = tf.ones((2, 8), "int32")
